@@ -1,0 +1,229 @@
+//! The built-in irreversibility rule sets, switched on by `forbid = ["payment", "deletion"]`.
+//!
+//! They are deliberately broad: a persona run on staging loses little when a benign "Pay later
+//! info" link is refused, and a lot when a real charge goes through. Each pattern is documented in
+//! README "Built-in rule sets"; a flow that needs one of these actions names it precisely instead
+//! and drops the set.
+//!
+//! - **labels** match a click/press/submit label, text or element description (case-insensitive,
+//!   unanchored, on word boundaries);
+//! - **tools** match the whole tool name, so an MCP server's payment or deletion tool is refused
+//!   whatever its arguments;
+//! - **paths** match a lowercased, percent-decoded URL path by prefix.
+
+use std::sync::OnceLock;
+
+use regex::RegexSet;
+
+use crate::RuleHit;
+
+/// A built-in rule set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuiltinSet {
+    /// Anything that moves money: placing orders, paying, subscribing, charging, refunding.
+    Payment,
+    /// Anything that destroys data: deleting, erasing, purging, closing accounts.
+    Deletion,
+}
+
+/// Label patterns of the `payment` set.
+pub const PAYMENT_LABELS: &[&str] = &[
+    r"(?i)\b(place|submit|confirm|complete|finish|finali[sz]e)\s+(your\s+|my\s+|the\s+)?(order|purchase|payment|checkout|booking|reservation)\b",
+    r"(?i)\bpay(\s+(now|securely|with|by|via|in full|\$|€|£|[0-9]))?\b",
+    r"(?i)\b(buy|purchase|order)\s+(now|it|this|them)\b",
+    r"(?i)^\s*(buy|purchase|checkout|check out|subscribe|donate|tip)\s*$",
+    r"(?i)\b(start|confirm|activate|upgrade)\s+(my\s+|your\s+|the\s+)?(paid\s+)?(subscription|plan|membership|trial)\b",
+    r"(?i)\b(subscribe|upgrade)\s+(now|for|to\s+(pro|premium|plus|paid))\b",
+    r"(?i)\b(charge|refund|payout|transfer|send)\s+(the\s+)?(card|money|funds|payment|\$|€|£|[0-9])",
+    r"(?i)\bsave\s+(card|payment method)\b",
+    r"(?i)\b(complete|confirm)\s+(purchase|transaction)\b",
+];
+
+/// Tool-name patterns of the `payment` set (whole name).
+pub const PAYMENT_TOOLS: &[&str] = &[
+    r"(?i)^mcp__(stripe|paypal|braintree|adyen|square|klarna|mollie|checkout_?com|razorpay|plaid|wise|coinbase)[a-z0-9_-]*__.*$",
+    r"(?i)^.*__(create|confirm|capture|submit|execute|send|make)_?(payment|charge|payout|refund|transfer|invoice|order|purchase|checkout|subscription)s?$",
+    r"(?i)^.*__(pay|charge|purchase|refund|payout|checkout|buy)(_.*)?$",
+];
+
+/// Path prefixes of the `payment` set.
+pub const PAYMENT_PATHS: &[&str] = &[];
+
+/// Label patterns of the `deletion` set.
+pub const DELETION_LABELS: &[&str] = &[
+    r"(?i)^\s*(delete|erase|destroy|purge|wipe|remove permanently|permanently delete)\b",
+    r"(?i)\b(delete|erase|destroy|purge|wipe|remove|close|deactivate|terminate|cancel)\s+(my\s+|the\s+|this\s+|your\s+|all\s+)?(account|profile|project|repository|repo|workspace|organi[sz]ation|org|team|database|data|everything|all|history|subscription)\b",
+    r"(?i)\bpermanently\s+(delete|remove|erase)\b",
+    r"(?i)\b(empty|clear)\s+(the\s+)?(trash|bin|recycle bin)\b",
+    r"(?i)\byes,?\s+(delete|remove|erase|destroy)\b",
+];
+
+/// Tool-name patterns of the `deletion` set (whole name).
+pub const DELETION_TOOLS: &[&str] = &[
+    r"(?i)^.*__(delete|destroy|drop|purge|erase|wipe|truncate|remove|deactivate|terminate)(_.*)?$",
+    r"(?i)^.*__[a-z0-9_]*_(delete|destroy|drop|purge|erase|wipe|truncate)$",
+];
+
+/// Path prefixes of the `deletion` set.
+pub const DELETION_PATHS: &[&str] = &[];
+
+struct Compiled {
+    labels: RegexSet,
+    tools: RegexSet,
+}
+
+fn compiled(set: BuiltinSet) -> &'static Compiled {
+    static PAYMENT: OnceLock<Compiled> = OnceLock::new();
+    static DELETION: OnceLock<Compiled> = OnceLock::new();
+    let (cell, labels, tools) = match set {
+        BuiltinSet::Payment => (&PAYMENT, PAYMENT_LABELS, PAYMENT_TOOLS),
+        BuiltinSet::Deletion => (&DELETION, DELETION_LABELS, DELETION_TOOLS),
+    };
+    cell.get_or_init(|| Compiled {
+        labels: RegexSet::new(labels).expect("built-in label patterns compile (tested)"),
+        tools: RegexSet::new(tools).expect("built-in tool patterns compile (tested)"),
+    })
+}
+
+impl BuiltinSet {
+    /// Parses a `forbid` entry.
+    pub fn from_name(name: &str) -> Option<BuiltinSet> {
+        match name {
+            "payment" => Some(BuiltinSet::Payment),
+            "deletion" => Some(BuiltinSet::Deletion),
+            _ => None,
+        }
+    }
+
+    /// The set's name as written in `forbid`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BuiltinSet::Payment => "payment",
+            BuiltinSet::Deletion => "deletion",
+        }
+    }
+
+    fn paths(self) -> &'static [&'static str] {
+        match self {
+            BuiltinSet::Payment => PAYMENT_PATHS,
+            BuiltinSet::Deletion => DELETION_PATHS,
+        }
+    }
+
+    fn hit(self, kind: &str, pattern: &str) -> RuleHit {
+        RuleHit {
+            rule: format!("builtin {}: {kind} {pattern:?}", self.name()),
+            source: self.name(),
+        }
+    }
+
+    /// The first label pattern of this set that matches.
+    pub fn match_label(self, label: &str) -> Option<RuleHit> {
+        let c = compiled(self);
+        let i = c.labels.matches(label).into_iter().next()?;
+        Some(self.hit("label", &c.labels.patterns()[i]))
+    }
+
+    /// The first tool-name pattern of this set that matches.
+    pub fn match_tool(self, tool: &str) -> Option<RuleHit> {
+        let c = compiled(self);
+        let i = c.tools.matches(tool).into_iter().next()?;
+        Some(self.hit("tool", &c.tools.patterns()[i]))
+    }
+
+    /// The first path prefix of this set that matches an already lowercased, decoded path.
+    pub fn match_path(self, decoded_lower_path: &str) -> Option<RuleHit> {
+        let p = self
+            .paths()
+            .iter()
+            .find(|p| decoded_lower_path.starts_with(*p))?;
+        Some(self.hit("path", p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payment_labels() {
+        let p = BuiltinSet::Payment;
+        for yes in [
+            "Place order",
+            "PLACE YOUR ORDER",
+            "Pay now",
+            "Pay $12.99",
+            "Buy now",
+            "Complete purchase",
+            "Subscribe",
+            "Start subscription",
+            "Confirm payment",
+        ] {
+            assert!(p.match_label(yes).is_some(), "{yes}");
+        }
+        for no in [
+            "Add to cart",
+            "View order history",
+            "Payment methods help",
+            "Continue to shipping",
+            "Search",
+            "Paypal info",
+            "Apply coupon",
+        ] {
+            assert!(p.match_label(no).is_none(), "{no}");
+        }
+    }
+
+    #[test]
+    fn deletion_labels() {
+        let d = BuiltinSet::Deletion;
+        for yes in [
+            "Delete",
+            "Delete account",
+            "Remove my account",
+            "Permanently delete",
+            "Yes, delete",
+            "Close account",
+            "Empty trash",
+        ] {
+            assert!(d.match_label(yes).is_some(), "{yes}");
+        }
+        for no in [
+            "Remove from cart",
+            "Edit profile",
+            "Cancel",
+            "Close",
+            "Undo",
+        ] {
+            assert!(d.match_label(no).is_none(), "{no}");
+        }
+    }
+
+    #[test]
+    fn tools() {
+        assert!(BuiltinSet::Payment
+            .match_tool("mcp__stripe__list_customers")
+            .is_some());
+        assert!(BuiltinSet::Payment
+            .match_tool("mcp__shop__create_payment")
+            .is_some());
+        assert!(BuiltinSet::Payment
+            .match_tool("mcp__shop__checkout")
+            .is_some());
+        assert!(BuiltinSet::Payment
+            .match_tool("mcp__browser__browser_click")
+            .is_none());
+        assert!(BuiltinSet::Deletion
+            .match_tool("mcp__github__delete_repository")
+            .is_some());
+        assert!(BuiltinSet::Deletion
+            .match_tool("mcp__db__table_drop")
+            .is_some());
+        assert!(BuiltinSet::Deletion
+            .match_tool("mcp__browser__browser_navigate")
+            .is_none());
+        assert!(BuiltinSet::Deletion
+            .match_tool("mcp__browser__browser_tabs")
+            .is_none());
+    }
+}

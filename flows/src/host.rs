@@ -1,0 +1,220 @@
+//! Host semantics shared by allowlist entries and URLs: one parser (the `url` crate's WHATWG host
+//! parser) for both, so an IDN or full-width entry means exactly what a browser would resolve.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// One normalised allowlist entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllowEntry {
+    /// A domain, lowercase ASCII (punycode), no trailing dot. Matches itself and its subdomains.
+    Domain(String),
+    /// An IPv4 address: matches only that address.
+    Ipv4(Ipv4Addr),
+    /// An IPv6 address: matches only that address.
+    Ipv6(Ipv6Addr),
+}
+
+impl std::fmt::Display for AllowEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AllowEntry::Domain(d) => f.write_str(d),
+            AllowEntry::Ipv4(a) => write!(f, "{a}"),
+            AllowEntry::Ipv6(a) => write!(f, "[{a}]"),
+        }
+    }
+}
+
+/// Why an allowlist entry was refused; the caller adds the file and key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EntryProblem {
+    /// `https://…`
+    Scheme,
+    /// `host/path`, `host?q`, `host#f`
+    Path,
+    /// `host:8080`
+    Port,
+    /// `*.example.com`
+    Wildcard,
+    /// `user@host`
+    Userinfo,
+    /// Empty, or only dots.
+    Empty,
+    /// The URL host parser refused it (forbidden code point, bad IDN, ...).
+    Invalid,
+}
+
+impl EntryProblem {
+    /// One line: what is wrong and how to fix it.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            EntryProblem::Scheme => "an entry is a bare host: drop the scheme (`https://`)",
+            EntryProblem::Path => "an entry is a bare host: drop the path, query or fragment",
+            EntryProblem::Port => {
+                "an entry is a bare host: drop the port (the allowlist judges hosts, every port)"
+            }
+            EntryProblem::Wildcard => {
+                "wildcards are not needed: an entry already allows its subdomains (`example.com` allows `a.example.com`)"
+            }
+            EntryProblem::Userinfo => "an entry is a bare host: drop the `user@` part",
+            EntryProblem::Empty => "an entry must name a host",
+            EntryProblem::Invalid => "the host parser rejects it: check for forbidden characters",
+        }
+    }
+}
+
+/// Normalises one allowlist entry with the URL host parser.
+///
+/// # Errors
+///
+/// The [`EntryProblem`] that makes it unusable.
+pub fn normalize_allowlist_entry(raw: &str) -> Result<AllowEntry, EntryProblem> {
+    let s = raw.trim();
+    if s.is_empty() {
+        return Err(EntryProblem::Empty);
+    }
+    if s.contains("://") || s.starts_with("//") {
+        return Err(EntryProblem::Scheme);
+    }
+    if s.contains('*') {
+        return Err(EntryProblem::Wildcard);
+    }
+    if s.contains('@') {
+        return Err(EntryProblem::Userinfo);
+    }
+    if s.contains(['/', '\\', '?', '#']) {
+        return Err(EntryProblem::Path);
+    }
+    // A colon is a port unless the entry is a bracketed IPv6 literal.
+    let bracketed = s.starts_with('[') && s.ends_with(']');
+    if s.contains(':') && !bracketed {
+        // `https:` without slashes is still a scheme to the user's eye.
+        let after = &s[s.find(':').unwrap_or(0) + 1..];
+        if !after.is_empty() && after.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(EntryProblem::Port);
+        }
+        // A bare IPv6 address without brackets: accept it as the address it is.
+        if let Ok(v6) = s.parse::<Ipv6Addr>() {
+            return Ok(AllowEntry::Ipv6(v6));
+        }
+        return Err(EntryProblem::Scheme);
+    }
+    let host = parse_host(s).ok_or(EntryProblem::Invalid)?;
+    match host {
+        url::Host::Domain(d) => {
+            let d = d.trim_end_matches('.');
+            if d.is_empty() {
+                Err(EntryProblem::Empty)
+            } else {
+                Ok(AllowEntry::Domain(d.to_owned()))
+            }
+        }
+        url::Host::Ipv4(a) => Ok(AllowEntry::Ipv4(a)),
+        url::Host::Ipv6(a) => Ok(AllowEntry::Ipv6(a)),
+    }
+}
+
+/// Parses a host string the way a special (http) URL's host is parsed: IDNA, IPv4 number forms,
+/// percent-decoding. `url::Host::parse` alone applies the non-special rules, so go through a URL.
+pub(crate) fn parse_host(s: &str) -> Option<url::Host<String>> {
+    if s.contains(['/', '\\', '?', '#', '@']) {
+        return None;
+    }
+    let url = url::Url::parse(&format!("http://{s}/")).ok()?;
+    if url.port().is_some() || url.path() != "/" {
+        return None;
+    }
+    url.host().map(|h| h.to_owned())
+}
+
+pub(crate) fn host_allowed(allow: &[AllowEntry], host: &url::Host<&str>) -> bool {
+    match host {
+        url::Host::Domain(d) => {
+            let d = d.trim_end_matches('.');
+            if d.is_empty() {
+                return false;
+            }
+            allow.iter().any(|e| match e {
+                AllowEntry::Domain(entry) => {
+                    d == entry
+                        || (d.len() > entry.len()
+                            && d.ends_with(entry.as_str())
+                            && d.as_bytes()[d.len() - entry.len() - 1] == b'.')
+                }
+                _ => false,
+            })
+        }
+        url::Host::Ipv4(a) => allow.iter().any(|e| e == &AllowEntry::Ipv4(*a)),
+        url::Host::Ipv6(a) => allow.iter().any(|e| e == &AllowEntry::Ipv6(*a)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_normalise_with_the_url_host_parser() {
+        assert_eq!(
+            normalize_allowlist_entry("Staging.Example.COM.").unwrap(),
+            AllowEntry::Domain("staging.example.com".into())
+        );
+        assert_eq!(
+            normalize_allowlist_entry("bücher.example").unwrap(),
+            AllowEntry::Domain("xn--bcher-kva.example".into())
+        );
+        assert_eq!(
+            normalize_allowlist_entry("ｓｔａｇｉｎｇ．example.com").unwrap(),
+            AllowEntry::Domain("staging.example.com".into())
+        );
+        assert_eq!(
+            normalize_allowlist_entry("127.0.0.1").unwrap(),
+            AllowEntry::Ipv4(Ipv4Addr::LOCALHOST)
+        );
+        assert_eq!(
+            normalize_allowlist_entry("[::1]").unwrap(),
+            AllowEntry::Ipv6(Ipv6Addr::LOCALHOST)
+        );
+    }
+
+    #[test]
+    fn bad_entries_say_why() {
+        assert_eq!(
+            normalize_allowlist_entry("https://a.example"),
+            Err(EntryProblem::Scheme)
+        );
+        assert_eq!(
+            normalize_allowlist_entry("a.example/x"),
+            Err(EntryProblem::Path)
+        );
+        assert_eq!(
+            normalize_allowlist_entry("a.example:443"),
+            Err(EntryProblem::Port)
+        );
+        assert_eq!(
+            normalize_allowlist_entry("*.a.example"),
+            Err(EntryProblem::Wildcard)
+        );
+        assert_eq!(
+            normalize_allowlist_entry("u@a.example"),
+            Err(EntryProblem::Userinfo)
+        );
+        assert_eq!(normalize_allowlist_entry(" "), Err(EntryProblem::Empty));
+        assert_eq!(normalize_allowlist_entry("..."), Err(EntryProblem::Empty));
+        assert_eq!(
+            normalize_allowlist_entry("a b.example"),
+            Err(EntryProblem::Invalid)
+        );
+    }
+
+    #[test]
+    fn domains_match_exactly_or_as_subdomains_never_substrings() {
+        let allow = [AllowEntry::Domain("example.com".into())];
+        let yes = |h: &str| host_allowed(&allow, &url::Host::Domain(h));
+        assert!(yes("example.com"));
+        assert!(yes("example.com."));
+        assert!(yes("a.b.example.com"));
+        assert!(!yes("badexample.com"));
+        assert!(!yes("example.com.evil"));
+        assert!(!yes("."));
+    }
+}

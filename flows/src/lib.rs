@@ -1,0 +1,295 @@
+//! Leopold flow files: parsing, the host allowlist, and the irreversibility rules.
+//!
+//! # Brief overview
+//!
+//! A flow file is Markdown with TOML front matter between two `+++` lines. [`Flow::load`] parses
+//! and validates it; every error names the file, the key and the fix. The flow then answers the
+//! two questions every layer of Leopold asks:
+//!
+//! - [`Flow::judge_url`]: is this URL inside the allowlist? Hosts are judged exactly as a browser
+//!   does: whatever the WHATWG URL parser (the `url` crate) says the host is, is the host.
+//! - [`Flow::match_tool`], [`Flow::match_label`], [`Flow::match_path`]: does this action match an
+//!   irreversibility rule (the flow's own, or a built-in set, see [`builtin`])?
+//!
+//! # Example
+//!
+//! ```
+//! use leopold_flows::{Flow, UrlVerdict};
+//! let flow = Flow::parse(
+//!     "+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\"]\n+++\nBrief.\n",
+//!     std::path::Path::new("flows/checkout.md"),
+//! ).unwrap();
+//! assert!(matches!(flow.judge_url("https://a.staging.example.com/x"), UrlVerdict::Inside { .. }));
+//! assert!(matches!(flow.judge_url("https://staging.example.com@evil.example/"), UrlVerdict::Outside { .. }));
+//! ```
+#![warn(missing_docs)]
+
+pub mod builtin;
+mod host;
+mod parse;
+
+use std::path::{Path, PathBuf};
+
+pub use host::{normalize_allowlist_entry, AllowEntry};
+pub use parse::FlowError;
+
+/// A parsed, validated flow.
+#[derive(Debug, Clone)]
+pub struct Flow {
+    /// The flow's name (`name` key): what the guard's messages and the journal call it.
+    pub name: String,
+    /// The allowlist, normalised by the same host parser used for URLs.
+    pub allowlist: Vec<AllowEntry>,
+    /// Where the persona starts (`start_url`), if the flow says.
+    pub start_url: Option<String>,
+    /// The irreversibility rules (`[irreversible]`).
+    pub irreversible: Irreversible,
+    /// The persona's brief: the Markdown after the front matter.
+    pub brief: String,
+    /// The file this flow was read from (as given to [`Flow::load`] or [`Flow::parse`]).
+    pub source: PathBuf,
+}
+
+/// The `[irreversible]` table, compiled.
+#[derive(Debug, Clone, Default)]
+pub struct Irreversible {
+    /// Built-in rule sets switched on by `forbid`.
+    pub forbid: Vec<builtin::BuiltinSet>,
+    /// `click_labels`: regexes on a click/press/submit tool's label, text or element description.
+    pub click_labels: Vec<regex::Regex>,
+    /// `url_paths`: path prefixes that must never be navigated to or submitted (lowercased).
+    pub url_paths: Vec<String>,
+    /// `tools`: tool names that are irreversible outright (regexes, anchored at both ends).
+    pub tools: Vec<regex::Regex>,
+}
+
+/// What a flow says about one URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UrlVerdict {
+    /// An http(s) URL whose host is on the allowlist.
+    Inside {
+        /// The host, as the URL parser serialises it (lowercase, punycode, trailing dots kept).
+        host: String,
+    },
+    /// An http(s) URL whose host is not on the allowlist.
+    Outside {
+        /// The host, as the URL parser serialises it.
+        host: String,
+    },
+    /// A URL that parses but whose scheme is not `http` or `https` (`javascript:`, `file:`, ...).
+    NotWeb {
+        /// The scheme, lowercase.
+        scheme: String,
+    },
+    /// Not a URL a parser accepts without a base (scheme-relative, scheme-less, invalid host, ...).
+    Unparseable,
+}
+
+impl UrlVerdict {
+    /// True only for [`UrlVerdict::Inside`].
+    pub fn is_inside(&self) -> bool {
+        matches!(self, UrlVerdict::Inside { .. })
+    }
+}
+
+/// Which irreversibility rule matched, for messages and the journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleHit {
+    /// A stable, human-readable rule name, e.g. `irreversible.click_labels "(?i)place order"` or
+    /// `builtin payment: label "(?i)\bpay now\b"`.
+    pub rule: String,
+    /// The set or key the rule comes from: `payment`, `deletion`, `click_labels`, `url_paths`, `tools`.
+    pub source: &'static str,
+}
+
+impl Flow {
+    /// Reads and parses a flow file.
+    ///
+    /// # Errors
+    ///
+    /// [`FlowError`] naming the file, the key at fault and the fix.
+    pub fn load(path: &Path) -> Result<Flow, FlowError> {
+        let text = std::fs::read_to_string(path).map_err(|source| FlowError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Flow::parse(&text, path)
+    }
+
+    /// Parses a flow from its text; `source` is only used in messages and [`Flow::source`].
+    ///
+    /// # Errors
+    ///
+    /// [`FlowError`] naming the file, the key at fault and the fix.
+    pub fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
+        parse::parse(text, source)
+    }
+
+    /// Judges one URL string as a browser would parse it.
+    pub fn judge_url(&self, raw: &str) -> UrlVerdict {
+        let Ok(url) = url::Url::parse(raw) else {
+            return UrlVerdict::Unparseable;
+        };
+        let scheme = url.scheme();
+        if scheme != "http" && scheme != "https" {
+            return UrlVerdict::NotWeb {
+                scheme: scheme.to_owned(),
+            };
+        }
+        let Some(host) = url.host() else {
+            return UrlVerdict::Unparseable;
+        };
+        let shown = host.to_string();
+        if self.host_allowed(&host) {
+            UrlVerdict::Inside { host: shown }
+        } else {
+            UrlVerdict::Outside { host: shown }
+        }
+    }
+
+    /// Whether a parsed host is on the allowlist: a domain equals an entry or ends with `.` + entry
+    /// (trailing dots stripped); an IP address only matches an entry that is that same address.
+    pub fn host_allowed(&self, host: &url::Host<&str>) -> bool {
+        host::host_allowed(&self.allowlist, host)
+    }
+
+    /// Whether a host string (as a URL parser serialises it, or as a journal records it) is on
+    /// the allowlist. The string is re-parsed with the URL host parser, so it is judged the same
+    /// way as in [`Flow::judge_url`]; anything that does not parse as a host is outside.
+    pub fn host_str_allowed(&self, host: &str) -> bool {
+        match host::parse_host(host) {
+            Some(url::Host::Domain(d)) => self.host_allowed(&url::Host::Domain(d.as_str())),
+            Some(url::Host::Ipv4(a)) => self.host_allowed(&url::Host::Ipv4(a)),
+            Some(url::Host::Ipv6(a)) => self.host_allowed(&url::Host::Ipv6(a)),
+            None => false,
+        }
+    }
+
+    /// The first irreversibility rule that a tool name matches.
+    pub fn match_tool(&self, tool: &str) -> Option<RuleHit> {
+        if let Some(re) = self.irreversible.tools.iter().find(|re| re.is_match(tool)) {
+            return Some(RuleHit {
+                rule: format!("irreversible.tools {:?}", user_pattern(re)),
+                source: "tools",
+            });
+        }
+        self.irreversible
+            .forbid
+            .iter()
+            .find_map(|set| set.match_tool(tool))
+    }
+
+    /// The first irreversibility rule that a click/press/submit label (or element description)
+    /// matches.
+    pub fn match_label(&self, label: &str) -> Option<RuleHit> {
+        if let Some(re) = self
+            .irreversible
+            .click_labels
+            .iter()
+            .find(|re| re.is_match(label))
+        {
+            return Some(RuleHit {
+                rule: format!("irreversible.click_labels {:?}", re.as_str()),
+                source: "click_labels",
+            });
+        }
+        self.irreversible
+            .forbid
+            .iter()
+            .find_map(|set| set.match_label(label))
+    }
+
+    /// The first irreversibility rule that a URL path matches. The path is percent-decoded and
+    /// lowercased before comparing with the (lowercased) prefixes, because servers commonly do
+    /// both: `/Checkout/%63onfirm` reaches the same handler as `/checkout/confirm`.
+    pub fn match_path(&self, path: &str) -> Option<RuleHit> {
+        let decoded = percent_decode_lower(path);
+        if let Some(prefix) = self
+            .irreversible
+            .url_paths
+            .iter()
+            .find(|p| decoded.starts_with(p.as_str()))
+        {
+            return Some(RuleHit {
+                rule: format!("irreversible.url_paths {prefix:?}"),
+                source: "url_paths",
+            });
+        }
+        self.irreversible
+            .forbid
+            .iter()
+            .find_map(|set| set.match_path(&decoded))
+    }
+
+    /// Whether the flow declares any rule a click label could match (own or built-in).
+    pub fn has_label_rules(&self) -> bool {
+        !self.irreversible.click_labels.is_empty() || !self.irreversible.forbid.is_empty()
+    }
+}
+
+/// Tool regexes are compiled anchored (`^(?:…)$`); show the user's own pattern in messages.
+fn user_pattern(re: &regex::Regex) -> &str {
+    let s = re.as_str();
+    s.strip_prefix("^(?:")
+        .and_then(|s| s.strip_suffix(")$"))
+        .unwrap_or(s)
+}
+
+/// Percent-decodes (lossily, as UTF-8) and lowercases a URL path for prefix matching.
+fn percent_decode_lower(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = |b: u8| (b as char).to_digit(16);
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(front: &str) -> Flow {
+        Flow::parse(&format!("+++\n{front}\n+++\nbrief\n"), Path::new("t.md")).unwrap()
+    }
+
+    #[test]
+    fn percent_decoding_handles_edges() {
+        assert_eq!(percent_decode_lower("/A%2Fb%"), "/a/b%");
+        assert_eq!(percent_decode_lower("/%6"), "/%6");
+        assert_eq!(percent_decode_lower("/%63onfirm"), "/confirm");
+    }
+
+    #[test]
+    fn path_rules_match_decoded_lowercased_prefixes() {
+        let f = flow(
+            "name=\"c\"\nallowlist=[\"a.example\"]\n[irreversible]\nurl_paths=[\"/checkout/confirm\"]",
+        );
+        assert!(f.match_path("/Checkout/%63onfirm").is_some());
+        assert!(f.match_path("/checkout/confirm/step").is_some());
+        assert!(f.match_path("/checkout/cart").is_none());
+    }
+
+    #[test]
+    fn tool_rules_are_anchored() {
+        let f = flow(
+            "name=\"c\"\nallowlist=[\"a.example\"]\n[irreversible]\ntools=[\"mcp__stripe__.*\"]",
+        );
+        assert!(f.match_tool("mcp__stripe__charge").is_some());
+        assert!(f.match_tool("x_mcp__stripe__charge").is_none());
+        assert_eq!(
+            f.match_tool("mcp__stripe__charge").unwrap().rule,
+            "irreversible.tools \"mcp__stripe__.*\""
+        );
+    }
+}

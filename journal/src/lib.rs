@@ -1,0 +1,1 @@
+//! Leopold action journal: harness stream adapters, validation, replay. See issue #4.

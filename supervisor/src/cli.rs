@@ -1,0 +1,159 @@
+//! Command-line definitions. Every flag's `--help` text is part of the docs.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Leopold bounds an autonomous coding agent (Claude Code, Codex CLI) walking a user flow on a
+/// staging web app: a guard hook, a browser held to the flow's allowlist, and a supervisor that
+/// journals and validates every action.
+#[derive(Debug, Parser)]
+#[command(name = "leopold", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Persona runs: run, guard, wiring, recovery, replay.
+    #[command(subcommand)]
+    Persona(PersonaCommand),
+    /// State, per harness, which bound is actually in force, and what to fix.
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PersonaCommand {
+    /// Run a persona flow under a harness, guarded, journaled and validated.
+    Run(RunArgs),
+    /// The PreToolUse hook: reads the harness payload on stdin; exit 0 allows, exit 2 denies.
+    ///
+    /// Wired into the harness by `persona run` (or `persona wire`); not meant to be run by hand.
+    Guard,
+    /// Wire the persona guard into a harness's PreToolUse hooks.
+    Wire(WireArgs),
+    /// Remove the persona guard's wiring (only handlers tagged `leopold-persona-guard`).
+    Unwire(UnwireArgs),
+    /// Clean up after a crashed run: stop its worker, unwire, archive its state.
+    Recover(ProjectArgs),
+    /// Re-validate a recorded journal (or a raw harness stream) against its flow.
+    Replay(ReplayArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HarnessName {
+    /// Claude Code (`claude`).
+    Claude,
+    /// OpenAI Codex CLI (`codex`).
+    Codex,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HarnessChoice {
+    /// Claude Code (`claude`).
+    Claude,
+    /// OpenAI Codex CLI (`codex`).
+    Codex,
+    /// Both.
+    All,
+}
+
+#[derive(Debug, Args)]
+pub struct ProjectArgs {
+    /// The project root (holds `.leopold/`). Default: the current directory.
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct WireArgs {
+    /// Which harness to wire.
+    #[arg(long, value_enum)]
+    pub harness: HarnessName,
+    #[command(flatten)]
+    pub project: ProjectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct UnwireArgs {
+    /// Which harness to unwire (`all` for both).
+    #[arg(long, value_enum)]
+    pub harness: HarnessChoice,
+    #[command(flatten)]
+    pub project: ProjectArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The flow file (Markdown with TOML front matter), e.g. `flows/checkout.md`.
+    #[arg(value_name = "FLOW")]
+    pub flow: PathBuf,
+    /// Which harness runs the persona.
+    #[arg(long, value_enum)]
+    pub harness: HarnessName,
+    #[command(flatten)]
+    pub project: ProjectArgs,
+    /// The harness executable. Default: `claude` or `codex` on PATH.
+    #[arg(long, value_name = "PATH")]
+    pub harness_bin: Option<PathBuf>,
+    /// Stop the worker after this long (e.g. `90s`, `10m`). Exit code 3.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// An MCP config file (Claude `--mcp-config` format) giving the worker its browser tools.
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
+    /// Print only the final summary.
+    #[arg(long, conflicts_with = "json")]
+    pub quiet: bool,
+    /// Print one JSON object per event, for machines.
+    #[arg(long)]
+    pub json: bool,
+    /// Extra arguments passed to the harness (refused if they would disable hooks).
+    #[arg(last = true, value_name = "HARNESS ARGS")]
+    pub extra: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StreamFormat {
+    /// Claude Code `-p --output-format stream-json --verbose`.
+    ClaudeStream,
+    /// Codex CLI `exec --json`.
+    CodexJson,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A `journal.jsonl`, a run directory holding one, or (with `--from`) a raw harness stream.
+    #[arg(value_name = "JOURNAL|RUN_DIR")]
+    pub input: PathBuf,
+    /// Check against this flow instead of the one recorded in the run's `run.json`.
+    #[arg(long, value_name = "FILE")]
+    pub flow: Option<PathBuf>,
+    /// Print violations and the summary as JSON lines.
+    #[arg(long)]
+    pub json: bool,
+    /// Read a raw harness stream instead of a Leopold journal (needs `--flow`).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub from: Option<StreamFormat>,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub project: ProjectArgs,
+    /// Print the findings as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

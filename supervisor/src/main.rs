@@ -1,0 +1,34 @@
+//! `leopold`: the binary. Parses, dispatches, maps to an exit code (STYLE.md §2).
+//!
+//! `leopold persona guard` is matched on the raw arguments before anything else (no clap, no
+//! logging, no runtime): it runs before every browser tool call.
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
+
+mod cli;
+mod commands;
+mod harness;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let mut args = std::env::args_os();
+    let _argv0 = args.next();
+    if args.len() == 2
+        && args.next().is_some_and(|a| a == "persona")
+        && args.next().is_some_and(|a| a == "guard")
+    {
+        return ExitCode::from(leopold_guard::main_entry());
+    }
+
+    let cli = cli::Cli::parse();
+    match commands::dispatch(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "leopold: error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
