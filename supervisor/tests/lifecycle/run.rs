@@ -59,15 +59,18 @@ fn claude_run_wires_during_and_leaves_only_the_run_dir_after() {
 
     // After: byte-identical files, only the run dir (and the inert lock file) remain.
     assert_eq!(sb.snapshot(), before);
-    assert_eq!(
-        sb.persona_listing(),
-        [
-            "run.lock",
-            "runs/<run>/journal.jsonl",
-            "runs/<run>/run.json"
-        ]
-    );
+    assert_eq!(sb.persona_listing(), RUN_LISTING);
     assert!(!std::path::Path::new(&gs).exists());
+    // The proof ran the real wired guard: its denial of the probe host is the run's first event.
+    let events = std::fs::read_to_string(sb.only_run_dir().join("guard-events.jsonl")).unwrap();
+    assert!(
+        events
+            .lines()
+            .next()
+            .unwrap()
+            .contains("leopold-proof.invalid"),
+        "{events}"
+    );
     let rj = sb.run_json();
     assert_eq!(rj["active"], false);
     assert_eq!(rj["end"]["outcome"], "clean");
@@ -141,14 +144,7 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
         stderr(&out)
     );
     assert_eq!(sb.snapshot(), before);
-    assert_eq!(
-        sb.persona_listing(),
-        [
-            "run.lock",
-            "runs/<run>/journal.jsonl",
-            "runs/<run>/run.json"
-        ]
-    );
+    assert_eq!(sb.persona_listing(), RUN_LISTING);
     let argv: Vec<String> = serde_json::from_value(sb.worker_record()["argv"].clone()).unwrap();
     assert_eq!(
         &argv[..7],

@@ -142,14 +142,7 @@ fn sigint_during_a_run_cleans_up_fully() {
     assert!(!alive(g), "the whole group is stopped");
     let rj = sb.run_json();
     assert_eq!(rj["end"]["outcome"], "interrupted");
-    assert_eq!(
-        sb.persona_listing(),
-        [
-            "run.lock",
-            "runs/<run>/journal.jsonl",
-            "runs/<run>/run.json"
-        ]
-    );
+    assert_eq!(sb.persona_listing(), RUN_LISTING);
 }
 
 #[test]
