@@ -271,3 +271,41 @@ fn a_bad_flow_or_missing_harness_is_a_usage_error_touching_nothing() {
     );
     assert!(!sb.project().join(".leopold").exists());
 }
+
+#[test]
+fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_clean() {
+    // The fake worker does what Claude Code does with `--settings`: it runs every PreToolUse hook
+    // command in that file (the real `leopold persona guard`) before each call.
+    let sb = Sandbox::new();
+    sb.set_script(
+        "@guard mcp__personastub__navigate https://staging.example.com/welcome\n\
+         @guard mcp__personastub__navigate https://prod-dashboard.example.org/x\n\
+         @guard mcp__personastub__navigate https://staging.example.com.evil.io/\n",
+    );
+    let before = sb.snapshot();
+    let out = sb.run_cmd("claude", &[]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(sb.snapshot(), before);
+    let j = sb.journal();
+    let outcomes: Vec<&str> = j[1..]
+        .iter()
+        .map(|a| a["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["completed", "denied", "denied"], "{j:?}");
+    assert!(j[1..].iter().all(|a| a["verdict"]["result"] == "ok"));
+    let rj = sb.run_json();
+    assert_eq!(rj["end"]["counts"]["denied"], 2);
+    let events = std::fs::read_to_string(sb.only_run_dir().join("guard-events.jsonl")).unwrap();
+    assert!(
+        events.contains("prod-dashboard.example.org")
+            && events.contains("staging.example.com.evil.io"),
+        "{events}"
+    );
+    assert!(stdout(&out).contains("blocked"), "{}", stdout(&out));
+}
