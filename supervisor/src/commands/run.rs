@@ -419,6 +419,29 @@ async fn lifecycle(
     let events_offset = std::fs::metadata(plan.paths.events())
         .map(|m| m.len())
         .unwrap_or(0);
+    // The journal exists before the worker does: nothing it does goes unrecorded.
+    let journal_path = run_dir.join("journal.jsonl");
+    let mut observer = match crate::observe_impl::make_observer(
+        plan.kind,
+        &plan.flow,
+        &journal_path,
+        &run_id,
+        &plan.paths.events(),
+        events_offset,
+    ) {
+        Ok(o) => o,
+        Err(e) => {
+            let msg = format!("{e:#}");
+            out.error(&msg);
+            return run.finish(
+                "setup_failed",
+                RunExit::CONFIG,
+                Counts::default(),
+                None,
+                Some(msg),
+            );
+        }
+    };
     let cmd = worker::worker_command(&spec, &run_id);
     let mut child = match tokio::process::Command::from(cmd).spawn() {
         Ok(c) => c,
@@ -435,9 +458,22 @@ async fn lifecycle(
         }
     };
     timings.mark("worker_spawned");
-    let pgid = child.id().context("worker has no pid")?;
+    let pgid = child.id().unwrap_or(0);
     run.st.worker_pid = Some(pgid);
-    run.st.write_atomic(&plan.paths.active())?;
+    if let Err(e) = run.st.write_atomic(&plan.paths.active()) {
+        // Recovery could not find this worker by its recorded pid: stop it now.
+        let _ = crate::os::signal_group(pgid, libc::SIGKILL);
+        let _ = child.wait().await;
+        let msg = format!("{e:#}");
+        out.error(&msg);
+        return run.finish(
+            "setup_failed",
+            RunExit::CONFIG,
+            Counts::default(),
+            None,
+            Some(msg),
+        );
+    }
     out.info(&format!(
         "leopold: run {run_id}: flow `{}` under {} (worker pid {pgid})",
         plan.flow.name,
@@ -447,15 +483,6 @@ async fn lifecycle(
     pause_point("launched");
 
     // 7. Supervise.
-    let journal_path = run_dir.join("journal.jsonl");
-    let mut observer = crate::observe_impl::make_observer(
-        plan.kind,
-        &plan.flow,
-        &journal_path,
-        &run_id,
-        &plan.paths.events(),
-        events_offset,
-    )?;
     let sup = supervise(
         &mut child,
         pgid,
@@ -582,7 +609,27 @@ impl Teardown<'_> {
         let plan = self.plan;
         // Unwire. On failure ACTIVE.json stays, so `persona recover` (or the next run) retries.
         let out = self.out;
-        if let Err(e) = harness::unwire(plan.kind, &plan.ctx, &mut |w| out.warn(w)) {
+        let unwired = harness::unwire(plan.kind, &plan.ctx, &mut |w| out.warn(w)).or_else(|e| {
+            // Wiring refused the file (malformed, not UTF-8, ...) and it carries nothing of ours:
+            // there is nothing to undo but wiring's own record of the attempt.
+            let file = harness::target_file(plan.kind, &plan.ctx);
+            let ours = std::fs::read(&file)
+                .map(|b| {
+                    b.windows(harness::TAG.len())
+                        .any(|w| w == harness::TAG.as_bytes())
+                })
+                .unwrap_or(false);
+            if ours {
+                return Err(e);
+            }
+            let record = plan.ctx.record_path(plan.kind);
+            let _ = std::fs::remove_file(&record);
+            if let Some(dir) = record.parent() {
+                let _ = std::fs::remove_dir(dir);
+            }
+            Ok(false)
+        });
+        if let Err(e) = unwired {
             self.out.error(&format!(
                 "{e:#}\nthe guard is still wired; ACTIVE.json is kept so that `leopold persona recover --project {}` can finish the cleanup",
                 plan.paths.project.display()

@@ -309,3 +309,34 @@ fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_c
     );
     assert!(stdout(&out).contains("blocked"), "{}", stdout(&out));
 }
+
+#[test]
+fn a_settings_file_wiring_refuses_stops_the_run_with_exit_2_and_leaves_it_byte_for_byte() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.project().join(".claude/settings.json"),
+        "{\"hooks\": [1, 2,\n",
+    )
+    .unwrap();
+    sb.set_script("@exit 0\n");
+    let before = sb.snapshot();
+    let out = sb.run_cmd("claude", &[]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("settings.json"),
+        "names the file: {}",
+        stderr(&out)
+    );
+    assert_eq!(sb.snapshot(), before);
+    assert!(!sb.active().exists());
+    assert!(!sb.record().exists(), "the worker must not start");
+    let rj = sb.run_json();
+    assert_eq!(rj["end"]["outcome"], "setup_failed");
+    assert_eq!(rj["end"]["exit_code"], 2);
+}
