@@ -260,19 +260,21 @@ fn read_run_info(path: &Path) -> Result<Option<RunInfo>, ReplayError> {
 }
 
 /// A recorded flow path: as is if it exists (absolute, or relative to the current directory),
-/// else relative to the project root the journal lives in (`<root>/.leopold/persona/runs/<id>/`).
+/// else relative to the journal's directory, else to the project root the journal lives in
+/// (`<root>/.leopold/persona/runs/<id>/journal.jsonl`).
 fn resolve_recorded(recorded: &Path, journal: &Path) -> PathBuf {
     if recorded.is_absolute() || recorded.exists() {
         return recorded.to_path_buf();
     }
-    let root = journal
-        .canonicalize()
-        .ok()
-        .and_then(|j| j.ancestors().nth(5).map(Path::to_path_buf));
-    match root {
-        Some(root) if root.join(recorded).exists() => root.join(recorded),
-        _ => recorded.to_path_buf(),
-    }
+    let Ok(journal) = journal.canonicalize() else {
+        return recorded.to_path_buf();
+    };
+    [1, 5]
+        .iter()
+        .filter_map(|&n| journal.ancestors().nth(n))
+        .map(|base| base.join(recorded))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| recorded.to_path_buf())
 }
 
 fn read_header<R: BufRead>(
@@ -348,7 +350,7 @@ fn replay_lines<R: BufRead>(
                 s.malformed += 1;
                 on_event(ReplayEvent::Malformed {
                     line: line_no,
-                    error: e.to_string(),
+                    error: redact_urls(&e.to_string()),
                 });
                 continue;
             }
@@ -489,11 +491,29 @@ fn handle_adapter_events(
                 s.malformed += 1;
                 on_event(ReplayEvent::Malformed {
                     line: line_no,
-                    error,
+                    error: redact_urls(&error),
                 });
             }
         }
     }
+}
+
+/// Parser messages may quote a value from the line (`unknown variant \`…\``); a URL there could
+/// carry a token, so any word holding `://` is replaced.
+fn redact_urls(msg: &str) -> String {
+    if !msg.contains("://") {
+        return msg.to_owned();
+    }
+    msg.split(' ')
+        .map(|w| {
+            if w.contains("://") {
+                "<url redacted>"
+            } else {
+                w
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 enum Line<'a> {
@@ -577,4 +597,38 @@ impl<'r, R: BufRead> LineReader<'r, R> {
 
 fn memchr_newline(s: &[u8]) -> Option<usize> {
     s.iter().position(|&b| b == b'\n')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parser_messages_lose_their_urls() {
+        assert_eq!(
+            redact_urls("unknown variant `https://a.example/?token=s`, expected one of"),
+            "unknown variant <url redacted> expected one of"
+        );
+        assert_eq!(redact_urls("expected value"), "expected value");
+    }
+
+    #[test]
+    fn lines_longer_than_the_cap_are_skipped_whole() {
+        let mut input = vec![b'x'; MAX_LINE + 10];
+        input.extend_from_slice(b"\nnext\n");
+        let mut r = std::io::Cursor::new(input);
+        let mut lines = LineReader::new(&mut r);
+        assert!(matches!(
+            lines.next_line().unwrap(),
+            Some((1, Line::TooLong))
+        ));
+        match lines.next_line().unwrap() {
+            Some((2, Line::Bytes { bytes, terminated })) => {
+                assert_eq!(bytes, b"next");
+                assert!(terminated);
+            }
+            _ => panic!("second line"),
+        }
+        assert!(lines.next_line().unwrap().is_none());
+    }
 }
