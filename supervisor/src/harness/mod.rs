@@ -503,9 +503,12 @@ fn remove_record(ctx: &Context, kind: HarnessKind) -> Result<(), WiringError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(io_err("remove the wiring record", &path)(e)),
     }
-    if let Some(dir) = path.parent() {
-        // Only succeeds when empty, which is the point.
-        let _ = std::fs::remove_dir(dir);
+    // `wiring/`, then `persona/` and `.leopold/` when a standalone `persona wire` created them:
+    // each removal only succeeds on an empty directory, which is the point.
+    for dir in path.ancestors().skip(1).take(3) {
+        if std::fs::remove_dir(dir).is_err() {
+            break;
+        }
     }
     Ok(())
 }

@@ -797,7 +797,7 @@ fn claude_file_and_directory_are_created_and_removed_again() {
     let un = unwire(HarnessKind::Claude, &sb.ctx).unwrap();
     assert_eq!(un.action, UnwireAction::Restored);
     assert!(!sb.ctx.project.join(".claude").exists());
-    assert!(!sb.ctx.project.join(".leopold/persona/wiring").exists());
+    assert!(!sb.ctx.project.join(".leopold").exists());
 }
 
 #[test]
