@@ -292,6 +292,29 @@ fn user_edit_json(text: &str) -> String {
     format!("{}{{\"userEdit\": true, {}", &text[..i], &text[i + 1..])
 }
 
+fn to_j(g: &G) -> json_text::J {
+    use json_text::J;
+    match g {
+        G::Obj(m) => J::Obj(
+            m.iter()
+                .map(|(k, v)| (&*Box::leak(k.clone().into_boxed_str()), to_j(v)))
+                .collect(),
+        ),
+        G::Arr(a) => J::Arr(a.iter().map(to_j).collect()),
+        G::Str(s) => J::Str(s.clone()),
+        G::Num(n) => J::Num(u64::try_from(*n).unwrap()),
+        G::Bool(_) | G::Null => unreachable!("hook groups hold no booleans or nulls"),
+    }
+}
+
+/// The user's edit: their own group appended to `hooks.PreToolUse`, in the file's style.
+fn append_group(text: &str, group: &G) -> String {
+    let root = json_text::parse(text).unwrap();
+    let style = json_text::Style::detect(text, &root);
+    let ptu = root.get("hooks").unwrap().get("PreToolUse").unwrap();
+    json_text::append(text, &style, ptu, None, &to_j(group))
+}
+
 fn pre_tool_use_of(v: &Value) -> Vec<Value> {
     v.get("hooks")
         .and_then(|h| h.get("PreToolUse"))
@@ -347,6 +370,24 @@ proptest! {
 
     /// Without the record (lost, or wired by another leopold), removal by tag alone is the exact
     /// inverse of wire whenever wire did not have to create `hooks`/`PreToolUse`.
+    /// The user (or the harness) adds a group after ours, which is now in the middle.
+    #[test]
+    fn claude_a_group_added_after_ours_survives_unwire(
+        doc in settings_doc(),
+        groups in prop::collection::vec(foreign_group(), 0..3),
+        theirs in foreign_group(),
+        style in json_style(),
+    ) {
+        let sb = sandbox();
+        let file = Path::new("s.json");
+        let original = render_doc(&with_pre_tool_use(doc, groups), &style);
+        let added = claude::add(file, Some(&original), &sb.ctx.spec(HarnessKind::Claude)).unwrap();
+        let edited = append_group(&added.text, &theirs);
+        let (unwired, n) = claude::strip(file, &edited, added.created).unwrap();
+        prop_assert_eq!(n, 1);
+        prop_assert_eq!(unwired, append_group(&original, &theirs));
+    }
+
     #[test]
     fn claude_removal_by_tag_alone_is_exact_when_pre_tool_use_existed(
         doc in settings_doc(),
@@ -547,6 +588,25 @@ proptest! {
         let (unwired, n) = codex::strip(file, &user_edit_toml(&added.text, newline), added.created).unwrap();
         prop_assert_eq!(n, 1);
         prop_assert_eq!(unwired, user_edit_toml(&original, newline));
+    }
+
+    /// The user adds their own `[[hooks.PreToolUse]]` group at the end of the file.
+    #[test]
+    fn codex_a_group_added_after_ours_survives_unwire(
+        (original, newline) in config_toml(),
+        theirs in toml_foreign_group(),
+    ) {
+        let sb = sandbox();
+        let file = Path::new("config.toml");
+        let added = codex::add(file, Some(&original), &sb.ctx.spec(HarnessKind::Codex)).unwrap();
+        let newline = if added.text.contains(newline) { newline } else { "\n" };
+        let edit = |text: &str| {
+            let sep = if text.is_empty() || text.ends_with('\n') { "" } else { newline };
+            format!("{text}{sep}{}{newline}", theirs.join(newline))
+        };
+        let (unwired, n) = codex::strip(file, &edit(&added.text), added.created).unwrap();
+        prop_assert_eq!(n, 1);
+        prop_assert_eq!(unwired, edit(&original));
     }
 
     #[test]
