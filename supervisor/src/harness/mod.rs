@@ -382,6 +382,11 @@ struct Record {
     /// Exactly what wire wrote.
     written: String,
     created: Created,
+    /// Directories wire created to hold this record (e.g. `.leopold/persona` for a standalone
+    /// `persona wire`), deepest first; removed again with the record if left empty. Directories
+    /// that existed before (the supervisor's) are never removed.
+    #[serde(default)]
+    state_dirs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -496,17 +501,24 @@ fn save_record(ctx: &Context, kind: HarnessKind, record: &Record) -> Result<(), 
     atomic::write_own_file(&path, &bytes).map_err(io_err("write the wiring record", &path))
 }
 
-fn remove_record(ctx: &Context, kind: HarnessKind) -> Result<(), WiringError> {
+fn remove_record(
+    ctx: &Context,
+    kind: HarnessKind,
+    record: Option<&Record>,
+) -> Result<(), WiringError> {
     let path = ctx.record_path(kind);
     match std::fs::remove_file(&path) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(io_err("remove the wiring record", &path)(e)),
     }
-    // `wiring/`, then `persona/` and `.leopold/` when a standalone `persona wire` created them:
-    // each removal only succeeds on an empty directory, which is the point.
-    for dir in path.ancestors().skip(1).take(3) {
-        if std::fs::remove_dir(dir).is_err() {
+    // `wiring/` is ours alone; its parents only when wire created them. Each removal only
+    // succeeds on an empty directory, which is the point.
+    let mut dirs: Vec<PathBuf> = path.parent().map(Path::to_path_buf).into_iter().collect();
+    dirs.extend(record.map(|r| r.state_dirs.clone()).unwrap_or_default());
+    dirs.dedup();
+    for dir in dirs {
+        if std::fs::remove_dir(&dir).is_err() {
             break;
         }
     }
@@ -579,6 +591,25 @@ pub(crate) fn wire_with_hook(
         };
         let added = add(kind, &file, stripped.as_deref(), &spec)?;
         let created = added.created;
+        let record_dir = ctx.record_path(kind);
+        let state_dirs = match &old {
+            Some(r) => r.state_dirs.clone(),
+            None => {
+                // A record of the other harness may already have created them: inherit its
+                // list, so whichever unwire comes last removes them.
+                let mut dirs = record_dir.parent().map(missing_dirs).unwrap_or_default();
+                for other in HarnessKind::ALL.into_iter().filter(|k| *k != kind) {
+                    if let Some(r) = load_record(ctx, other, &mut Vec::new()) {
+                        for d in r.state_dirs {
+                            if !dirs.contains(&d) {
+                                dirs.push(d);
+                            }
+                        }
+                    }
+                }
+                dirs
+            }
+        };
         let restore = match old {
             Some(Record {
                 restore: Some(r),
@@ -601,6 +632,7 @@ pub(crate) fn wire_with_hook(
                 restore,
                 written: added.text.clone(),
                 created,
+                state_dirs,
             },
         )?;
         match atomic::replace_if_unchanged(
@@ -688,19 +720,19 @@ pub(crate) fn unwire_with_hook(
                         }
                     }
                 }
-                remove_record(ctx, kind)?;
+                remove_record(ctx, kind, record.as_ref())?;
                 return Ok(done(UnwireAction::Restored, warnings));
             }
         }
 
         let Some(text) = decode(&file, &state)? else {
-            remove_record(ctx, kind)?;
+            remove_record(ctx, kind, record.as_ref())?;
             return Ok(done(UnwireAction::NothingWired, warnings));
         };
         let created = record.as_ref().map(|r| r.created).unwrap_or_default();
         let (new_text, removed) = strip(kind, &file, &text, created)?;
         if removed == 0 {
-            remove_record(ctx, kind)?;
+            remove_record(ctx, kind, record.as_ref())?;
             return Ok(done(UnwireAction::NothingWired, warnings));
         }
         match atomic::replace_if_unchanged(&file, &state, Some(new_text.as_bytes()), before_rename)
@@ -716,7 +748,7 @@ pub(crate) fn unwire_with_hook(
                 file.display()
             ));
         }
-        remove_record(ctx, kind)?;
+        remove_record(ctx, kind, record.as_ref())?;
         return Ok(done(UnwireAction::RemovedHandlers(removed), warnings));
     }
     Err(WiringError::Contended {

@@ -861,6 +861,18 @@ fn claude_file_and_directory_are_created_and_removed_again() {
 }
 
 #[test]
+fn state_directories_that_existed_before_wire_are_kept() {
+    let sb = sandbox();
+    let persona = sb.ctx.project.join(".leopold/persona");
+    fs::create_dir_all(&persona).unwrap();
+    let _ = wire(HarnessKind::Codex, &sb.ctx).unwrap();
+    assert!(sb.ctx.record_path(HarnessKind::Codex).exists());
+    let _ = unwire(HarnessKind::Codex, &sb.ctx).unwrap();
+    assert!(!persona.join("wiring").exists());
+    assert!(persona.is_dir(), "the supervisor's directory was removed");
+}
+
+#[test]
 fn claude_directory_holding_something_else_is_kept() {
     let sb = sandbox();
     let _ = wire(HarnessKind::Claude, &sb.ctx).unwrap();
