@@ -771,20 +771,71 @@ pub fn wired_handlers(kind: HarnessKind, ctx: &Context) -> Result<Vec<WiredHandl
     }
 }
 
-/// If every line break of `original` is CRLF, makes the new lines of `new` CRLF too.
+/// Gives the lines of `new` the line endings they had in `original`.
+///
+/// `toml_edit` writes every line break as LF. A line of `new` that is one of `original`'s lines
+/// (matched in order, by a longest common subsequence of the lines' text) gets the ending it had
+/// there; a new line gets the file's dominant ending. So an all-CRLF file stays all-CRLF and a
+/// file with mixed endings keeps each untouched line's own; where several identical lines (blank
+/// ones, say) are candidates, which one is matched is a guess.
 pub(crate) fn match_line_endings(original: &str, new: String) -> String {
-    let crlf = original.matches("\r\n").count();
-    if crlf == 0 || crlf != original.matches('\n').count() {
+    if !original.contains('\r') {
         return new;
     }
-    let mut out = String::with_capacity(new.len() + 16);
-    let mut prev = '\0';
-    for c in new.chars() {
-        if c == '\n' && prev != '\r' {
-            out.push('\r');
+    let split = |text: &str| -> Vec<(String, bool, bool)> {
+        // (content, ended by CRLF, ended at all)
+        text.split_inclusive('\n')
+            .map(|l| match l.strip_suffix('\n') {
+                Some(l) => match l.strip_suffix('\r') {
+                    Some(l) => (l.to_owned(), true, true),
+                    None => (l.to_owned(), false, true),
+                },
+                None => (l.to_owned(), false, false),
+            })
+            .collect()
+    };
+    let old = split(original);
+    let new_lines = split(&new);
+    let crlf = old.iter().filter(|l| l.1).count();
+    let ended = old.iter().filter(|l| l.2).count();
+    let dominant_crlf = crlf * 2 >= ended;
+
+    let mut crlf_of: Vec<bool> = vec![dominant_crlf; new_lines.len()];
+    let (n, m) = (old.len(), new_lines.len());
+    // Bounded: settings files are small; a huge one just gets the dominant ending.
+    if n.saturating_mul(m) <= 4_000_000 {
+        let mut lcs = vec![0u32; (n + 1) * (m + 1)];
+        let at = |i: usize, j: usize| i * (m + 1) + j;
+        for i in (0..n).rev() {
+            for j in (0..m).rev() {
+                lcs[at(i, j)] = if old[i].0 == new_lines[j].0 {
+                    lcs[at(i + 1, j + 1)] + 1
+                } else {
+                    lcs[at(i + 1, j)].max(lcs[at(i, j + 1)])
+                };
+            }
         }
-        out.push(c);
-        prev = c;
+        let (mut i, mut j) = (0, 0);
+        while i < n && j < m {
+            if old[i].0 == new_lines[j].0 {
+                if old[i].2 {
+                    crlf_of[j] = old[i].1;
+                }
+                i += 1;
+                j += 1;
+            } else if lcs[at(i + 1, j)] >= lcs[at(i, j + 1)] {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+    }
+    let mut out = String::with_capacity(new.len() + new_lines.len());
+    for ((content, _, ended), crlf) in new_lines.iter().zip(crlf_of) {
+        out.push_str(content);
+        if *ended {
+            out.push_str(if crlf { "\r\n" } else { "\n" });
+        }
     }
     out
 }

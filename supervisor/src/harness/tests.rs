@@ -497,6 +497,11 @@ fn toml_foreign_group() -> impl Strategy<Value = Vec<String>> {
 }
 
 fn config_toml() -> impl Strategy<Value = (String, &'static str)> {
+    config_toml_with(false)
+}
+
+/// With `mixed`, each line break is LF or CRLF at random (the returned newline is then "").
+fn config_toml_with(mixed: bool) -> impl Strategy<Value = (String, &'static str)> {
     (
         prop::collection::vec(toml_comment_or_blank(), 0..3),
         toml_lines("key", 0..4),
@@ -520,33 +525,46 @@ fn config_toml() -> impl Strategy<Value = (String, &'static str)> {
         any::<bool>(),
         prop_oneof![Just("\n"), Just("\r\n")],
         any::<bool>(),
+        prop::collection::vec(any::<bool>(), 1..16),
     )
-        .prop_map(|(head, top, sections, hooks_table, newline, trailing)| {
-            let mut lines = head;
-            lines.extend(top);
-            if hooks_table {
-                lines.push(String::new());
-                lines.push("[hooks]".to_owned());
-                lines.push("enabled_note = \"x\"".to_owned());
-            }
-            let mut seen_mcp = false;
-            for s in sections {
-                // One [mcp_servers.browser] at most: TOML forbids defining a table twice.
-                if s[0] == "[mcp_servers.browser]" {
-                    if seen_mcp {
-                        continue;
-                    }
-                    seen_mcp = true;
+        .prop_map(
+            move |(head, top, sections, hooks_table, newline, trailing, crlf)| {
+                let mut lines = head;
+                lines.extend(top);
+                if hooks_table {
+                    lines.push(String::new());
+                    lines.push("[hooks]".to_owned());
+                    lines.push("enabled_note = \"x\"".to_owned());
                 }
-                lines.push(String::new());
-                lines.extend(s);
-            }
-            let mut text = lines.join(newline);
-            if trailing {
-                text.push_str(newline);
-            }
-            (text, newline)
-        })
+                let mut seen_mcp = false;
+                for s in sections {
+                    // One [mcp_servers.browser] at most: TOML forbids defining a table twice.
+                    if s[0] == "[mcp_servers.browser]" {
+                        if seen_mcp {
+                            continue;
+                        }
+                        seen_mcp = true;
+                    }
+                    lines.push(String::new());
+                    lines.extend(s);
+                }
+                if mixed {
+                    let mut text = String::new();
+                    for (i, line) in lines.iter().enumerate() {
+                        text.push_str(line);
+                        if trailing || i + 1 < lines.len() {
+                            text.push_str(if crlf[i % crlf.len()] { "\r\n" } else { "\n" });
+                        }
+                    }
+                    return (text, "");
+                }
+                let mut text = lines.join(newline);
+                if trailing {
+                    text.push_str(newline);
+                }
+                (text, newline)
+            },
+        )
 }
 
 fn user_edit_toml(text: &str, newline: &str) -> String {
@@ -588,6 +606,28 @@ proptest! {
         let (unwired, n) = codex::strip(file, &user_edit_toml(&added.text, newline), added.created).unwrap();
         prop_assert_eq!(n, 1);
         prop_assert_eq!(unwired, user_edit_toml(&original, newline));
+    }
+
+    /// toml_edit writes LF only; each line the user had keeps its own ending, even in a file
+    /// that mixes LF and CRLF.
+    #[test]
+    fn codex_wire_keeps_each_lines_ending_in_a_mixed_file((original, _nl) in config_toml_with(true)) {
+        let sb = sandbox();
+        let file = Path::new("config.toml");
+        let added = codex::add(file, Some(&original), &sb.ctx.spec(HarnessKind::Codex)).unwrap();
+        let mut rest = added.text.as_str();
+        for line in original.split_inclusive('\n').filter(|l| l.trim() != "") {
+            let at = rest.find(line);
+            prop_assert!(at.is_some(), "line {:?} lost in\n{:?}", line, added.text);
+            rest = &rest[at.unwrap() + line.len()..];
+        }
+        let (unwired, _) = codex::strip(file, &added.text, Created::default()).unwrap();
+        let mut rest = unwired.as_str();
+        for line in original.split_inclusive('\n').filter(|l| l.trim() != "") {
+            let at = rest.find(line);
+            prop_assert!(at.is_some(), "line {:?} lost in\n{:?}", line, unwired);
+            rest = &rest[at.unwrap() + line.len()..];
+        }
     }
 
     /// The user adds their own `[[hooks.PreToolUse]]` group at the end of the file.
@@ -1291,4 +1331,18 @@ fn claude_on_failure_support_is_read_from_claude_version() {
     assert!(err
         .to_string()
         .contains("cannot tell the version of Claude Code"));
+}
+
+#[test]
+fn line_endings_follow_each_original_line() {
+    assert_eq!(
+        match_line_endings("a = 1\r\nb = 2\n", "a = 1\nz = 1\nb = 2\n".to_owned()),
+        "a = 1\r\nz = 1\r\nb = 2\n"
+    );
+    assert_eq!(
+        match_line_endings("a\r\nb\r\n", "a\nb\nc".to_owned()),
+        "a\r\nb\r\nc"
+    );
+    // No CR anywhere: nothing to do.
+    assert_eq!(match_line_endings("a\nb\n", "a\nx\n".to_owned()), "a\nx\n");
 }
