@@ -1346,3 +1346,76 @@ fn line_endings_follow_each_original_line() {
     // No CR anywhere: nothing to do.
     assert_eq!(match_line_endings("a\nb\n", "a\nx\n".to_owned()), "a\nx\n");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The span parser against serde_json.
+
+/// Every member's and element's span holds exactly that value, and keys decode as serde_json's.
+fn spans_agree(text: &str, node: &json_text::Node, value: &Value) -> bool {
+    let here: Value = match serde_json::from_str(&text[node.start..node.end]) {
+        Ok(v) => v,
+        Err(_) => return false,
+    };
+    if &here != value {
+        return false;
+    }
+    match (node.members(), node.elements(), value) {
+        (Some(members), _, Value::Object(map)) => {
+            members.len() == map.len()
+                && members.iter().all(|m| {
+                    map.get(&m.key)
+                        .is_some_and(|v| spans_agree(text, &m.value, v))
+                })
+        }
+        (_, Some(elements), Value::Array(items)) => {
+            elements.len() == items.len()
+                && elements
+                    .iter()
+                    .zip(items)
+                    .all(|(e, v)| spans_agree(text, e, v))
+        }
+        _ => true,
+    }
+}
+
+fn g_to_value(g: &G) -> Value {
+    match g {
+        G::Obj(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), g_to_value(v))).collect()),
+        G::Arr(a) => Value::Array(a.iter().map(g_to_value).collect()),
+        G::Str(s) => Value::String(s.clone()),
+        G::Num(n) => Value::from(*n),
+        G::Bool(b) => Value::Bool(*b),
+        G::Null => Value::Null,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: PURE_CASES, ..ProptestConfig::default() })]
+
+    #[test]
+    fn span_parser_agrees_with_serde_json(doc in settings_doc(), style in json_style()) {
+        let text = render_doc(&doc, &style);
+        let node = json_text::parse(&text).unwrap();
+        prop_assert!(spans_agree(&text, &node, &g_to_value(&doc)), "{}", text);
+    }
+
+    /// Whatever the bytes, the wiring answers (a parsed file or a refusal): it never panics,
+    /// and accepts exactly the objects serde_json accepts.
+    #[test]
+    fn arbitrary_text_is_judged_never_panics(text in "[{}\\[\\]\":,a-z0-9 \\\\\n\r\tu.eE+-]{0,60}") {
+        let spec = sandbox().ctx.spec(HarnessKind::Claude);
+        let ours = claude::list(Path::new("s.json"), &text, &spec);
+        let theirs = serde_json::from_str::<Value>(&text);
+        if ours.is_ok() {
+            prop_assert!(theirs.as_ref().is_ok_and(Value::is_object), "{:?}", text);
+        }
+        if let Ok(Value::Object(_)) = theirs {
+            // Only duplicate keys or an unexpected hooks shape may be refused then.
+            if let Err(e) = ours {
+                let msg = e.to_string();
+                prop_assert!(msg.contains("duplicate key") || msg.contains("`hooks"), "{}", msg);
+            }
+        }
+        let _ = codex::list(Path::new("c.toml"), &text, &spec);
+    }
+}
