@@ -340,3 +340,49 @@ fn a_settings_file_wiring_refuses_stops_the_run_with_exit_2_and_leaves_it_byte_f
     assert_eq!(rj["end"]["outcome"], "setup_failed");
     assert_eq!(rj["end"]["exit_code"], 2);
 }
+
+#[test]
+fn codex_denials_leave_no_stream_item_and_are_merged_from_the_guards_events() {
+    // The fake worker runs the hook commands wired in $CODEX_HOME/config.toml, as Codex does; a
+    // denied call leaves no item in its stream (HARNESS-FACTS §5).
+    let sb = Sandbox::new();
+    sb.set_script(
+        "@guard-codex mcp__personastub__navigate https://staging.example.com/welcome\n\
+         @guard-codex mcp__personastub__navigate https://prod-dashboard.example.org/x\n\
+         @guard-codex mcp__personastub__navigate https://accounts.example.com/\n",
+    );
+    let before = sb.snapshot();
+    let out = sb.run_cmd("codex", &[]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(sb.snapshot(), before);
+    let j = sb.journal();
+    let seen: Vec<(String, String)> = j[1..]
+        .iter()
+        .map(|a| {
+            (
+                a["outcome"].as_str().unwrap().to_owned(),
+                a["urls"][0]["host"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        seen.contains(&("denied".into(), "prod-dashboard.example.org".into())),
+        "{seen:?}"
+    );
+    assert_eq!(
+        seen.iter().filter(|(o, _)| o == "completed").count(),
+        2,
+        "{seen:?}"
+    );
+    assert!(
+        !seen.iter().any(|(_, h)| h.contains("leopold-proof")),
+        "the proof is not a worker action: {seen:?}"
+    );
+    assert_eq!(sb.run_json()["end"]["counts"]["denied"], 1);
+}
