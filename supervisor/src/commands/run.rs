@@ -259,6 +259,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     // 1. Everything resolved before any side effect; errors here exit 2 via main.
     let plan = plan(&args)?;
+    timings.mark("planned");
 
     // 2. The lock. Busy: say who holds it and touch nothing else.
     let holder = LockHolder {
@@ -281,6 +282,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(RunExit::BUSY));
         }
     };
+    timings.mark("locked");
     pause_point("locked");
 
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -316,8 +318,14 @@ async fn lifecycle(
 
     // 3. Recover a crashed earlier run, lock held.
     let report = super::recover::recover_locked(&plan.paths, &plan.ctx)?;
+    timings.mark("recovered");
     for line in report.lines() {
         out.info(&format!("leopold: recovered: {line}"));
+    }
+    if !report.is_empty() {
+        out.json(
+            json!({"event":"recovered","crashed_run":report.crashed_run,"lines":report.lines()}),
+        );
     }
 
     // 4. ACTIVE.json, naming what is about to be wired.
@@ -350,6 +358,7 @@ async fn lifecycle(
         flow: Some(format!("{} (run {run_id})", plan.flow.name)),
         ..holder
     });
+    timings.mark("active_written");
     pause_point("active-written");
 
     // The guard appends its denials (the proof's included) to the project's events.jsonl; at the
@@ -373,15 +382,18 @@ async fn lifecycle(
             run.st.wiring[0].file = outcome.record.file.clone();
             run.st.write_atomic(&plan.paths.active())?;
         }
+        timings.mark("wired");
         pause_point("wired");
         if let Some(gs) = &guard_settings {
             state::write_atomic(
                 gs,
                 harness::claude_guard_settings_json(&plan.ctx).as_bytes(),
             )?;
+            timings.mark("settings_written");
             pause_point("settings-written");
         }
         prove_guard(&plan)?;
+        timings.mark("proved");
         anyhow::Ok(())
     };
     let setup_result = setup.await;
