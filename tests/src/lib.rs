@@ -35,6 +35,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod checkout;
 pub mod script;
 
 use std::ffi::OsString;
@@ -396,10 +397,85 @@ impl Sandbox {
             .stdin(Stdio::null());
     }
 
+    /// Copies `flow` into `<project>/flows/` and writes `.leopold/persona/ACTIVE.json` naming it,
+    /// as a running supervisor would: the guard is then in force for this project.
+    pub fn activate_flow(&self, flow: &Path, harness: Harness) -> PathBuf {
+        let name = flow.file_name().expect("flow file name");
+        let flows = self.project.join("flows");
+        std::fs::create_dir_all(&flows).expect("create flows dir");
+        std::fs::copy(flow, flows.join(name)).expect("copy flow");
+        let state = self.persona_dir();
+        std::fs::create_dir_all(&state).expect("create .leopold/persona");
+        let flow_name = flow
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("flow")
+            .to_owned();
+        let active = serde_json::json!({
+            "version": 1,
+            "active": true,
+            "run_id": format!("e2e-{}", std::process::id()),
+            "flow": flow_name,
+            "flow_path": format!("flows/{}", name.to_string_lossy()),
+            "harness": harness.name(),
+            "supervisor_pid": std::process::id(),
+            "started_at": "2026-01-01T00:00:00Z",
+        });
+        let path = state.join("ACTIVE.json");
+        std::fs::write(&path, serde_json::to_vec_pretty(&active).unwrap()).expect("ACTIVE.json");
+        path
+    }
+
+    /// `<project>/.leopold/persona`.
+    pub fn persona_dir(&self) -> PathBuf {
+        self.project.join(".leopold/persona")
+    }
+
+    /// The guard's `events.jsonl` lines.
+    pub fn events(&self) -> Vec<Value> {
+        read_jsonl(&self.persona_dir().join("events.jsonl"))
+    }
+
+    /// `text` with this machine's paths rewritten: the sandbox root becomes `/home/user/sandbox`,
+    /// binary directories `/home/user/bin`.
+    pub fn scrub(&self, text: &str, bins: &[&Path]) -> String {
+        let mut out = text.replace(
+            &self.root.to_string_lossy().into_owned(),
+            "/home/user/sandbox",
+        );
+        for b in bins {
+            if let Some(dir) = b.parent() {
+                let dir = dir.to_string_lossy().into_owned();
+                if dir.len() > 1 {
+                    out = out.replace(&dir, "/home/user/bin");
+                }
+            }
+        }
+        out
+    }
+
     /// Runs `cmd` to completion in its own process group, capturing stdout and stderr; kills the
     /// group and panics (with both outputs) if it takes longer than `timeout`.
     pub fn run(&self, cmd: Command, timeout: Duration) -> Run {
         run_bounded(cmd, timeout)
+    }
+}
+
+/// The text of a tool result's content: a string, or the `text` of each block, joined.
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a
+            .iter()
+            .map(|b| {
+                b["text"]
+                    .as_str()
+                    .map_or_else(|| b.to_string(), str::to_owned)
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
     }
 }
 
@@ -485,6 +561,19 @@ fn kill_group(pid: u32) {
         .args(["-KILL", "--", &format!("-{pid}")])
         .stderr(Stdio::null())
         .status();
+}
+
+/// Writes a real stream as `tests/fixtures/<name>` when `LEOPOLD_RECORD_FIXTURES=1` (paths
+/// already scrubbed by the caller). Returns whether it wrote. Recording is opt-in so a test run
+/// never dirties the tree.
+pub fn record_fixture(name: &str, text: &str) -> bool {
+    if std::env::var_os("LEOPOLD_RECORD_FIXTURES").is_none_or(|v| v != "1") {
+        return false;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    std::fs::create_dir_all(&dir).expect("fixtures dir");
+    std::fs::write(dir.join(name), text).expect("write fixture");
+    true
 }
 
 /// A finished harness run.
@@ -631,6 +720,43 @@ impl ModelServer {
     /// Every request the model received, in order.
     pub fn requests(&self) -> Vec<Value> {
         read_jsonl(&self.log)
+    }
+
+    /// The text of every tool result in the most complete request the model received (the one
+    /// carrying the most results), in conversation order: Anthropic `tool_result` blocks, OpenAI
+    /// `*call_output` items. A denied call's result holds the hook's reason as the harness put it.
+    pub fn tool_results(&self) -> Vec<String> {
+        let reqs = self.requests();
+        let Some(last) = reqs
+            .iter()
+            .filter(|r| r["tool_results"].is_u64())
+            .max_by_key(|r| r["tool_results"].as_u64())
+        else {
+            return Vec::new();
+        };
+        let body = &last["body"];
+        let mut out = Vec::new();
+        if let Some(msgs) = body["messages"].as_array() {
+            for block in msgs
+                .iter()
+                .filter_map(|m| m["content"].as_array())
+                .flatten()
+            {
+                if block["type"] == "tool_result" {
+                    out.push(text_of(&block["content"]));
+                }
+            }
+        } else if let Some(items) = body["input"].as_array() {
+            for item in items {
+                if item["type"]
+                    .as_str()
+                    .is_some_and(|t| t.ends_with("call_output"))
+                {
+                    out.push(text_of(&item["output"]));
+                }
+            }
+        }
+        out
     }
 
     /// True if any request the model received contains `needle` anywhere in its body (e.g. the
