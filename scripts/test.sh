@@ -10,7 +10,7 @@ export LEOPOLD_CODEX_BIN="$bin/codex"
 
 # The `leopold` binary the end-to-end suites drive (another package: not built by nextest for them).
 cargo build -p leopold
-target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
 export LEOPOLD_BIN="$target_dir/debug/leopold"
 
 cargo nextest run --workspace --no-fail-fast "$@"

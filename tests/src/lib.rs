@@ -205,7 +205,7 @@ pub fn read_jsonl(path: &Path) -> Vec<Value> {
 
 /// A throwaway world for one harness run.
 pub struct Sandbox {
-    _tmp: tempfile::TempDir,
+    _tmp: Option<tempfile::TempDir>,
     /// The sandbox root (holds everything below).
     pub root: PathBuf,
     /// The harness's `HOME`.
@@ -225,14 +225,32 @@ impl Default for Sandbox {
 }
 
 impl Sandbox {
-    /// Creates the directories under a fresh temporary directory.
+    /// Creates the directories under a fresh temporary directory, removed on drop.
     pub fn new() -> Sandbox {
         let tmp = tempfile::Builder::new()
             .prefix("leopold-e2e-")
             .tempdir()
             .expect("temp dir");
+        let mut sb = Self::layout(tmp.path());
+        sb._tmp = Some(tmp);
+        sb
+    }
+
+    /// Creates the directories under `dir`, emptied first, and kept afterwards (for the demo,
+    /// whose journal the user reads after it ends).
+    pub fn at(dir: &Path) -> Sandbox {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir)
+                .unwrap_or_else(|e| panic!("cannot empty {}: {e}", dir.display()));
+        }
+        std::fs::create_dir_all(dir)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        Self::layout(dir)
+    }
+
+    fn layout(dir: &Path) -> Sandbox {
         // Canonical paths: harnesses report a canonical `cwd` to hooks.
-        let root = tmp.path().canonicalize().expect("canonical temp dir");
+        let root = dir.canonicalize().expect("canonical sandbox dir");
         let home = root.join("home");
         let codex_home = home.join(".codex");
         let project = root.join("project");
@@ -241,7 +259,7 @@ impl Sandbox {
             std::fs::create_dir_all(d).expect("create sandbox dir");
         }
         Sandbox {
-            _tmp: tmp,
+            _tmp: None,
             root,
             home,
             codex_home,
