@@ -6,5 +6,7 @@
 //!
 //! - `guard_wired`: the guard wired straight into the harness's settings/config (no supervisor),
 //!   proving the hook level on both harnesses.
+//! - `harness_facts`: the fail-open and settings-skipping behaviours the design rests on.
 
 mod guard_wired;
+mod harness_facts;
