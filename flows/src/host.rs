@@ -134,11 +134,14 @@ pub(crate) fn host_allowed(allow: &[AllowEntry], host: &url::Host<&str>) -> bool
                 return false;
             }
             allow.iter().any(|e| match e {
+                // The URL parser lowercases special-scheme hosts already; a caller passing a host
+                // string of its own (a journal line) may not have, so compare ASCII-insensitively.
                 AllowEntry::Domain(entry) => {
-                    d == entry
-                        || (d.len() > entry.len()
-                            && d.ends_with(entry.as_str())
-                            && d.as_bytes()[d.len() - entry.len() - 1] == b'.')
+                    let (d, e) = (d.as_bytes(), entry.as_bytes());
+                    d.eq_ignore_ascii_case(e)
+                        || (d.len() > e.len()
+                            && d[d.len() - e.len()..].eq_ignore_ascii_case(e)
+                            && d[d.len() - e.len() - 1] == b'.')
                 }
                 _ => false,
             })
@@ -216,5 +219,7 @@ mod tests {
         assert!(!yes("badexample.com"));
         assert!(!yes("example.com.evil"));
         assert!(!yes("."));
+        assert!(yes("A.Example.COM"));
+        assert!(!yes("xexample.com"));
     }
 }

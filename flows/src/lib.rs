@@ -57,7 +57,8 @@ pub struct Irreversible {
     pub forbid: Vec<builtin::BuiltinSet>,
     /// `click_labels`: regexes on a click/press/submit tool's label, text or element description.
     pub click_labels: Vec<regex::Regex>,
-    /// `url_paths`: path prefixes that must never be navigated to or submitted (lowercased).
+    /// `url_paths`: path prefixes that must never be navigated to or submitted (normalised by
+    /// [`normalize_path`]).
     pub url_paths: Vec<String>,
     /// `tools`: tool names that are irreversible outright (regexes, anchored at both ends).
     pub tools: Vec<regex::Regex>,
@@ -127,24 +128,34 @@ impl Flow {
 
     /// Judges one URL string as a browser would parse it.
     pub fn judge_url(&self, raw: &str) -> UrlVerdict {
+        self.judge_url_parsed(raw).0
+    }
+
+    /// Like [`Flow::judge_url`], and also hands back the parsed URL (when it parsed), so a caller
+    /// that goes on to check [`Flow::match_path`] judges the very path the parser saw.
+    pub fn judge_url_parsed(&self, raw: &str) -> (UrlVerdict, Option<url::Url>) {
         let Ok(url) = url::Url::parse(raw) else {
-            return UrlVerdict::Unparseable;
+            return (UrlVerdict::Unparseable, None);
         };
         let scheme = url.scheme();
         if scheme != "http" && scheme != "https" {
-            return UrlVerdict::NotWeb {
+            let verdict = UrlVerdict::NotWeb {
                 scheme: scheme.to_owned(),
             };
+            return (verdict, Some(url));
         }
-        let Some(host) = url.host() else {
-            return UrlVerdict::Unparseable;
+        let verdict = match url.host() {
+            None => UrlVerdict::Unparseable,
+            Some(host) => {
+                let shown = host.to_string();
+                if self.host_allowed(&host) {
+                    UrlVerdict::Inside { host: shown }
+                } else {
+                    UrlVerdict::Outside { host: shown }
+                }
+            }
         };
-        let shown = host.to_string();
-        if self.host_allowed(&host) {
-            UrlVerdict::Inside { host: shown }
-        } else {
-            UrlVerdict::Outside { host: shown }
-        }
+        (verdict, Some(url))
     }
 
     /// Whether a parsed host is on the allowlist: a domain equals an entry or ends with `.` + entry
@@ -181,7 +192,21 @@ impl Flow {
 
     /// The first irreversibility rule that a click/press/submit label (or element description)
     /// matches.
+    ///
+    /// The label is matched as given and as [`normalize_label`] leaves it (invisible characters
+    /// removed, full-width letters folded, whitespace collapsed), so `Place\u{200b}order` or
+    /// `Ｐｌａｃｅ order` cannot slip past `(?i)place order`.
     pub fn match_label(&self, label: &str) -> Option<RuleHit> {
+        let normalized = normalize_label(label);
+        let forms: &[&str] = if normalized == label {
+            &[label]
+        } else {
+            &[label, normalized.as_str()]
+        };
+        forms.iter().find_map(|l| self.match_label_exact(l))
+    }
+
+    fn match_label_exact(&self, label: &str) -> Option<RuleHit> {
         if let Some(re) = self
             .irreversible
             .click_labels
@@ -199,11 +224,12 @@ impl Flow {
             .find_map(|set| set.match_label(label))
     }
 
-    /// The first irreversibility rule that a URL path matches. The path is percent-decoded and
-    /// lowercased before comparing with the (lowercased) prefixes, because servers commonly do
-    /// both: `/Checkout/%63onfirm` reaches the same handler as `/checkout/confirm`.
+    /// The first irreversibility rule that a URL path matches. The path is normalised the way
+    /// common servers route it before comparing with the (lowercased) prefixes, see
+    /// [`normalize_path`]: `/Checkout/%63onfirm`, `//checkout/./confirm` and
+    /// `/checkout;jsessionid=1/confirm` all reach the handler of `/checkout/confirm`.
     pub fn match_path(&self, path: &str) -> Option<RuleHit> {
-        let decoded = percent_decode_lower(path);
+        let decoded = normalize_path(path);
         if let Some(prefix) = self
             .irreversible
             .url_paths
@@ -233,6 +259,68 @@ fn user_pattern(re: &regex::Regex) -> &str {
     s.strip_prefix("^(?:")
         .and_then(|s| s.strip_suffix(")$"))
         .unwrap_or(s)
+}
+
+/// Normalises a URL path for prefix matching, erring towards a match: percent-decoded (once,
+/// lossily as UTF-8), lowercased, `\\` read as `/`, `;parameters` dropped from each segment, empty
+/// and `.` segments dropped, `..` resolved. Always starts with `/`.
+pub fn normalize_path(path: &str) -> String {
+    let decoded = percent_decode_lower(path).replace('\\', "/");
+    let mut segments: Vec<&str> = Vec::new();
+    for seg in decoded.split('/') {
+        let seg = seg.split(';').next().unwrap_or("");
+        match seg {
+            "" | "." => {}
+            ".." => {
+                segments.pop();
+            }
+            s => segments.push(s),
+        }
+    }
+    let mut out = String::with_capacity(decoded.len() + 1);
+    for seg in &segments {
+        out.push('/');
+        out.push_str(seg);
+    }
+    // Keep a trailing slash: `/checkout/` is a prefix a user may write.
+    if out.is_empty() || (decoded.ends_with('/') && !segments.is_empty()) {
+        out.push('/');
+    }
+    out
+}
+
+/// Normalises a click label for matching: drops invisible formatting characters (zero-width
+/// spaces and joiners, soft hyphens, bidi controls, BOM), folds full-width ASCII to ASCII, and
+/// collapses every run of Unicode whitespace to one space, trimmed.
+pub fn normalize_label(label: &str) -> String {
+    let mut out = String::with_capacity(label.len());
+    let mut pending_space = false;
+    for c in label.chars() {
+        let c = match c as u32 {
+            0xFF01..=0xFF5E => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
+            _ => c,
+        };
+        if is_invisible(c) {
+            continue;
+        }
+        if c.is_whitespace() {
+            pending_space = !out.is_empty();
+            continue;
+        }
+        if pending_space {
+            out.push(' ');
+            pending_space = false;
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn is_invisible(c: char) -> bool {
+    matches!(c as u32,
+        0x00AD | 0x034F | 0x061C | 0x115F | 0x1160 | 0x17B4 | 0x17B5 | 0x180B..=0x180F
+        | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x206F | 0x3164 | 0xFE00..=0xFE0F
+        | 0xFEFF | 0xFFA0 | 0xE0000..=0xE0FFF)
 }
 
 /// Percent-decodes (lossily, as UTF-8) and lowercases a URL path for prefix matching.
@@ -271,6 +359,42 @@ mod tests {
     }
 
     #[test]
+    fn paths_normalise_as_servers_route_them() {
+        assert_eq!(normalize_path("/"), "/");
+        assert_eq!(normalize_path(""), "/");
+        assert_eq!(normalize_path("//Checkout/./confirm"), "/checkout/confirm");
+        assert_eq!(
+            normalize_path("/x/..%2fcheckout/confirm"),
+            "/checkout/confirm"
+        );
+        assert_eq!(
+            normalize_path("/checkout;jsessionid=1/confirm"),
+            "/checkout/confirm"
+        );
+        assert_eq!(normalize_path("/checkout%5cconfirm"), "/checkout/confirm");
+        assert_eq!(normalize_path("/checkout/"), "/checkout/");
+        assert_eq!(normalize_path("/../../a"), "/a");
+    }
+
+    #[test]
+    fn labels_lose_invisible_characters_and_full_width_forms() {
+        assert_eq!(
+            normalize_label("  Place\u{200b}\u{00ad}  order\n"),
+            "Place order"
+        );
+        assert_eq!(
+            normalize_label("Ｐｌａｃｅ\u{3000}ｏｒｄｅｒ"),
+            "Place order"
+        );
+        let f = flow(
+            "name=\"c\"\nallowlist=[\"a.example\"]\n[irreversible]\nclick_labels=[\"(?i)^place order$\"]",
+        );
+        assert!(f.match_label("Place\u{200b} order").is_some());
+        assert!(f.match_label("Ｐｌａｃｅ ｏｒｄｅｒ").is_some());
+        assert!(f.match_label("Place an order").is_none());
+    }
+
+    #[test]
     fn path_rules_match_decoded_lowercased_prefixes() {
         let f = flow(
             "name=\"c\"\nallowlist=[\"a.example\"]\n[irreversible]\nurl_paths=[\"/checkout/confirm\"]",
@@ -278,6 +402,8 @@ mod tests {
         assert!(f.match_path("/Checkout/%63onfirm").is_some());
         assert!(f.match_path("/checkout/confirm/step").is_some());
         assert!(f.match_path("/checkout/cart").is_none());
+        assert!(f.match_path("//checkout//confirm").is_some());
+        assert!(f.match_path("/shop/..%2Fcheckout/confirm").is_some());
     }
 
     #[test]

@@ -190,7 +190,7 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
                 "a path prefix starts with `/` and has no query or fragment, e.g. \"/checkout/confirm\"",
             ));
         }
-        flow.irreversible.url_paths.push(p.to_lowercase());
+        flow.irreversible.url_paths.push(crate::normalize_path(p));
     }
     for (i, pat) in ir.tools.iter().enumerate() {
         let re = regex::Regex::new(&format!("^(?:{pat})$")).map_err(|e| {

@@ -1,0 +1,434 @@
+//! The decision: one function, [`decide`], from a flow and a hook payload to a [`Verdict`].
+//!
+//! # What counts as a URL
+//!
+//! Every string at any depth of `tool_input` (objects and arrays) that is either
+//! - the value of a **URL-like key**: `url`, `uri`, `href`, `link`, `src`, `location`, or any key
+//!   ending in `url`, `uri` or `href` (case-insensitive, so `imageUrl`, `redirect_uri`); such a key
+//!   must hold a string, anything else denies (`non_string_url`). The plurals `urls`, `uris`,
+//!   `hrefs`, `links` (and keys ending in `urls`) may hold a string or an array of strings;
+//! - or **navigation-looking** wherever it is (any key, array element, or an object key itself):
+//!   after WHATWG's stripping (leading C0 controls and spaces, tabs and newlines anywhere) it
+//!   begins with a scheme followed by `//`, `\` or `/\`; or with a special scheme (`http:`,
+//!   `https:`, `ws:`, `wss:`, `ftp:`, `file:`) followed by anything, because a browser reads
+//!   `http:evil.example` as `http://evil.example/`; or with `javascript:`, `data:`, `blob:`,
+//!   `view-source:`, `filesystem:`, `about:`, `chrome:`, `intent:`; or it is scheme-relative
+//!   (`//host`, `\\host`), which a page resolves to `host`. Such a string is then judged as a URL:
+//!   scheme-relative ones cannot be (no base), so they deny as `unparseable_url`.
+//!
+//! Element references are not URLs: `{"element": "Place order button", "target": "e5"}` and
+//! `{"uid": "1_4"}` carry no URL-like key and no navigation-looking string.
+//!
+//! # Irreversibility, judged from the call alone
+//!
+//! - the tool's name against `irreversible.tools` and the built-in sets;
+//! - the path of every inside URL against `irreversible.url_paths` (normalised as servers route);
+//! - for a click/press/submit-like call (the tool's own name, after its last `__`, contains
+//!   `click`, `press`, `submit` or `tap`; or the input holds `"submit": true` at any depth), every
+//!   string under a **label key** at any depth against `click_labels` and the built-in sets. Label
+//!   keys, case-insensitive with `_` and `-` ignored: `element`, `label`, `text`, `name`,
+//!   `description`, `title`, `selector`, `locator`, `arialabel`, `accessiblename`, `buttontext`.
+
+use leopold_flows::{Flow, UrlVerdict};
+use serde_json::Value;
+
+use crate::reason::{Denial, Reason, Verdict};
+
+/// The PreToolUse payload, both harnesses' shapes (HARNESS-FACTS §3). Unknown fields are ignored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookInput {
+    /// `tool_name`, e.g. `mcp__browser__browser_navigate`.
+    pub tool_name: String,
+    /// `tool_input`: whatever the model sent.
+    pub tool_input: Value,
+    /// `cwd`: the session's working directory.
+    pub cwd: Option<String>,
+    /// `tool_use_id`, when the harness sends one.
+    pub tool_use_id: Option<String>,
+}
+
+impl HookInput {
+    /// Reads a payload that is already JSON.
+    ///
+    /// # Errors
+    ///
+    /// [`Reason::PayloadNotJson`] when it is not an object; [`Reason::PayloadMissingField`] (with
+    /// the field's name) when `tool_name` is not a string or `tool_input` is missing or null.
+    pub fn from_value(value: Value) -> Result<HookInput, Denial> {
+        let Value::Object(mut map) = value else {
+            return Err(Denial::new(Reason::PayloadNotJson));
+        };
+        let tool_name = match map.remove("tool_name") {
+            Some(Value::String(s)) if !s.is_empty() => s,
+            _ => {
+                return Err(Denial::new(Reason::PayloadMissingField)
+                    .with_detail("`tool_name` (a non-empty string)"))
+            }
+        };
+        let tool_input = match map.remove("tool_input") {
+            Some(Value::Null) | None => {
+                return Err(Denial::new(Reason::PayloadMissingField).with_detail("`tool_input`"))
+            }
+            Some(v) => v,
+        };
+        let text = |v: Option<Value>| match v {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        };
+        Ok(HookInput {
+            tool_name,
+            tool_input,
+            cwd: text(map.remove("cwd")),
+            tool_use_id: text(map.remove("tool_use_id")),
+        })
+    }
+
+    /// Parses payload bytes.
+    ///
+    /// # Errors
+    ///
+    /// As [`HookInput::from_value`]; bytes that are not JSON are [`Reason::PayloadNotJson`].
+    pub fn from_slice(bytes: &[u8]) -> Result<HookInput, Denial> {
+        let value: Value =
+            serde_json::from_slice(bytes).map_err(|_| Denial::new(Reason::PayloadNotJson))?;
+        HookInput::from_value(value)
+    }
+}
+
+/// Decides one tool call against the active flow. Pure: no I/O, no state.
+pub fn decide(flow: &Flow, input: &HookInput) -> Verdict {
+    let mut scan = Scan {
+        flow,
+        collect_labels: flow.has_label_rules(),
+        inside: Vec::new(),
+        labels: Vec::new(),
+        submit: false,
+    };
+    if let Err(denial) = scan.walk(&input.tool_input, false) {
+        return Verdict::Deny(denial);
+    }
+    if let Some(hit) = flow.match_tool(&input.tool_name) {
+        return Verdict::Deny(Denial::new(Reason::IrreversibleTool).with_detail(hit.rule));
+    }
+    for (host, url) in &scan.inside {
+        if let Some(hit) = flow.match_path(url.path()) {
+            return Verdict::Deny(
+                Denial::new(Reason::IrreversiblePath)
+                    .with_host(host.clone())
+                    .with_detail(hit.rule),
+            );
+        }
+    }
+    if scan.collect_labels && (scan.submit || is_click_like(&input.tool_name)) {
+        for label in &scan.labels {
+            if let Some(hit) = flow.match_label(label) {
+                return Verdict::Deny(Denial::new(Reason::IrreversibleLabel).with_detail(hit.rule));
+            }
+        }
+    }
+    Verdict::Allow
+}
+
+struct Scan<'a> {
+    flow: &'a Flow,
+    collect_labels: bool,
+    inside: Vec<(String, url::Url)>,
+    labels: Vec<&'a str>,
+    submit: bool,
+}
+
+impl<'a> Scan<'a> {
+    // Depth is bounded by serde_json's recursion limit (128) on parse.
+    fn walk(&mut self, v: &'a Value, under_label_key: bool) -> Result<(), Denial> {
+        match v {
+            Value::String(s) => {
+                if looks_like_navigation(s) {
+                    self.judge(s)?;
+                }
+                if under_label_key && self.collect_labels {
+                    self.labels.push(s);
+                }
+            }
+            Value::Array(items) => {
+                for item in items {
+                    self.walk(item, under_label_key)?;
+                }
+            }
+            Value::Object(map) => {
+                for (key, value) in map {
+                    if looks_like_navigation(key) {
+                        self.judge(key)?;
+                    }
+                    match url_key(key) {
+                        UrlKey::Single => match value {
+                            Value::String(s) => self.judge(s)?,
+                            _ => return Err(Denial::new(Reason::NonStringUrl)),
+                        },
+                        UrlKey::Plural => match value {
+                            Value::String(s) => self.judge(s)?,
+                            Value::Array(items) => {
+                                for item in items {
+                                    match item {
+                                        Value::String(s) => self.judge(s)?,
+                                        _ => return Err(Denial::new(Reason::NonStringUrl)),
+                                    }
+                                }
+                            }
+                            _ => return Err(Denial::new(Reason::NonStringUrl)),
+                        },
+                        UrlKey::No => {
+                            if value == &Value::Bool(true) && key.eq_ignore_ascii_case("submit") {
+                                self.submit = true;
+                            }
+                            self.walk(value, is_label_key(key))?;
+                        }
+                    }
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+        Ok(())
+    }
+
+    fn judge(&mut self, raw: &str) -> Result<(), Denial> {
+        match self.flow.judge_url_parsed(raw) {
+            (UrlVerdict::Inside { host }, Some(url)) => {
+                self.inside.push((host, url));
+                Ok(())
+            }
+            (UrlVerdict::Outside { host }, _) => {
+                Err(Denial::new(Reason::OutsideAllowlist).with_host(host))
+            }
+            (UrlVerdict::NotWeb { scheme }, url) => {
+                let mut d = Denial::new(Reason::NotWebScheme).with_detail(format!("{scheme}:"));
+                if let Some(h) = url.as_ref().and_then(|u| u.host_str()) {
+                    if let Some(h) = crate::reason::safe_text(h, 253) {
+                        if !h.is_empty() {
+                            d = d.with_host(h);
+                        }
+                    }
+                }
+                Err(d)
+            }
+            _ => Err(Denial::new(Reason::UnparseableUrl)),
+        }
+    }
+}
+
+enum UrlKey {
+    No,
+    Single,
+    Plural,
+}
+
+fn url_key(key: &str) -> UrlKey {
+    // Keys are short; compare case-insensitively without allocating for the common ones.
+    let k = key.as_bytes();
+    let ends = |suffix: &str| {
+        k.len() >= suffix.len()
+            && k[k.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
+    };
+    let is = |word: &str| key.eq_ignore_ascii_case(word);
+    if is("link") || is("src") || is("location") || ends("url") || ends("uri") || ends("href") {
+        UrlKey::Single
+    } else if is("links") || ends("urls") || ends("uris") || ends("hrefs") {
+        UrlKey::Plural
+    } else {
+        UrlKey::No
+    }
+}
+
+const LABEL_KEYS: &[&str] = &[
+    "element",
+    "label",
+    "text",
+    "name",
+    "description",
+    "title",
+    "selector",
+    "locator",
+    "arialabel",
+    "accessiblename",
+    "buttontext",
+];
+
+fn is_label_key(key: &str) -> bool {
+    if key.len() > 32 {
+        return false;
+    }
+    let mut folded = [0u8; 32];
+    let mut n = 0;
+    for b in key.bytes().filter(|b| *b != b'_' && *b != b'-') {
+        folded[n] = b.to_ascii_lowercase();
+        n += 1;
+    }
+    LABEL_KEYS.iter().any(|k| k.as_bytes() == &folded[..n])
+}
+
+/// A click, press or submit: the part of the tool's name after its last `__` says so.
+pub fn is_click_like(tool_name: &str) -> bool {
+    let bare = tool_name.rsplit("__").next().unwrap_or(tool_name);
+    let bare = bare.to_ascii_lowercase();
+    ["click", "press", "submit", "tap"]
+        .iter()
+        .any(|w| bare.contains(w))
+}
+
+/// Whether a browser would take this string as a navigation, whatever key it sits under
+/// (see the module docs).
+pub fn looks_like_navigation(s: &str) -> bool {
+    // WHATWG: strip leading C0 controls and spaces; remove tabs and newlines anywhere. Only the
+    // first few bytes matter, so build the stripped prefix lazily.
+    let mut head = [0u8; 24];
+    let mut n = 0;
+    let mut started = false;
+    for &b in s.as_bytes() {
+        if !started && b <= 0x20 {
+            continue;
+        }
+        started = true;
+        if matches!(b, b'\t' | b'\n' | b'\r') {
+            continue;
+        }
+        head[n] = b;
+        n += 1;
+        if n == head.len() {
+            break;
+        }
+    }
+    let head = &head[..n];
+    // Scheme-relative (`//host`, `\\host`, `/\host`): a page resolves it against its own URL, so
+    // it is a navigation to `host`. A space after the slashes (`// note`) is prose, not a host.
+    if head.len() >= 3
+        && matches!(head[0], b'/' | b'\\')
+        && matches!(head[1], b'/' | b'\\')
+        && !matches!(head[2], b'/' | b'\\' | b' ')
+    {
+        return true;
+    }
+    // A scheme: ASCII alpha, then alphanumerics, `+`, `-`, `.`, then `:`.
+    let Some(colon) = head.iter().position(|&b| b == b':') else {
+        return false;
+    };
+    let scheme = &head[..colon];
+    if scheme.is_empty()
+        || !scheme[0].is_ascii_alphabetic()
+        || !scheme
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+    {
+        return false;
+    }
+    let rest = &head[colon + 1..];
+    if rest.starts_with(b"//") || rest.starts_with(b"\\") || rest.starts_with(b"/\\") {
+        return true;
+    }
+    const ALWAYS: &[&str] = &[
+        "http",
+        "https",
+        "ws",
+        "wss",
+        "ftp",
+        "file",
+        "javascript",
+        "data",
+        "blob",
+        "view-source",
+        "filesystem",
+        "about",
+        "chrome",
+        "intent",
+    ];
+    ALWAYS
+        .iter()
+        .any(|a| a.as_bytes().eq_ignore_ascii_case(scheme))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn navigation_looking_strings() {
+        for yes in [
+            "https://a.example/",
+            "  \t\nhttps://a.example/",
+            "\u{0}\u{1f}https://a.example/",
+            "ht\ttp://a.example/",
+            "JaVaScRiPt:alert(1)",
+            "java\nscript:alert(1)",
+            "http:evil.example",
+            "https:/\\evil.example",
+            "foo://evil.example",
+            "foo:\\\\evil.example",
+            "data:text/html,x",
+            "view-source:https://a.example/",
+            "blob:https://a.example/uuid",
+            "file:///etc/passwd",
+            "//evil.example/",
+            "\\\\evil.example",
+        ] {
+            assert!(looks_like_navigation(yes), "{yes:?}");
+        }
+        for no in [
+            "e5",
+            "1_4",
+            "Place order",
+            "Re: hello",
+            "note: buy milk",
+            "a.example/x",
+            "// a comment",
+            ":https://x",
+            "1http://x",
+            "",
+            "\u{a0}https://a.example/",
+        ] {
+            assert!(!looks_like_navigation(no), "{no:?}");
+        }
+    }
+
+    #[test]
+    fn url_keys() {
+        for k in [
+            "url",
+            "URL",
+            "uri",
+            "href",
+            "link",
+            "src",
+            "location",
+            "imageUrl",
+            "redirect_uri",
+            "baseHref",
+        ] {
+            assert!(matches!(url_key(k), UrlKey::Single), "{k}");
+        }
+        for k in ["urls", "Links", "imageUrls", "hrefs"] {
+            assert!(matches!(url_key(k), UrlKey::Plural), "{k}");
+        }
+        for k in [
+            "element",
+            "target",
+            "uid",
+            "curl_flags",
+            "geolocation",
+            "source",
+        ] {
+            assert!(matches!(url_key(k), UrlKey::No), "{k}");
+        }
+    }
+
+    #[test]
+    fn label_keys_and_click_like_tools() {
+        assert!(is_label_key("element"));
+        assert!(is_label_key("aria_label"));
+        assert!(is_label_key("ariaLabel"));
+        assert!(!is_label_key("target"));
+        assert!(!is_label_key("uid"));
+        assert!(is_click_like("mcp__browser__browser_click"));
+        assert!(is_click_like("mcp__devtools__click"));
+        assert!(is_click_like("mcp__browser__browser_press_key"));
+        assert!(!is_click_like("mcp__browser__browser_navigate"));
+        assert!(!is_click_like("mcp__clicker__navigate"));
+    }
+}

@@ -1,0 +1,129 @@
+//! The state around the decision: the project root, `ACTIVE.json`, the active flow.
+//!
+//! No locks are taken and nothing waits: the supervisor writes `ACTIVE.json` atomically (temp file
+//! and rename), so a read sees either the old or the new file.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use leopold_flows::{Flow, FlowError};
+use serde_json::Value;
+
+use crate::reason::{safe_text, Denial, Reason};
+
+/// `ACTIVE.json` is small; anything bigger is damage, not state.
+const MAX_ACTIVE_BYTES: u64 = 1 << 20;
+
+/// `ACTIVE.json`, relative to the project root.
+pub const ACTIVE_PATH: &str = ".leopold/persona/ACTIVE.json";
+
+/// `events.jsonl`, relative to the project root.
+pub const EVENTS_PATH: &str = ".leopold/persona/events.jsonl";
+
+/// What the guard reads of `ACTIVE.json`: `active`, `flow`, `flow_path`; nothing else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ActiveState {
+    /// No `ACTIVE.json`, or `"active": false`: the guard is inert.
+    Inactive,
+    /// A persona run is active.
+    Active {
+        /// The flow's name (`flow`).
+        flow: String,
+        /// The flow file (`flow_path`), resolved against the project root when relative.
+        flow_path: PathBuf,
+    },
+}
+
+/// The nearest ancestor of `start` (itself included) that holds a `.leopold/` directory.
+///
+/// # Errors
+///
+/// [`Reason::ProjectRootUnreadable`] when a `stat` fails with anything but "not found" or "not a
+/// directory": the guard cannot tell whether a run is active, so it must not guess "inert".
+pub fn find_root(start: &Path) -> Result<Option<PathBuf>, Denial> {
+    for dir in start.ancestors() {
+        let candidate = dir.join(".leopold");
+        match std::fs::metadata(&candidate) {
+            Ok(m) if m.is_dir() => return Ok(Some(dir.to_path_buf())),
+            Ok(_) => {}
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    || e.kind() == std::io::ErrorKind::NotADirectory => {}
+            Err(e) => {
+                return Err(
+                    Denial::new(Reason::ProjectRootUnreadable).with_detail(e.kind().to_string())
+                )
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Reads `<root>/.leopold/persona/ACTIVE.json`.
+///
+/// # Errors
+///
+/// [`Reason::ActiveStateUnreadable`] or [`Reason::ActiveStateMalformed`], with a detail.
+pub fn read_active(root: &Path) -> Result<ActiveState, Denial> {
+    let path = root.join(ACTIVE_PATH);
+    let unreadable = |e: std::io::Error| {
+        Denial::new(Reason::ActiveStateUnreadable).with_detail(e.kind().to_string())
+    };
+    let file = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ActiveState::Inactive),
+        Err(e) => return Err(unreadable(e)),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_ACTIVE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    let malformed = |what: &str| Denial::new(Reason::ActiveStateMalformed).with_detail(what);
+    if bytes.len() as u64 > MAX_ACTIVE_BYTES {
+        return Err(malformed("over 1 MiB"));
+    }
+    let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(&bytes) else {
+        return Err(malformed("not a JSON object"));
+    };
+    match map.get("active") {
+        Some(Value::Bool(false)) => return Ok(ActiveState::Inactive),
+        Some(Value::Bool(true)) => {}
+        _ => return Err(malformed("`active` is not true or false")),
+    }
+    let flow = match map.get("flow") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+        _ => return Err(malformed("`flow` is not a flow name")),
+    };
+    let flow_path = match map.get("flow_path") {
+        Some(Value::String(s)) if !s.is_empty() && !s.contains('\0') => root.join(s),
+        _ => return Err(malformed("`flow_path` is not a path")),
+    };
+    Ok(ActiveState::Active { flow, flow_path })
+}
+
+/// Loads the active flow and checks it is the flow `ACTIVE.json` names.
+///
+/// # Errors
+///
+/// [`Reason::FlowUnreadable`], [`Reason::FlowInvalid`] or [`Reason::FlowMismatch`].
+pub fn load_flow(name: &str, path: &Path) -> Result<Flow, Denial> {
+    match Flow::load(path) {
+        Ok(flow) if flow.name == name => Ok(flow),
+        Ok(flow) => Err(Denial::new(Reason::FlowMismatch).with_detail(format!(
+            "its `name` is {}",
+            safe_text(&flow.name, 64).map_or_else(|| "withheld".to_owned(), |n| format!("{n:?}"))
+        ))),
+        Err(FlowError::Read { source, .. }) => {
+            Err(Denial::new(Reason::FlowUnreadable).with_detail(source.kind().to_string()))
+        }
+        Err(FlowError::Key { key, .. }) => {
+            Err(Denial::new(Reason::FlowInvalid).with_detail(format!(
+                "key `{}`; run `leopold persona run` on it to see why",
+                safe_text(&key, 64).unwrap_or_default()
+            )))
+        }
+        Err(_) => Err(Denial::new(Reason::FlowInvalid).with_detail(
+            "its front matter does not parse; run `leopold persona run` on it to see why",
+        )),
+    }
+}
