@@ -1,5 +1,10 @@
 //! One module per command; each returns the process exit code.
 
+mod doctor;
+mod recover;
+mod replay;
+mod run;
+
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command, PersonaCommand};
@@ -7,11 +12,12 @@ use crate::cli::{Cli, Command, PersonaCommand};
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Persona(PersonaCommand::Guard) => Ok(ExitCode::from(leopold_guard::main_entry())),
-        Command::Persona(PersonaCommand::Wire(_))
-        | Command::Persona(PersonaCommand::Unwire(_))
-        | Command::Persona(PersonaCommand::Run(_))
-        | Command::Persona(PersonaCommand::Recover(_))
-        | Command::Persona(PersonaCommand::Replay(_))
-        | Command::Doctor(_) => anyhow::bail!("this command is not built yet"),
+        Command::Persona(PersonaCommand::Replay(args)) => replay::run(args),
+        Command::Persona(PersonaCommand::Run(args)) => run::run(args),
+        Command::Persona(PersonaCommand::Recover(args)) => recover::recover(args),
+        Command::Doctor(args) => doctor::doctor(args),
+        Command::Persona(PersonaCommand::Wire(_)) | Command::Persona(PersonaCommand::Unwire(_)) => {
+            anyhow::bail!("this command is not built yet")
+        }
     }
 }
