@@ -6,8 +6,10 @@
 //!
 //! - `guard_wired`: the guard wired straight into the harness's settings/config (no supervisor),
 //!   proving the hook level on both harnesses.
+//! - `persona_run`: the scenarios through `leopold persona run`.
 //! - `harness_facts`: the fail-open and settings-skipping behaviours the design rests on.
 
 mod fixtures;
 mod guard_wired;
 mod harness_facts;
+mod persona_run;
