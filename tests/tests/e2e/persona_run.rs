@@ -246,3 +246,298 @@ fn s1_claude_checkout_through_persona_run_is_bounded_journaled_and_clean() {
 fn s1_codex_checkout_through_persona_run_is_bounded_journaled_and_clean() {
     scenario_checkout(Harness::Codex);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Helpers for the mid-run scenarios.
+
+/// Starts `cmd` on a thread (bounded like every run); the handle yields its `Run`.
+fn spawn_run(cmd: Command) -> std::thread::JoinHandle<Run> {
+    std::thread::spawn(move || run_bounded(cmd, TIMEOUT))
+}
+
+/// Waits until the stub browser has logged `n` calls (the worker is then mid-run).
+fn wait_for_calls(b: &StubBrowser, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while b.calls().len() < n {
+        assert!(
+            Instant::now() < deadline,
+            "the browser never saw {n} call(s)"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Every file under `dir` with its bytes, sorted by path.
+fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap_or_default();
+                out.push((p, bytes));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// True while `pid` is a live (not zombie) process.
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X'),
+        Err(_) => false,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario 2: fail-closed. The guard's binary is moved away mid-run.
+
+fn scenario_guard_moved_away(h: Harness) {
+    let mut script = checkout::script();
+    // The off-allowlist call waits while the test moves the guard away; the call after it waits
+    // long enough that a worker still running then was not stopped.
+    script.turns[1].delay_ms = 2_000;
+    script.turns[2].delay_ms = 8_000;
+    let Some(w) = World::new(h, &script) else {
+        return;
+    };
+    let before = w.settings_bytes();
+    // A private copy of leopold: the supervisor wires its own path as the guard command.
+    let bin_dir = w.sb.root.join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let copy = bin_dir.join("leopold");
+    std::fs::copy(&w.leopold, &copy).unwrap();
+    let handle = spawn_run(w.persona_run(&copy));
+    wait_for_calls(&w.browser, 1);
+    std::fs::rename(&copy, bin_dir.join("leopold.moved-away")).unwrap();
+    let run = handle.join().unwrap();
+
+    let seen: Vec<Value> = browser_seen(&w.browser)
+        .into_iter()
+        .map(|(_, a)| a)
+        .collect();
+    let (actions, run_json) = w.journal();
+    match h {
+        Harness::Claude => {
+            // `onFailure: block`: every later call is denied, nothing more reaches the browser.
+            assert_eq!(seen.len(), 1, "a call got past an unrunnable guard\n{run}");
+            assert_eq!(exit_code(&run), Some(0), "{run}");
+            assert_eq!(run_json["end"]["counts"]["violations"], 0, "{run_json:#}");
+            let outcomes: Vec<String> = tools_and_outcomes(&actions)
+                .into_iter()
+                .map(|(_, o)| o)
+                .collect();
+            assert_eq!(outcomes[0], "completed");
+            assert!(
+                outcomes[1..].iter().all(|o| o != "completed"),
+                "{actions:#?}"
+            );
+        }
+        Harness::Codex => {
+            // Codex fails open: the off-allowlist call reached the browser. The supervisor saw
+            // it completed in the stream, stopped the worker, and exits 1.
+            assert_eq!(
+                seen,
+                [
+                    serde_json::json!({"url": "https://staging.example.com/products/1"}),
+                    serde_json::json!({"url": "https://prod-dashboard.example.org/admin"}),
+                ],
+                "{run}"
+            );
+            assert_eq!(exit_code(&run), Some(1), "a violation exits 1\n{run}");
+            assert_eq!(run_json["end"]["outcome"], "violated", "{run_json:#}");
+            assert!(run_json["end"]["counts"]["violations"].as_u64() >= Some(1));
+            let violated: Vec<&Value> = actions
+                .iter()
+                .filter(|a| a["verdict"]["result"] == "violation")
+                .collect();
+            assert_eq!(violated.len(), 1, "{actions:#?}");
+            assert_eq!(violated[0]["tool"], "mcp__browser__navigate");
+            assert!(
+                run.elapsed < Duration::from_secs(2 + 8),
+                "the worker was not stopped before its next turn\n{run}"
+            );
+        }
+    }
+    w.assert_cleaned_up(&before);
+}
+
+#[test]
+fn s2_claude_guard_moved_away_mid_run_blocks_every_later_call() {
+    scenario_guard_moved_away(Harness::Claude);
+}
+
+#[test]
+fn s2_codex_guard_moved_away_mid_run_fails_open_and_the_supervisor_stops_the_worker() {
+    scenario_guard_moved_away(Harness::Codex);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario 3: an invalid project `.claude/settings.json`.
+
+#[test]
+fn s3_claude_invalid_project_settings_guard_still_fires_and_doctor_reports_the_file() {
+    let Some(w) = World::with_settings(
+        Harness::Claude,
+        &checkout::script(),
+        INVALID_CLAUDE_SETTINGS,
+    ) else {
+        return;
+    };
+    let before = w.settings_bytes();
+    let run = w.run();
+    assert_eq!(exit_code(&run), Some(0), "{run}");
+    let want: Vec<(String, Value)> = checkout::allowed_calls()
+        .into_iter()
+        .map(|(t, a)| (t.to_owned(), a))
+        .collect();
+    assert_eq!(
+        browser_seen(&w.browser),
+        want,
+        "the guard did not fire\n{run}"
+    );
+    w.assert_cleaned_up(&before);
+
+    let mut doctor = Command::new(&w.leopold);
+    doctor
+        .args(["doctor", "--json", "--project"])
+        .arg(&w.sb.project);
+    w.sb.hermetic(&mut doctor, &w.model);
+    let out = run_bounded(doctor, Duration::from_secs(30));
+    assert_eq!(
+        exit_code(&out),
+        Some(1),
+        "doctor must flag the problem\n{out}"
+    );
+    let findings: Vec<Value> = serde_json::from_str::<Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v.get("findings").cloned().or(Some(v)))
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_else(|| out.json_lines());
+    assert!(
+        findings.iter().any(|f| f["status"] == "problem"
+            && f["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(".claude/settings.json"))),
+        "doctor did not name the invalid file: {out}"
+    );
+    // Doctor only reads.
+    assert_eq!(w.settings_bytes(), before);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario 4: the supervisor is SIGKILLed mid-run.
+
+fn scenario_crash(h: Harness) {
+    let mut script = checkout::script();
+    script.turns[1].delay_ms = 30_000; // the worker waits on its model when the supervisor dies
+    let Some(w) = World::new(h, &script) else {
+        return;
+    };
+    let before = w.settings_bytes();
+    let mut cmd = w.persona_run(&w.leopold);
+    let mut sup = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start persona run");
+    wait_for_calls(&w.browser, 1);
+    let active: Value =
+        serde_json::from_slice(&std::fs::read(w.active_json()).expect("ACTIVE.json mid-run"))
+            .unwrap();
+    let worker = active["worker_pid"]
+        .as_u64()
+        .expect("worker_pid in ACTIVE.json") as u32;
+    assert!(alive(worker));
+    assert_ne!(w.settings_bytes(), before, "the guard is wired mid-run");
+
+    sup.kill().unwrap(); // SIGKILL: no cleanup code runs
+    sup.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(worker) {
+        assert!(
+            Instant::now() < deadline,
+            "worker {worker} outlived its supervisor by 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let mut recover = Command::new(&w.leopold);
+    recover
+        .args(["persona", "recover", "--project"])
+        .arg(&w.sb.project);
+    w.sb.hermetic(&mut recover, &w.model);
+    let out = run_bounded(recover, Duration::from_secs(30));
+    assert_eq!(exit_code(&out), Some(0), "{out}");
+    w.assert_cleaned_up(&before);
+    // Only the first call ever reached the browser.
+    assert_eq!(w.browser.calls().len(), 1);
+}
+
+#[test]
+fn s4_claude_supervisor_sigkill_worker_dies_and_recover_restores_every_byte() {
+    scenario_crash(Harness::Claude);
+}
+
+#[test]
+fn s4_codex_supervisor_sigkill_worker_dies_and_recover_restores_every_byte() {
+    scenario_crash(Harness::Codex);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario 5: a second run while one is active.
+
+fn scenario_busy(h: Harness) {
+    let mut script = checkout::script();
+    script.turns[1].delay_ms = 5_000; // run 1 holds the lock while run 2 tries
+    let Some(w) = World::new(h, &script) else {
+        return;
+    };
+    let first = spawn_run(w.persona_run(&w.leopold));
+    wait_for_calls(&w.browser, 1);
+    let project_before = tree(&w.sb.project);
+    let settings_before = w.settings_bytes();
+
+    let second = run_bounded(w.persona_run(&w.leopold), Duration::from_secs(20));
+    assert_eq!(exit_code(&second), Some(4), "{second}");
+    assert!(
+        second.stderr.contains("checkout") || second.stdout.contains("checkout"),
+        "the message names the active run's flow\n{second}"
+    );
+    assert_eq!(
+        tree(&w.sb.project),
+        project_before,
+        "the second run changed files"
+    );
+    assert_eq!(w.settings_bytes(), settings_before);
+    assert_eq!(
+        w.browser.calls().len(),
+        1,
+        "the second run reached the browser"
+    );
+
+    let run = first.join().unwrap();
+    assert_eq!(
+        exit_code(&run),
+        Some(0),
+        "the first run still ends clean\n{run}"
+    );
+}
+
+#[test]
+fn s5_claude_second_run_while_active_exits_4_and_changes_nothing() {
+    scenario_busy(Harness::Claude);
+}
+
+#[test]
+fn s5_codex_second_run_while_active_exits_4_and_changes_nothing() {
+    scenario_busy(Harness::Codex);
+}
