@@ -9,6 +9,8 @@ use std::process::ExitCode;
 
 use crate::cli::{Cli, Command, PersonaCommand};
 
+mod wire;
+
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Persona(PersonaCommand::Guard) => Ok(ExitCode::from(leopold_guard::main_entry())),
@@ -16,8 +18,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Persona(PersonaCommand::Run(args)) => run::run(args),
         Command::Persona(PersonaCommand::Recover(args)) => recover::recover(args),
         Command::Doctor(args) => doctor::doctor(args),
-        Command::Persona(PersonaCommand::Wire(_)) | Command::Persona(PersonaCommand::Unwire(_)) => {
-            anyhow::bail!("this command is not built yet")
-        }
+        Command::Persona(PersonaCommand::Wire(args)) => wire::wire(args),
+        Command::Persona(PersonaCommand::Unwire(args)) => wire::unwire(args),
     }
 }
