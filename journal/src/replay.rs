@@ -4,7 +4,8 @@
 //!
 //! Exit codes ([`ReplaySummary::exit_code`]): 0 clean, 1 at least one violation, 2 unreadable
 //! input ([`ReplayError`]: missing file or flow, no header, unknown version) or, when there is no
-//! violation, malformed lines (a journal with unreadable lines cannot be called clean). A torn
+//! violation, malformed lines or `seq` gaps (a journal with unreadable or missing lines cannot be
+//! called clean). A torn
 //! last line (a crash mid-write) is reported and skipped and does not change the exit code.
 
 use std::fs::File;
@@ -81,6 +82,15 @@ pub enum ReplayEvent {
         /// 1-based line.
         line: u64,
     },
+    /// An action's `seq` is not the one after the previous action's: lines were lost or moved.
+    SeqGap {
+        /// 1-based line.
+        line: u64,
+        /// The `seq` expected.
+        expected: u64,
+        /// The `seq` found.
+        found: u64,
+    },
     /// The verdict recorded in the journal differs from today's (the flow changed, or `--flow`).
     VerdictChanged {
         /// 1-based line.
@@ -115,6 +125,8 @@ pub struct ReplaySummary {
     pub malformed: u64,
     /// Whether a torn last line was skipped.
     pub torn_last_line: bool,
+    /// Places where `seq` jumps (lines lost, removed or reordered).
+    pub seq_gaps: u64,
     /// Actions whose recorded verdict differs from today's.
     pub verdicts_changed: u64,
     /// Raw streams: event types not known to the adapter, with counts.
@@ -123,11 +135,11 @@ pub struct ReplaySummary {
 }
 
 impl ReplaySummary {
-    /// 0 clean, 1 violations, 2 malformed lines and no violation.
+    /// 0 clean, 1 violations, 2 malformed lines or `seq` gaps and no violation.
     pub fn exit_code(&self) -> u8 {
         if self.violations > 0 {
             1
-        } else if self.malformed > 0 {
+        } else if self.malformed > 0 || self.seq_gaps > 0 {
             2
         } else {
             0
@@ -260,19 +272,21 @@ fn read_run_info(path: &Path) -> Result<Option<RunInfo>, ReplayError> {
 }
 
 /// A recorded flow path: as is if it exists (absolute, or relative to the current directory),
-/// else relative to the project root the journal lives in (`<root>/.leopold/persona/runs/<id>/`).
+/// else relative to the journal's directory, else to the project root the journal lives in
+/// (`<root>/.leopold/persona/runs/<id>/journal.jsonl`).
 fn resolve_recorded(recorded: &Path, journal: &Path) -> PathBuf {
     if recorded.is_absolute() || recorded.exists() {
         return recorded.to_path_buf();
     }
-    let root = journal
-        .canonicalize()
-        .ok()
-        .and_then(|j| j.ancestors().nth(5).map(Path::to_path_buf));
-    match root {
-        Some(root) if root.join(recorded).exists() => root.join(recorded),
-        _ => recorded.to_path_buf(),
-    }
+    let Ok(journal) = journal.canonicalize() else {
+        return recorded.to_path_buf();
+    };
+    [1, 5]
+        .iter()
+        .filter_map(|&n| journal.ancestors().nth(n))
+        .map(|base| base.join(recorded))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| recorded.to_path_buf())
 }
 
 fn read_header<R: BufRead>(
@@ -315,6 +329,8 @@ fn replay_lines<R: BufRead>(
     on_event: &mut dyn FnMut(ReplayEvent),
 ) -> Result<ReplaySummary, ReplayError> {
     let mut s = summary(flow, path);
+    // The `seq` the next action should carry; unknown after a skipped line (it may have held one).
+    let mut expected_seq = Some(1);
     loop {
         let line = lines.next_line().map_err(|source| ReplayError::Read {
             path: path.to_path_buf(),
@@ -325,6 +341,7 @@ fn replay_lines<R: BufRead>(
         let (bytes, terminated) = match line {
             None => break,
             Some(Line::TooLong { .. }) => {
+                expected_seq = None;
                 s.malformed += 1;
                 on_event(ReplayEvent::Malformed {
                     line: line_no,
@@ -345,14 +362,24 @@ fn replay_lines<R: BufRead>(
                 continue;
             }
             Err(e) => {
+                expected_seq = None;
                 s.malformed += 1;
                 on_event(ReplayEvent::Malformed {
                     line: line_no,
-                    error: e.to_string(),
+                    error: redact_urls(&e.to_string()),
                 });
                 continue;
             }
         };
+        if let Some(expected) = expected_seq.filter(|e| *e != action.seq) {
+            s.seq_gaps += 1;
+            on_event(ReplayEvent::SeqGap {
+                line: line_no,
+                expected,
+                found: action.seq,
+            });
+        }
+        expected_seq = action.seq.checked_add(1);
         let now = validate(flow, &action);
         if let Some(recorded) = &action.verdict {
             if *recorded != now {
@@ -489,11 +516,29 @@ fn handle_adapter_events(
                 s.malformed += 1;
                 on_event(ReplayEvent::Malformed {
                     line: line_no,
-                    error,
+                    error: redact_urls(&error),
                 });
             }
         }
     }
+}
+
+/// Parser messages may quote a value from the line (`unknown variant \`…\``); a URL there could
+/// carry a token, so any word holding `://` is replaced.
+fn redact_urls(msg: &str) -> String {
+    if !msg.contains("://") {
+        return msg.to_owned();
+    }
+    msg.split(' ')
+        .map(|w| {
+            if w.contains("://") {
+                "<url redacted>"
+            } else {
+                w
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 enum Line<'a> {
@@ -577,4 +622,38 @@ impl<'r, R: BufRead> LineReader<'r, R> {
 
 fn memchr_newline(s: &[u8]) -> Option<usize> {
     s.iter().position(|&b| b == b'\n')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parser_messages_lose_their_urls() {
+        assert_eq!(
+            redact_urls("unknown variant `https://a.example/?token=s`, expected one of"),
+            "unknown variant <url redacted> expected one of"
+        );
+        assert_eq!(redact_urls("expected value"), "expected value");
+    }
+
+    #[test]
+    fn lines_longer_than_the_cap_are_skipped_whole() {
+        let mut input = vec![b'x'; MAX_LINE + 10];
+        input.extend_from_slice(b"\nnext\n");
+        let mut r = std::io::Cursor::new(input);
+        let mut lines = LineReader::new(&mut r);
+        assert!(matches!(
+            lines.next_line().unwrap(),
+            Some((1, Line::TooLong))
+        ));
+        match lines.next_line().unwrap() {
+            Some((2, Line::Bytes { bytes, terminated })) => {
+                assert_eq!(bytes, b"next");
+                assert!(terminated);
+            }
+            _ => panic!("second line"),
+        }
+        assert!(lines.next_line().unwrap().is_none());
+    }
 }
