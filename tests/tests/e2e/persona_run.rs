@@ -123,6 +123,19 @@ impl World {
         (actions, run_json)
     }
 
+    /// True once some run directory's journal holds an action line.
+    fn journal_has_actions(&self) -> bool {
+        let runs = self.sb.persona_dir().join("runs");
+        std::fs::read_dir(&runs)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|d| {
+                std::fs::read_to_string(d.path().join("journal.jsonl"))
+                    .is_ok_and(|t| t.lines().any(|l| l.contains("\"seq\"")))
+            })
+    }
+
     fn assert_lock_free(&self) {
         let lock = self.sb.persona_dir().join("run.lock");
         if let Ok(f) = std::fs::File::open(&lock) {
@@ -284,6 +297,29 @@ fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     }
     out.sort();
     out
+}
+
+/// Fails naming each file that appeared, vanished or changed between two [`tree`]s.
+fn assert_same_tree(before: &[(PathBuf, Vec<u8>)], after: &[(PathBuf, Vec<u8>)]) {
+    let mut diffs = Vec::new();
+    for (p, b) in before {
+        match after.iter().find(|(q, _)| q == p) {
+            None => diffs.push(format!("removed {}", p.display())),
+            Some((_, a)) if a != b => diffs.push(format!(
+                "changed {}:\n--- before\n{}\n--- after\n{}",
+                p.display(),
+                String::from_utf8_lossy(b),
+                String::from_utf8_lossy(a)
+            )),
+            _ => {}
+        }
+    }
+    for (p, _) in after {
+        if !before.iter().any(|(q, _)| q == p) {
+            diffs.push(format!("added {}", p.display()));
+        }
+    }
+    assert!(diffs.is_empty(), "files changed:\n{}", diffs.join("\n"));
 }
 
 /// True while `pid` is a live (not zombie) process.
@@ -503,6 +539,15 @@ fn scenario_busy(h: Harness) {
     };
     let first = spawn_run(w.persona_run(&w.leopold));
     wait_for_calls(&w.browser, 1);
+    // ...and until run 1 journaled that call: from then on run 1 waits on its model.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !w.journal_has_actions() {
+        assert!(
+            Instant::now() < deadline,
+            "run 1 never journaled its first call"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let project_before = tree(&w.sb.project);
     let settings_before = w.settings_bytes();
 
@@ -512,11 +557,7 @@ fn scenario_busy(h: Harness) {
         second.stderr.contains("checkout") || second.stdout.contains("checkout"),
         "the message names the active run's flow\n{second}"
     );
-    assert_eq!(
-        tree(&w.sb.project),
-        project_before,
-        "the second run changed files"
-    );
+    assert_same_tree(&project_before, &tree(&w.sb.project));
     assert_eq!(w.settings_bytes(), settings_before);
     assert_eq!(
         w.browser.calls().len(),
