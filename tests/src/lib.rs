@@ -595,6 +595,23 @@ pub fn record_fixture(name: &str, text: &str) -> bool {
     true
 }
 
+/// Appends `{"scenario","harness","secs"}` to the file named by `LEOPOLD_E2E_TIMINGS`, if set:
+/// the per-scenario wall times BENCHMARKS.md reports. One write per line (tests may run at once).
+pub fn note_timing(scenario: &str, harness: Harness, elapsed: Duration) {
+    let Some(path) = std::env::var_os("LEOPOLD_E2E_TIMINGS") else {
+        return;
+    };
+    let line = serde_json::json!({"scenario": scenario, "harness": harness.name(),
+        "secs": (elapsed.as_secs_f64() * 1000.0).round() / 1000.0});
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes());
+    }
+}
+
 /// A finished harness run.
 pub struct Run {
     /// The command, for messages.
