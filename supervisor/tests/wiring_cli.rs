@@ -216,6 +216,10 @@ fn the_wired_codex_command_runs_the_guard_and_denies_an_off_allowlist_navigation
         "{stdout}"
     );
     assert!(!stdout.contains("onFailure"), "{stdout}");
+    assert!(
+        stdout.contains("--dangerously-bypass-hook-trust"),
+        "{stdout}"
+    );
     let config = std::fs::read_to_string(sb.codex_home.join("config.toml")).unwrap();
     assert!(config.starts_with(original), "{config}");
     let command = codex_command(&config);

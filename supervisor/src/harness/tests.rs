@@ -1419,3 +1419,65 @@ proptest! {
         let _ = codex::list(Path::new("c.toml"), &text, &spec);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The corpus: before/after files of what wiring writes, reviewed by eye.
+// `__LEOPOLD_BLESS_WIRING=1 cargo nextest run -p leopold corpus` rewrites the `wired.*` files.
+
+#[test]
+fn wiring_corpus_before_wired_and_back() {
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus/wiring"));
+    let bless = std::env::var_os("__LEOPOLD_BLESS_WIRING").is_some();
+    let mut cases: Vec<PathBuf> = fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 8, "corpus missing: {}", root.display());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        let (kind, ext) = if name.starts_with("claude") {
+            (HarnessKind::Claude, "json")
+        } else {
+            (HarnessKind::Codex, "toml")
+        };
+        let before = fs::read_to_string(case.join(format!("before.{ext}"))).ok();
+        let sb = sandbox_with("/usr/local/bin/leopold");
+        if let Some(b) = &before {
+            sb.put(kind, b);
+        }
+        let out = wire(kind, &sb.ctx).unwrap();
+        assert!(out.changed, "{name}");
+        let wired = sb.read(kind).unwrap();
+        let expected_path = case.join(format!("wired.{ext}"));
+        if bless {
+            fs::write(&expected_path, &wired).unwrap();
+        }
+        match fs::read_to_string(&expected_path) {
+            Ok(expected) if expected == wired => {}
+            Ok(expected) => failures.push(format!(
+                "{name}: wired differs\n--- expected\n{expected}\n--- got\n{wired}"
+            )),
+            Err(e) => failures.push(format!("{name}: {e}")),
+        }
+        // Unwire with and without the record both give the original back.
+        let _ = unwire(kind, &sb.ctx).unwrap();
+        if sb.read(kind) != before {
+            failures.push(format!("{name}: unwire did not restore the original"));
+        }
+        if let Some(b) = &before {
+            let (stripped, n) = match kind {
+                HarnessKind::Claude => claude::strip(Path::new(&name), &wired, Created::default()),
+                HarnessKind::Codex => codex::strip(Path::new(&name), &wired, Created::default()),
+            }
+            .unwrap();
+            assert_eq!(n, 1, "{name}");
+            let pre_existed = b.contains("PreToolUse");
+            if pre_existed && &stripped != b {
+                failures.push(format!("{name}: removal by tag differs\n{stripped}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
