@@ -312,6 +312,7 @@ pub fn build_action(
         element,
         typed_len,
         outcome,
+        denied_reason: None,
         verdict: None,
     }
 }

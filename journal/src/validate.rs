@@ -127,6 +127,7 @@ mod tests {
             element: None,
             typed_len: None,
             outcome,
+            denied_reason: None,
             verdict: None,
         }
     }

@@ -198,6 +198,7 @@ mod tests {
             element: None,
             typed_len: None,
             outcome: Outcome::Completed,
+            denied_reason: None,
             verdict: None,
         };
         assert_eq!(w.append(&mut a).unwrap(), 1);
