@@ -18,6 +18,10 @@ pub struct Pattern {
     source: String,
     /// What is compiled: `source`, or `^(?:source)$` for whole-name patterns.
     full: String,
+    anchored: bool,
+    /// Literals every match starts with (from the regex's own HIR), when there is such a finite
+    /// set: a haystack holding none of them cannot match, and the regex is never built for it.
+    prefixes: Option<Vec<Vec<u8>>>,
     compiled: OnceLock<Option<meta::Regex>>,
 }
 
@@ -33,12 +37,23 @@ impl Pattern {
         } else {
             source.to_owned()
         };
-        regex_syntax::Parser::new()
+        let hir = regex_syntax::Parser::new()
             .parse(&full)
             .map_err(|e| e.to_string())?;
+        let seq = regex_syntax::hir::literal::Extractor::new().extract(&hir);
+        let prefixes = seq
+            .literals()
+            .map(|lits| {
+                lits.iter()
+                    .map(|l| l.as_bytes().to_vec())
+                    .collect::<Vec<_>>()
+            })
+            .filter(|lits| !lits.is_empty() && lits.iter().all(|l| !l.is_empty()));
         Ok(Pattern {
             source: source.to_owned(),
             full,
+            anchored: whole,
+            prefixes,
             compiled: OnceLock::new(),
         })
     }
@@ -52,6 +67,19 @@ impl Pattern {
     /// it). A pattern that passed the syntax check but cannot be built (over the size limit)
     /// matches everything: an irreversibility rule that cannot be judged refuses.
     pub fn is_match(&self, haystack: &str) -> bool {
+        if let Some(prefixes) = &self.prefixes {
+            let hay = haystack.as_bytes();
+            let found = prefixes.iter().any(|p| {
+                if self.anchored {
+                    hay.starts_with(p)
+                } else {
+                    hay.windows(p.len()).any(|w| w == p.as_slice())
+                }
+            });
+            if !found {
+                return false;
+            }
+        }
         match self.compiled.get_or_init(|| build(&[self.full.as_str()])) {
             Some(re) => re.is_match(haystack),
             None => true,
@@ -98,8 +126,40 @@ mod tests {
     }
 
     #[test]
+    fn a_literal_prefix_spares_the_build() {
+        let t = Pattern::new("mcp__stripe__.*", true).unwrap();
+        assert!(!t.is_match("mcp__browser__browser_navigate"));
+        assert!(t.compiled.get().is_none());
+        assert!(t.is_match("mcp__stripe__x"));
+        assert!(t.compiled.get().is_some());
+    }
+
+    proptest::proptest! {
+        /// The literal pre-check never refuses a haystack the regex matches.
+        #[test]
+        fn the_prefix_check_is_sound(
+            pat in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "a", "b", "ab", "(?i)a", ".", ".*", "[ab]", "a?", "b+", "(a|bc)", "x{2}", "_",
+                    "^", "$", r"\w", "é", "(?i)é", "|",
+                ]),
+                1..6,
+            ),
+            whole in proptest::bool::ANY,
+            hay in "[abcxé_A-C]{0,8}",
+        ) {
+            let source: String = pat.concat();
+            if let Ok(p) = Pattern::new(&source, whole) {
+                let re = build(&[p.full.as_str()]).unwrap();
+                proptest::prop_assert_eq!(p.is_match(&hay), re.is_match(hay.as_str()), "{}", source);
+            }
+        }
+    }
+
+    #[test]
     fn a_pattern_too_big_to_build_matches_everything() {
-        let p = Pattern::new("a{1000}{1000}{1000}", false).unwrap();
+        let p = Pattern::new(".{1000}{1000}{1000}", false).unwrap();
+        assert!(p.prefixes.is_none());
         assert!(p.is_match("anything"));
     }
 
