@@ -23,6 +23,8 @@ pub struct Pattern {
     /// set: a haystack holding none of them cannot match, and the regex is never built for it.
     prefixes: Option<Vec<Vec<u8>>>,
     compiled: OnceLock<Option<meta::Regex>>,
+    /// The same pattern without Unicode classes, for ASCII haystacks (see [`Matcher`]).
+    compiled_ascii: OnceLock<Option<meta::Regex>>,
 }
 
 impl Pattern {
@@ -55,6 +57,7 @@ impl Pattern {
             anchored: whole,
             prefixes,
             compiled: OnceLock::new(),
+            compiled_ascii: OnceLock::new(),
         })
     }
 
@@ -80,11 +83,37 @@ impl Pattern {
                 return false;
             }
         }
+        let ascii = haystack.is_ascii().then(|| {
+            self.compiled_ascii
+                .get_or_init(|| build_ascii(&[self.full.as_str()]))
+                .as_ref()
+        });
+        if let Some(Some(re)) = ascii {
+            return re.is_match(haystack);
+        }
         match self.compiled.get_or_init(|| build(&[self.full.as_str()])) {
             Some(re) => re.is_match(haystack),
             None => true,
         }
     }
+}
+
+/// Builds the patterns with Unicode mode off, for ASCII haystacks only: Unicode `\b`, `\w` and
+/// case folding compile into large automata (milliseconds, hundreds of page faults per call),
+/// while on an ASCII haystack the ASCII forms match exactly the same (a property test holds them
+/// to it). `None` when a pattern needs Unicode mode (`\p{…}`, a negated class that could match a
+/// non-ASCII byte): then the Unicode build is used.
+pub(crate) fn build_ascii(patterns: &[&str]) -> Option<meta::Regex> {
+    meta::Builder::new()
+        .syntax(regex_automata::util::syntax::Config::new().unicode(false))
+        .configure(
+            meta::Config::new()
+                .match_kind(regex_automata::MatchKind::All)
+                .dfa(false)
+                .onepass(false),
+        )
+        .build_many(patterns)
+        .ok()
 }
 
 /// Builds a regex of one or more patterns with the cheap engines only.
@@ -135,6 +164,24 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// On ASCII haystacks the ASCII build matches exactly when the Unicode build does.
+        #[test]
+        fn the_ascii_build_agrees_on_ascii_haystacks(
+            pat in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "(?i)", r"\b", r"\s+", r"\w", r"\d", "[a-z]", "[^x]", "pay", "Order", " ", "$",
+                    "^", "€", "(now|it)", "?", r"\B", "[[:alpha:]]", "k", "s", ".",
+                ]),
+                1..7,
+            ),
+            hay in "[a-zA-Z0-9 _.,$kKsS-]{0,12}",
+        ) {
+            let source: String = pat.concat();
+            if let (Some(u), Some(a)) = (build(&[source.as_str()]), build_ascii(&[source.as_str()])) {
+                proptest::prop_assert_eq!(u.is_match(hay.as_str()), a.is_match(hay.as_str()), "{}", source);
+            }
+        }
+
         /// The literal pre-check never refuses a haystack the regex matches.
         #[test]
         fn the_prefix_check_is_sound(
