@@ -2,7 +2,8 @@
 # Whole-process wall time of `leopold persona guard < payload` against `/bin/true < payload`, on
 # the same payload, alternating, in one run; and the guard's peak RSS. BENCHMARKS.md "The guard".
 #
-#   ./scripts/bench-guard.sh [RUNS]        (default 2000 runs of each)
+#   ./scripts/bench-guard.sh [RUNS]                    (default 2000 runs of each)
+#   BENCH_CALL=click ./scripts/bench-guard.sh [RUNS]   (an allowed click instead of a navigation)
 #
 # The payload is a realistic allowed navigation in an active project: the guard finds the project
 # root from the payload's cwd, reads ACTIVE.json and the flow (flows/checkout.md, with
@@ -21,8 +22,15 @@ cp flows/checkout.md "$proj/flows/checkout.md"
 cat > "$proj/.leopold/persona/ACTIVE.json" <<JSON
 {"version":1,"active":true,"run_id":"bench","flow":"checkout","flow_path":"flows/checkout.md","harness":"claude","supervisor_pid":1,"started_at":"2026-01-01T00:00:00Z"}
 JSON
+if [ "${BENCH_CALL:-navigate}" = click ]; then
+    tool='mcp__browser__browser_click'
+    input='{"element":"Add to cart button","target":"e5"}'
+else
+    tool='mcp__browser__browser_navigate'
+    input='{"url":"https://staging.example.com/products/42?ref=home"}'
+fi
 cat > "$work/payload.json" <<JSON
-{"session_id":"0b6c0c1e-4a57-4c55-9d4b-3f1e2b1c9a10","transcript_path":"/root/.claude/projects/x/0b6c.jsonl","cwd":"$proj/web/app","prompt_id":"p1","permission_mode":"bypassPermissions","hook_event_name":"PreToolUse","tool_name":"mcp__browser__browser_navigate","tool_input":{"url":"https://staging.example.com/products/42?ref=home"},"tool_use_id":"toolu_01ABCDEFGHIJKLMNOPQRSTUV","mcp_server":{"name":"browser","source":"dynamic"}}
+{"session_id":"0b6c0c1e-4a57-4c55-9d4b-3f1e2b1c9a10","transcript_path":"/root/.claude/projects/x/0b6c.jsonl","cwd":"$proj/web/app","prompt_id":"p1","permission_mode":"bypassPermissions","hook_event_name":"PreToolUse","tool_name":"$tool","tool_input":$input,"tool_use_id":"toolu_01ABCDEFGHIJKLMNOPQRSTUV","mcp_server":{"name":"browser","source":"dynamic"}}
 JSON
 
 # A third peer, for the floor of any Rust process: `fn main() {}` built with the same rustc.
@@ -58,7 +66,7 @@ for i in range(runs):
         samples[name].append(once(cmds[name]))
 med = {k: statistics.median(v) / 1000 for k, v in samples.items()}
 p90 = {k: statistics.quantiles(v, n=10)[8] / 1000 for k, v in samples.items()}
-print(f"runs each: {runs}, alternating")
+print(f"call: {os.environ.get('BENCH_CALL', 'navigate')}; runs each: {runs}, alternating")
 print(f"leopold persona guard: median {med['guard']:.0f} us, p90 {p90['guard']:.0f} us")
 print(f"/bin/true:             median {med['true']:.0f} us, p90 {p90['true']:.0f} us")
 print(f"empty Rust main:       median {med['empty']:.0f} us, p90 {p90['empty']:.0f} us")

@@ -42,13 +42,17 @@ impl Pattern {
         let hir = regex_syntax::Parser::new()
             .parse(&full)
             .map_err(|e| e.to_string())?;
-        let seq = regex_syntax::hir::literal::Extractor::new().extract(&hir);
-        let prefixes = seq
-            .literals()
-            .map(|lits| {
-                lits.iter()
-                    .map(|l| l.as_bytes().to_vec())
-                    .collect::<Vec<_>>()
+        // Only whole-name (tool) patterns: every call checks the tool name, and their prefixes
+        // are plain names. Labels are matched only on clicks, and `(?i)` makes their literal
+        // sets large and costly to extract.
+        let prefixes = whole
+            .then(|| regex_syntax::hir::literal::Extractor::new().extract(&hir))
+            .and_then(|seq| {
+                seq.literals().map(|lits| {
+                    lits.iter()
+                        .map(|l| l.as_bytes().to_vec())
+                        .collect::<Vec<_>>()
+                })
             })
             .filter(|lits| !lits.is_empty() && lits.iter().all(|l| !l.is_empty()));
         Ok(Pattern {
@@ -109,6 +113,9 @@ pub(crate) fn build_ascii(patterns: &[&str]) -> Option<meta::Regex> {
         .configure(
             meta::Config::new()
                 .match_kind(regex_automata::MatchKind::All)
+                // Haystacks are a tool name or a label: a literal prefilter costs more to build
+                // than it could ever save.
+                .auto_prefilter(false)
                 .dfa(false)
                 .onepass(false),
         )
@@ -122,6 +129,9 @@ pub(crate) fn build(patterns: &[&str]) -> Option<meta::Regex> {
         .configure(
             meta::Config::new()
                 .match_kind(regex_automata::MatchKind::All)
+                // Haystacks are a tool name or a label: a literal prefilter costs more to build
+                // than it could ever save.
+                .auto_prefilter(false)
                 .dfa(false)
                 .onepass(false),
         )
