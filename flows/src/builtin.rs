@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 use regex_automata::meta;
 
-use crate::pattern::{build, first_match};
+use crate::pattern::{build, build_ascii, first_match};
 use crate::RuleHit;
 
 /// A built-in rule set.
@@ -114,6 +114,20 @@ struct Compiled {
     tools: meta::Regex,
 }
 
+/// The label patterns without Unicode mode, for ASCII labels (see `pattern::build_ascii`).
+fn labels_ascii(set: BuiltinSet) -> &'static meta::Regex {
+    static PAYMENT: OnceLock<meta::Regex> = OnceLock::new();
+    static DELETION: OnceLock<meta::Regex> = OnceLock::new();
+    let cell = match set {
+        BuiltinSet::Payment => &PAYMENT,
+        BuiltinSet::Deletion => &DELETION,
+    };
+    cell.get_or_init(|| {
+        build_ascii(set.label_patterns())
+            .expect("built-in label patterns build in ASCII mode (tested)")
+    })
+}
+
 fn compiled(set: BuiltinSet) -> &'static Compiled {
     static PAYMENT: OnceLock<Compiled> = OnceLock::new();
     static DELETION: OnceLock<Compiled> = OnceLock::new();
@@ -161,7 +175,11 @@ impl BuiltinSet {
 
     /// The first label pattern of this set that matches.
     pub fn match_label(self, label: &str) -> Option<RuleHit> {
-        let i = first_match(&compiled(self).labels, label)?;
+        let i = if label.is_ascii() {
+            first_match(labels_ascii(self), label)?
+        } else {
+            first_match(&compiled(self).labels, label)?
+        };
         Some(self.hit("label", self.label_patterns()[i]))
     }
 
@@ -213,6 +231,36 @@ impl BuiltinSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn label_sets_agree_in_both_modes() {
+        for set in [BuiltinSet::Payment, BuiltinSet::Deletion] {
+            for label in [
+                "Place order",
+                "PLACE YOUR ORDER",
+                "Pay now",
+                "Pay $12",
+                "Buy now",
+                "Delete",
+                "Delete account",
+                "Empty trash",
+                "Add to cart",
+                "Cancel",
+                "paypal",
+                "Yes, delete",
+                "Subscribe",
+                "save card",
+                "x",
+                "",
+            ] {
+                assert_eq!(
+                    first_match(labels_ascii(set), label),
+                    first_match(&compiled(set).labels, label),
+                    "{set:?} {label}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn payment_labels() {

@@ -18,7 +18,13 @@ pub struct Pattern {
     source: String,
     /// What is compiled: `source`, or `^(?:source)$` for whole-name patterns.
     full: String,
+    anchored: bool,
+    /// Literals every match starts with (from the regex's own HIR), when there is such a finite
+    /// set: a haystack holding none of them cannot match, and the regex is never built for it.
+    prefixes: Option<Vec<Vec<u8>>>,
     compiled: OnceLock<Option<meta::Regex>>,
+    /// The same pattern without Unicode classes, for ASCII haystacks (see [`Matcher`]).
+    compiled_ascii: OnceLock<Option<meta::Regex>>,
 }
 
 impl Pattern {
@@ -33,13 +39,29 @@ impl Pattern {
         } else {
             source.to_owned()
         };
-        regex_syntax::Parser::new()
+        let hir = regex_syntax::Parser::new()
             .parse(&full)
             .map_err(|e| e.to_string())?;
+        // Only whole-name (tool) patterns: every call checks the tool name, and their prefixes
+        // are plain names. Labels are matched only on clicks, and `(?i)` makes their literal
+        // sets large and costly to extract.
+        let prefixes = whole
+            .then(|| regex_syntax::hir::literal::Extractor::new().extract(&hir))
+            .and_then(|seq| {
+                seq.literals().map(|lits| {
+                    lits.iter()
+                        .map(|l| l.as_bytes().to_vec())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .filter(|lits| !lits.is_empty() && lits.iter().all(|l| !l.is_empty()));
         Ok(Pattern {
             source: source.to_owned(),
             full,
+            anchored: whole,
+            prefixes,
             compiled: OnceLock::new(),
+            compiled_ascii: OnceLock::new(),
         })
     }
 
@@ -52,11 +74,53 @@ impl Pattern {
     /// it). A pattern that passed the syntax check but cannot be built (over the size limit)
     /// matches everything: an irreversibility rule that cannot be judged refuses.
     pub fn is_match(&self, haystack: &str) -> bool {
+        if let Some(prefixes) = &self.prefixes {
+            let hay = haystack.as_bytes();
+            let found = prefixes.iter().any(|p| {
+                if self.anchored {
+                    hay.starts_with(p)
+                } else {
+                    hay.windows(p.len()).any(|w| w == p.as_slice())
+                }
+            });
+            if !found {
+                return false;
+            }
+        }
+        let ascii = haystack.is_ascii().then(|| {
+            self.compiled_ascii
+                .get_or_init(|| build_ascii(&[self.full.as_str()]))
+                .as_ref()
+        });
+        if let Some(Some(re)) = ascii {
+            return re.is_match(haystack);
+        }
         match self.compiled.get_or_init(|| build(&[self.full.as_str()])) {
             Some(re) => re.is_match(haystack),
             None => true,
         }
     }
+}
+
+/// Builds the patterns with Unicode mode off, for ASCII haystacks only: Unicode `\b`, `\w` and
+/// case folding compile into large automata (milliseconds, hundreds of page faults per call),
+/// while on an ASCII haystack the ASCII forms match exactly the same (a property test holds them
+/// to it). `None` when a pattern needs Unicode mode (`\p{…}`, a negated class that could match a
+/// non-ASCII byte): then the Unicode build is used.
+pub(crate) fn build_ascii(patterns: &[&str]) -> Option<meta::Regex> {
+    meta::Builder::new()
+        .syntax(regex_automata::util::syntax::Config::new().unicode(false))
+        .configure(
+            meta::Config::new()
+                .match_kind(regex_automata::MatchKind::All)
+                // Haystacks are a tool name or a label: a literal prefilter costs more to build
+                // than it could ever save.
+                .auto_prefilter(false)
+                .dfa(false)
+                .onepass(false),
+        )
+        .build_many(patterns)
+        .ok()
 }
 
 /// Builds a regex of one or more patterns with the cheap engines only.
@@ -65,6 +129,9 @@ pub(crate) fn build(patterns: &[&str]) -> Option<meta::Regex> {
         .configure(
             meta::Config::new()
                 .match_kind(regex_automata::MatchKind::All)
+                // Haystacks are a tool name or a label: a literal prefilter costs more to build
+                // than it could ever save.
+                .auto_prefilter(false)
                 .dfa(false)
                 .onepass(false),
         )
@@ -98,8 +165,58 @@ mod tests {
     }
 
     #[test]
+    fn a_literal_prefix_spares_the_build() {
+        let t = Pattern::new("mcp__stripe__.*", true).unwrap();
+        assert!(!t.is_match("mcp__browser__browser_navigate"));
+        assert!(t.compiled.get().is_none());
+        assert!(t.is_match("mcp__stripe__x"));
+        assert!(t.compiled.get().is_some());
+    }
+
+    proptest::proptest! {
+        /// On ASCII haystacks the ASCII build matches exactly when the Unicode build does.
+        #[test]
+        fn the_ascii_build_agrees_on_ascii_haystacks(
+            pat in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "(?i)", r"\b", r"\s+", r"\w", r"\d", "[a-z]", "[^x]", "pay", "Order", " ", "$",
+                    "^", "€", "(now|it)", "?", r"\B", "[[:alpha:]]", "k", "s", ".",
+                ]),
+                1..7,
+            ),
+            hay in "[a-zA-Z0-9 _.,$kKsS-]{0,12}",
+        ) {
+            let source: String = pat.concat();
+            if let (Some(u), Some(a)) = (build(&[source.as_str()]), build_ascii(&[source.as_str()])) {
+                proptest::prop_assert_eq!(u.is_match(hay.as_str()), a.is_match(hay.as_str()), "{}", source);
+            }
+        }
+
+        /// The literal pre-check never refuses a haystack the regex matches.
+        #[test]
+        fn the_prefix_check_is_sound(
+            pat in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "a", "b", "ab", "(?i)a", ".", ".*", "[ab]", "a?", "b+", "(a|bc)", "x{2}", "_",
+                    "^", "$", r"\w", "é", "(?i)é", "|",
+                ]),
+                1..6,
+            ),
+            whole in proptest::bool::ANY,
+            hay in "[abcxé_A-C]{0,8}",
+        ) {
+            let source: String = pat.concat();
+            if let Ok(p) = Pattern::new(&source, whole) {
+                let re = build(&[p.full.as_str()]).unwrap();
+                proptest::prop_assert_eq!(p.is_match(&hay), re.is_match(hay.as_str()), "{}", source);
+            }
+        }
+    }
+
+    #[test]
     fn a_pattern_too_big_to_build_matches_everything() {
-        let p = Pattern::new("a{1000}{1000}{1000}", false).unwrap();
+        let p = Pattern::new(".{1000}{1000}{1000}", false).unwrap();
+        assert!(p.prefixes.is_none());
         assert!(p.is_match("anything"));
     }
 
