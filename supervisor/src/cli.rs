@@ -73,6 +73,10 @@ pub struct WireArgs {
     pub harness: HarnessName,
     #[command(flatten)]
     pub project: ProjectArgs,
+    /// The Claude Code executable whose version decides whether the hook gets
+    /// `"onFailure": "block"` (2.1.295 and later). Default: `claude` on PATH.
+    #[arg(long, value_name = "PATH")]
+    pub harness_bin: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

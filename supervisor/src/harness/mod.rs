@@ -1,1 +1,755 @@
-//! Harness wiring: Claude Code's `.claude/settings.json` and Codex's `config.toml`. See issue #3.
+//! Harness wiring: the persona guard as a PreToolUse hook in Claude Code's project
+//! `.claude/settings.json` and in Codex's `$CODEX_HOME/config.toml`. See issue #3 and the README
+//! section "Wiring".
+//!
+//! # Interface
+//! - [`wire`] adds one hook group (matcher `mcp__.*|WebFetch`, one command handler running
+//!   [`guard_command`], tagged [`TAG`]); idempotent.
+//! - [`unwire`] restores the file byte for byte when it still holds exactly what `wire` wrote;
+//!   otherwise it removes only the handlers tagged [`TAG`] (and a group, or a `hooks` /
+//!   `PreToolUse` key `wire` created, left empty by that), keeping every other byte.
+//! - [`wired_handlers`] lists tagged handlers (orphan detection, `doctor`).
+//! - [`claude_guard_settings_json`] is the standalone file `persona run` passes with
+//!   `claude --settings`, so the hook is in force even when Claude skips the project file.
+//!
+//! # Record before you change
+//! Before touching a settings file, `wire` writes `<project>/.leopold/persona/wiring/<harness>.json`
+//! holding what the file was (its text, or "absent") and what wire is about to write. A crash at
+//! any point leaves either the original file (the record's `written` does not match, so `unwire`
+//! falls back to removing tagged handlers: there are none) or the wired file (restored exactly).
+//!
+//! # Refuse, don't repair
+//! A file that is not valid UTF-8 JSON/TOML, has duplicate JSON keys, or whose `hooks` /
+//! `PreToolUse` / groups / handlers have an unexpected type is never written: the error names the
+//! file, line and column and says what to do.
+
+mod atomic;
+mod claude;
+mod codex;
+mod json_text;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use atomic::{FileState, Replace};
+
+/// The tag carried by every handler Leopold wires (as a shell comment ending the command): unwire
+/// and orphan detection touch exactly the handlers whose command contains it.
+pub const TAG: &str = "leopold-persona-guard";
+
+/// Which tools the guard sees: every MCP tool (`mcp__<server>__<tool>`) and Claude's WebFetch.
+/// Not made only of `[A-Za-z0-9_|]`, so both harnesses read it as an (unanchored) regex.
+pub const MATCHER: &str = "mcp__.*|WebFetch";
+
+/// The hook's `timeout`, in seconds. The guard answers in milliseconds; a stuck guard is denied
+/// (Claude with `onFailure: block`) or fails open (Codex) after this long.
+pub const HOOK_TIMEOUT_SECS: u64 = 5;
+
+/// The first Claude Code release that understands `"onFailure": "block"` (HARNESS-FACTS §1).
+pub const CLAUDE_ON_FAILURE_SINCE: (u64, u64, u64) = (2, 1, 295);
+
+/// How often a read-edit-write is redone when the file changes under us before giving up.
+const MAX_ATTEMPTS: usize = 5;
+
+/// A supported harness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HarnessKind {
+    /// Claude Code: the project's `.claude/settings.json`.
+    Claude,
+    /// Codex CLI: `$CODEX_HOME/config.toml` (default `~/.codex`).
+    Codex,
+}
+
+impl HarnessKind {
+    pub const ALL: [HarnessKind; 2] = [HarnessKind::Claude, HarnessKind::Codex];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            HarnessKind::Claude => "claude",
+            HarnessKind::Codex => "codex",
+        }
+    }
+}
+
+impl fmt::Display for HarnessKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything wiring needs to know, resolved before any side effect.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The project root: holds `.claude/` and `.leopold/`.
+    pub project: PathBuf,
+    /// `$CODEX_HOME`, default `~/.codex`.
+    pub codex_home: PathBuf,
+    /// The hook command, from [`guard_command`].
+    pub guard_command: String,
+    /// Whether the installed Claude Code understands `"onFailure": "block"`.
+    pub claude_on_failure: bool,
+}
+
+impl Context {
+    /// A context for `project` wiring the guard of the leopold binary at `leopold_exe`, with
+    /// `$CODEX_HOME` (or `~/.codex`) as Codex's home.
+    ///
+    /// # Errors
+    /// When the binary's path is not UTF-8 (no hook command can name it), or when neither
+    /// `$CODEX_HOME` nor `$HOME` is set.
+    pub fn new(
+        project: PathBuf,
+        leopold_exe: &Path,
+        claude_on_failure: bool,
+    ) -> Result<Context, WiringError> {
+        Ok(Context {
+            project,
+            codex_home: default_codex_home()?,
+            guard_command: guard_command(leopold_exe)?,
+            claude_on_failure,
+        })
+    }
+
+    /// The settings file `kind` is wired in.
+    pub fn settings_path(&self, kind: HarnessKind) -> PathBuf {
+        match kind {
+            HarnessKind::Claude => self.project.join(".claude").join("settings.json"),
+            HarnessKind::Codex => self.codex_home.join("config.toml"),
+        }
+    }
+
+    /// Where `wire` records what the file was before it.
+    pub fn record_path(&self, kind: HarnessKind) -> PathBuf {
+        self.project
+            .join(".leopold")
+            .join("persona")
+            .join("wiring")
+            .join(format!("{kind}.json"))
+    }
+
+    fn spec(&self, kind: HarnessKind) -> HookSpec {
+        HookSpec {
+            command: self.guard_command.clone(),
+            timeout: HOOK_TIMEOUT_SECS,
+            on_failure_block: kind == HarnessKind::Claude && self.claude_on_failure,
+        }
+    }
+}
+
+/// `$CODEX_HOME`, or `~/.codex`.
+///
+/// # Errors
+/// When neither `CODEX_HOME` nor `HOME` is set.
+pub fn default_codex_home() -> Result<PathBuf, WiringError> {
+    if let Some(home) = std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
+        return Ok(PathBuf::from(home));
+    }
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join(".codex"))
+        .ok_or(WiringError::NoCodexHome)
+}
+
+/// The hook command: `'<absolute path>' persona guard # leopold-persona-guard`. Both harnesses
+/// run it through a shell, so the path is single-quoted (a `'` inside becomes `'\''`) and the tag
+/// is a shell comment: it marks the handler as ours without reaching the guard's arguments.
+///
+/// # Errors
+/// When the path is not UTF-8 (settings files hold text), or cannot be made absolute.
+pub fn guard_command(leopold_exe: &Path) -> Result<String, WiringError> {
+    let abs = std::path::absolute(leopold_exe).map_err(|source| WiringError::Io {
+        action: "resolve the path of",
+        path: leopold_exe.to_path_buf(),
+        source,
+    })?;
+    let s = abs
+        .to_str()
+        .ok_or_else(|| WiringError::NonUtf8Exe { path: abs.clone() })?;
+    Ok(format!(
+        "'{}' persona guard # {TAG}",
+        s.replace('\'', r"'\''")
+    ))
+}
+
+/// The version `claude --version` reports, as `(major, minor, patch)`.
+///
+/// # Errors
+/// When the binary cannot be run, fails, or prints no version.
+pub fn claude_version(claude_bin: &Path) -> Result<(u64, u64, u64), WiringError> {
+    let out = std::process::Command::new(claude_bin)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|source| WiringError::ClaudeVersion {
+            bin: claude_bin.to_path_buf(),
+            problem: source.to_string(),
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(WiringError::ClaudeVersion {
+            bin: claude_bin.to_path_buf(),
+            problem: format!("it exited with {}", out.status),
+        });
+    }
+    parse_version(&text).ok_or_else(|| WiringError::ClaudeVersion {
+        bin: claude_bin.to_path_buf(),
+        problem: format!("no version in its output {:?}", text.trim()),
+    })
+}
+
+/// Whether the Claude Code at `claude_bin` understands `"onFailure": "block"` (2.1.295+).
+///
+/// # Errors
+/// As [`claude_version`].
+pub fn claude_supports_on_failure(claude_bin: &Path) -> Result<bool, WiringError> {
+    Ok(claude_version(claude_bin)? >= CLAUDE_ON_FAILURE_SINCE)
+}
+
+/// The first `X.Y.Z` in `text` (e.g. `2.1.332 (Claude Code)`).
+fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find_map(|word| {
+            let mut parts = word.split('.');
+            let v = (
+                parts.next()?.parse().ok()?,
+                parts.next()?.parse().ok()?,
+                parts.next()?.parse().ok()?,
+            );
+            Some(v)
+        })
+}
+
+/// The standalone settings file `persona run` passes with `claude --settings <file>`: only the
+/// guard's hook group. Claude deduplicates an identical command present in two settings layers,
+/// so with the project file also wired the guard still runs once per call.
+#[allow(dead_code)] // Used by `persona run`, `recover` and `doctor` (issue 5).
+pub fn claude_guard_settings_json(ctx: &Context) -> String {
+    let group = claude::group(&ctx.spec(HarnessKind::Claude));
+    json_text::Style::default().render_document(&json_text::J::Obj(vec![(
+        "hooks",
+        json_text::J::Obj(vec![("PreToolUse", json_text::J::Arr(vec![group]))]),
+    )]))
+}
+
+/// What `wire` writes into ACTIVE.json: where the guard is wired.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireRecord {
+    pub harness: HarnessKind,
+    pub file: PathBuf,
+    pub tag: String,
+}
+
+/// The result of [`wire`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct WireOutcome {
+    pub record: WireRecord,
+    /// Whether the file was written (false: it already held exactly this wiring).
+    pub changed: bool,
+    /// Things the user should know (e.g. Claude would skip this settings file).
+    pub warnings: Vec<String>,
+}
+
+/// What [`unwire`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnwireAction {
+    /// Nothing of ours was wired: nothing written.
+    NothingWired,
+    /// The file held exactly what wire wrote: its original bytes are back (or it is gone again,
+    /// when wire created it).
+    Restored,
+    /// The file changed since wire: only this many tagged handlers were removed.
+    RemovedHandlers(usize),
+}
+
+/// The result of [`unwire`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct UnwireOutcome {
+    #[allow(dead_code)] // For callers that unwire both harnesses.
+    pub harness: HarnessKind,
+    pub file: PathBuf,
+    pub action: UnwireAction,
+    pub warnings: Vec<String>,
+}
+
+/// One handler carrying [`TAG`] in a settings file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WiredHandler {
+    pub file: PathBuf,
+    /// Index of its group in `PreToolUse`.
+    pub group: usize,
+    /// The group's matcher, if it has one.
+    pub matcher: Option<String>,
+    pub command: String,
+    /// Exactly what `wire` would write now (same command, matcher, timeout, onFailure, alone in
+    /// its group). False for a stale wiring, e.g. left by another leopold binary.
+    pub current: bool,
+}
+
+/// Why wiring failed. Every variant names the file; nothing was written when one is returned,
+/// except where stated.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WiringError {
+    #[error("cannot {action} `{}`", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error(
+        "`{}` line {line}, column {column}: {problem}; the file was left untouched\n(hint: {hint})",
+        file.display()
+    )]
+    Malformed {
+        file: PathBuf,
+        line: usize,
+        column: usize,
+        problem: String,
+        hint: String,
+    },
+    #[error(
+        "`{}` is not UTF-8 text; the file was left untouched\n(hint: settings files are UTF-8; \
+         fix its encoding by hand, then run the command again)",
+        file.display()
+    )]
+    NotUtf8 { file: PathBuf },
+    #[error(
+        "`{}` kept changing while leopold was editing it ({attempts} attempts); nothing was \
+         written\n(hint: is the harness or an editor writing it? let it finish, then run the \
+         command again)",
+        file.display()
+    )]
+    Contended { file: PathBuf, attempts: usize },
+    #[error("cannot tell the version of Claude Code at `{}`: {problem}", bin.display())]
+    ClaudeVersion { bin: PathBuf, problem: String },
+    #[error(
+        "the leopold binary's path `{}` is not UTF-8, so no hook command can name it\n(hint: \
+         install leopold under a UTF-8 path)",
+        path.display()
+    )]
+    NonUtf8Exe { path: PathBuf },
+    #[error("neither CODEX_HOME nor HOME is set, so Codex's config.toml cannot be found")]
+    NoCodexHome,
+    #[error("editing `{}` produced an unexpected result ({problem}); nothing was written. This is a bug in leopold", file.display())]
+    Internal { file: PathBuf, problem: String },
+}
+
+/// The hook a harness should run, resolved from a [`Context`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HookSpec {
+    pub command: String,
+    pub timeout: u64,
+    /// Claude only: `"onFailure": "block"`.
+    pub on_failure_block: bool,
+}
+
+/// Keys `wire` itself created, so that unwire removes them again once they are empty.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Created {
+    /// The `hooks` table/object.
+    pub hooks: bool,
+    /// The `PreToolUse` array.
+    pub pre_tool_use: bool,
+}
+
+/// The text after wiring, and which keys that created.
+pub(crate) struct Added {
+    pub text: String,
+    pub created: Created,
+}
+
+/// `<project>/.leopold/persona/wiring/<harness>.json`: Leopold's own file, strict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Record {
+    version: u32,
+    harness: HarnessKind,
+    file: PathBuf,
+    /// The file's text before wire (`None`: it did not exist). Absent when unknown (the file was
+    /// already wired, e.g. by an older leopold): then unwire only removes tagged handlers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    restore: Option<Restore>,
+    /// Exactly what wire wrote.
+    written: String,
+    created: Created,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Restore {
+    original: Option<String>,
+    /// Directories wire created for the file (deepest first), removed again if left empty.
+    created_dirs: Vec<PathBuf>,
+}
+
+const RECORD_VERSION: u32 = 1;
+
+fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> WiringError + 'a {
+    move |source| WiringError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn decode(file: &Path, state: &FileState) -> Result<Option<String>, WiringError> {
+    match state {
+        FileState::Absent => Ok(None),
+        FileState::Present(bytes) => {
+            String::from_utf8(bytes.clone())
+                .map(Some)
+                .map_err(|_| WiringError::NotUtf8 {
+                    file: file.to_path_buf(),
+                })
+        }
+    }
+}
+
+fn list(
+    kind: HarnessKind,
+    file: &Path,
+    text: &str,
+    spec: &HookSpec,
+) -> Result<Vec<WiredHandler>, WiringError> {
+    match kind {
+        HarnessKind::Claude => claude::list(file, text, spec),
+        HarnessKind::Codex => codex::list(file, text, spec),
+    }
+}
+
+fn add(
+    kind: HarnessKind,
+    file: &Path,
+    text: Option<&str>,
+    spec: &HookSpec,
+) -> Result<Added, WiringError> {
+    match kind {
+        HarnessKind::Claude => claude::add(file, text, spec),
+        HarnessKind::Codex => codex::add(file, text, spec),
+    }
+}
+
+/// Removes every tagged handler; returns the new text and how many were removed.
+fn strip(
+    kind: HarnessKind,
+    file: &Path,
+    text: &str,
+    created: Created,
+) -> Result<(String, usize), WiringError> {
+    match kind {
+        HarnessKind::Claude => claude::strip(file, text, created),
+        HarnessKind::Codex => codex::strip(file, text, created),
+    }
+}
+
+/// Reads the wiring record; an unreadable one is reported as a warning and ignored (unwire then
+/// falls back to removing tagged handlers, which never needs it).
+fn load_record(ctx: &Context, kind: HarnessKind, warnings: &mut Vec<String>) -> Option<Record> {
+    let path = ctx.record_path(kind);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            warnings.push(format!(
+                "cannot read the wiring record `{}`: {e}; ignoring it",
+                path.display()
+            ));
+            return None;
+        }
+    };
+    match serde_json::from_slice::<Record>(&bytes) {
+        Ok(r) if r.version == RECORD_VERSION && r.harness == kind => Some(r),
+        Ok(_) => {
+            warnings.push(format!(
+                "the wiring record `{}` is for another version or harness; ignoring it",
+                path.display()
+            ));
+            None
+        }
+        Err(e) => {
+            warnings.push(format!(
+                "the wiring record `{}` is unreadable ({e}); ignoring it",
+                path.display()
+            ));
+            None
+        }
+    }
+}
+
+fn save_record(ctx: &Context, kind: HarnessKind, record: &Record) -> Result<(), WiringError> {
+    let path = ctx.record_path(kind);
+    let mut bytes = serde_json::to_vec_pretty(record).map_err(|e| WiringError::Internal {
+        file: path.clone(),
+        problem: e.to_string(),
+    })?;
+    bytes.push(b'\n');
+    atomic::write_own_file(&path, &bytes).map_err(io_err("write the wiring record", &path))
+}
+
+fn remove_record(ctx: &Context, kind: HarnessKind) -> Result<(), WiringError> {
+    let path = ctx.record_path(kind);
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err("remove the wiring record", &path)(e)),
+    }
+    if let Some(dir) = path.parent() {
+        // Only succeeds when empty, which is the point.
+        let _ = std::fs::remove_dir(dir);
+    }
+    Ok(())
+}
+
+/// The directories `create_dir_all(dir)` would create, deepest first.
+fn missing_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut cur = Some(dir);
+    while let Some(d) = cur {
+        if d.as_os_str().is_empty() || d.exists() {
+            break;
+        }
+        out.push(d.to_path_buf());
+        cur = d.parent();
+    }
+    out
+}
+
+/// Wires the guard into `kind`'s settings file. Idempotent: a file already holding exactly this
+/// wiring is not written (`changed: false`); a stale wiring of ours (another leopold path, another
+/// timeout) is replaced, so the file holds exactly one tagged handler afterwards.
+///
+/// # Errors
+/// A malformed settings file ([`WiringError::Malformed`], [`WiringError::NotUtf8`]) is left
+/// untouched; I/O errors; [`WiringError::Contended`] when the file keeps changing under us.
+pub fn wire(kind: HarnessKind, ctx: &Context) -> Result<WireOutcome, WiringError> {
+    wire_with_hook(kind, ctx, &mut |_| {})
+}
+
+pub(crate) fn wire_with_hook(
+    kind: HarnessKind,
+    ctx: &Context,
+    before_rename: &mut dyn FnMut(&Path),
+) -> Result<WireOutcome, WiringError> {
+    let file = ctx.settings_path(kind);
+    let spec = ctx.spec(kind);
+    let record = WireRecord {
+        harness: kind,
+        file: file.clone(),
+        tag: TAG.to_owned(),
+    };
+    for _ in 0..MAX_ATTEMPTS {
+        let mut warnings = Vec::new();
+        let state = atomic::read_state(&file).map_err(io_err("read", &file))?;
+        let text = decode(&file, &state)?;
+        let handlers = match &text {
+            Some(t) => list(kind, &file, t, &spec)?,
+            None => Vec::new(),
+        };
+        if kind == HarnessKind::Claude {
+            if let Some(t) = &text {
+                warnings.extend(claude::validation_warnings(&file, t));
+            }
+        }
+        if handlers.len() == 1 && handlers[0].current {
+            return Ok(WireOutcome {
+                record,
+                changed: false,
+                warnings,
+            });
+        }
+
+        let old = load_record(ctx, kind, &mut warnings);
+        let strip_created = old.as_ref().map(|r| r.created).unwrap_or_default();
+        let stripped = match &text {
+            Some(t) if !handlers.is_empty() => Some(strip(kind, &file, t, strip_created)?.0),
+            _ => text.clone(),
+        };
+        let added = add(kind, &file, stripped.as_deref(), &spec)?;
+        let created = added.created;
+        let restore = match old {
+            Some(Record {
+                restore: Some(r),
+                written,
+                ..
+            }) if Some(written.as_str()) == text.as_deref() => Some(r),
+            _ if handlers.is_empty() => Some(Restore {
+                original: text.clone(),
+                created_dirs: file.parent().map(missing_dirs).unwrap_or_default(),
+            }),
+            _ => None,
+        };
+        save_record(
+            ctx,
+            kind,
+            &Record {
+                version: RECORD_VERSION,
+                harness: kind,
+                file: file.clone(),
+                restore,
+                written: added.text.clone(),
+                created,
+            },
+        )?;
+        match atomic::replace_if_unchanged(
+            &file,
+            &state,
+            Some(added.text.as_bytes()),
+            before_rename,
+        )
+        .map_err(io_err("write", &file))?
+        {
+            Replace::Done => {
+                return Ok(WireOutcome {
+                    record,
+                    changed: true,
+                    warnings,
+                })
+            }
+            Replace::Conflict => continue,
+        }
+    }
+    Err(WiringError::Contended {
+        file,
+        attempts: MAX_ATTEMPTS,
+    })
+}
+
+/// Removes the guard's wiring from `kind`'s settings file. With nothing wired this is a no-op
+/// that succeeds.
+///
+/// # Errors
+/// As [`wire`]; a malformed file is left untouched (and the wiring record kept).
+pub fn unwire(kind: HarnessKind, ctx: &Context) -> Result<UnwireOutcome, WiringError> {
+    unwire_with_hook(kind, ctx, &mut |_| {})
+}
+
+pub(crate) fn unwire_with_hook(
+    kind: HarnessKind,
+    ctx: &Context,
+    before_rename: &mut dyn FnMut(&Path),
+) -> Result<UnwireOutcome, WiringError> {
+    for _ in 0..MAX_ATTEMPTS {
+        let mut warnings = Vec::new();
+        let record = load_record(ctx, kind, &mut warnings);
+        let file = match &record {
+            Some(r) => {
+                let here = ctx.settings_path(kind);
+                if r.file != here {
+                    warnings.push(format!(
+                        "the guard was wired in `{}`, not `{}`: unwiring the former",
+                        r.file.display(),
+                        here.display()
+                    ));
+                }
+                r.file.clone()
+            }
+            None => ctx.settings_path(kind),
+        };
+        let state = atomic::read_state(&file).map_err(io_err("read", &file))?;
+        let done = |action, warnings| UnwireOutcome {
+            harness: kind,
+            file: file.clone(),
+            action,
+            warnings,
+        };
+
+        if let Some(Record {
+            restore: Some(restore),
+            written,
+            ..
+        }) = &record
+        {
+            if state.bytes() == Some(written.as_bytes()) {
+                let target = restore.original.as_deref().map(str::as_bytes);
+                match atomic::replace_if_unchanged(&file, &state, target, before_rename)
+                    .map_err(io_err("restore", &file))?
+                {
+                    Replace::Conflict => continue,
+                    Replace::Done => {}
+                }
+                if restore.original.is_none() {
+                    for dir in &restore.created_dirs {
+                        // Fails (and stops) at the first non-empty one: those are someone's.
+                        if std::fs::remove_dir(dir).is_err() {
+                            break;
+                        }
+                    }
+                }
+                remove_record(ctx, kind)?;
+                return Ok(done(UnwireAction::Restored, warnings));
+            }
+        }
+
+        let Some(text) = decode(&file, &state)? else {
+            remove_record(ctx, kind)?;
+            return Ok(done(UnwireAction::NothingWired, warnings));
+        };
+        let created = record.as_ref().map(|r| r.created).unwrap_or_default();
+        let (new_text, removed) = strip(kind, &file, &text, created)?;
+        if removed == 0 {
+            remove_record(ctx, kind)?;
+            return Ok(done(UnwireAction::NothingWired, warnings));
+        }
+        match atomic::replace_if_unchanged(&file, &state, Some(new_text.as_bytes()), before_rename)
+            .map_err(io_err("write", &file))?
+        {
+            Replace::Conflict => continue,
+            Replace::Done => {}
+        }
+        if record.is_some() {
+            warnings.push(format!(
+                "`{}` changed since the guard was wired: removed only the guard's handler, kept \
+                 the rest as it is now",
+                file.display()
+            ));
+        }
+        remove_record(ctx, kind)?;
+        return Ok(done(UnwireAction::RemovedHandlers(removed), warnings));
+    }
+    Err(WiringError::Contended {
+        file: ctx.settings_path(kind),
+        attempts: MAX_ATTEMPTS,
+    })
+}
+
+/// The handlers tagged [`TAG`] in `kind`'s settings file (none when it does not exist).
+///
+/// # Errors
+/// A malformed file, or an I/O error.
+#[allow(dead_code)] // Used by `persona run`, `recover` and `doctor` (issue 5).
+pub fn wired_handlers(kind: HarnessKind, ctx: &Context) -> Result<Vec<WiredHandler>, WiringError> {
+    let file = ctx.settings_path(kind);
+    let state = atomic::read_state(&file).map_err(io_err("read", &file))?;
+    match decode(&file, &state)? {
+        Some(text) => list(kind, &file, &text, &ctx.spec(kind)),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// If every line break of `original` is CRLF, makes the new lines of `new` CRLF too.
+pub(crate) fn match_line_endings(original: &str, new: String) -> String {
+    let crlf = original.matches("\r\n").count();
+    if crlf == 0 || crlf != original.matches('\n').count() {
+        return new;
+    }
+    let mut out = String::with_capacity(new.len() + 16);
+    let mut prev = '\0';
+    for c in new.chars() {
+        if c == '\n' && prev != '\r' {
+            out.push('\r');
+        }
+        out.push(c);
+        prev = c;
+    }
+    out
+}

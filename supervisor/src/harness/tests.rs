@@ -1,0 +1,1 @@
+//! Tests of the wiring: properties, refusals, atomicity.
