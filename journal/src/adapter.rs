@@ -1,0 +1,459 @@
+//! Adapters from each harness's JSON-lines event stream to [`Action`]s.
+//!
+//! Feed every line with `push_line`; each call returns what that line completed. A line that is
+//! not JSON is reported as [`AdapterEvent::Malformed`] with its line number and the stream goes on;
+//! unknown event types are counted (see [`AdapterStats`]) and ignored. `finish` flushes calls that
+//! were issued but never answered, as [`Outcome::Unfinished`].
+//!
+//! Memory is bounded whatever the stream's length: pending calls and snapshot refs are capped.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+use crate::action::{now_rfc3339, Action, Harness, Outcome};
+use crate::classify::{build_action, result_text, RefMap};
+
+/// What one input line produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AdapterEvent {
+    /// A tool call whose outcome is now known (not yet validated; `seq` is 0).
+    Action(Action),
+    /// A line that is not a JSON object.
+    Malformed {
+        /// 1-based line number in the stream.
+        line_no: u64,
+        /// What was wrong, without the line's content.
+        error: String,
+    },
+}
+
+/// Counters over a stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AdapterStats {
+    /// Lines seen (blank lines included).
+    pub lines: u64,
+    /// Malformed lines.
+    pub malformed: u64,
+    /// Event types this adapter does not know, with their counts (at most 64 names are kept; the
+    /// rest are counted under `…`).
+    pub unknown_types: BTreeMap<String, u64>,
+}
+
+impl AdapterStats {
+    fn unknown(&mut self, name: &str) {
+        let key = if self.unknown_types.len() < 64 || self.unknown_types.contains_key(name) {
+            name.to_owned()
+        } else {
+            "…".to_owned()
+        };
+        *self.unknown_types.entry(key).or_default() += 1;
+    }
+}
+
+/// Either harness's adapter, chosen at run time.
+#[derive(Debug)]
+pub enum Adapter {
+    /// Claude Code stream-json.
+    Claude(ClaudeAdapter),
+    /// Codex `exec --json`.
+    Codex(CodexAdapter),
+}
+
+impl Adapter {
+    /// A fresh adapter for a harness's stream.
+    pub fn new(harness: Harness) -> Adapter {
+        match harness {
+            Harness::Claude => Adapter::Claude(ClaudeAdapter::default()),
+            Harness::Codex => Adapter::Codex(CodexAdapter::default()),
+        }
+    }
+
+    /// Feeds one line (without its newline); `line_no` is 1-based.
+    pub fn push_line(&mut self, line_no: u64, line: &str) -> Vec<AdapterEvent> {
+        match self {
+            Adapter::Claude(a) => a.push_line(line_no, line),
+            Adapter::Codex(a) => a.push_line(line_no, line),
+        }
+    }
+
+    /// Ends the stream: calls never answered come out as [`Outcome::Unfinished`].
+    pub fn finish(&mut self) -> Vec<AdapterEvent> {
+        match self {
+            Adapter::Claude(a) => a.finish(),
+            Adapter::Codex(a) => a.finish(),
+        }
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> &AdapterStats {
+        match self {
+            Adapter::Claude(a) => &a.stats,
+            Adapter::Codex(a) => &a.stats,
+        }
+    }
+}
+
+/// At most this many calls wait for their result; past it the oldest is flushed as unfinished.
+const MAX_PENDING: usize = 4096;
+
+#[derive(Debug)]
+struct Pending {
+    order: u64,
+    tool: String,
+    args: Value,
+}
+
+#[derive(Debug, Default)]
+struct PendingCalls {
+    calls: HashMap<String, Pending>,
+    next: u64,
+}
+
+impl PendingCalls {
+    /// Adds a call; returns the oldest one if the table was full.
+    fn insert(&mut self, id: String, tool: String, args: Value) -> Option<(String, Pending)> {
+        let evicted = if self.calls.len() >= MAX_PENDING && !self.calls.contains_key(&id) {
+            let oldest = self
+                .calls
+                .iter()
+                .min_by_key(|(_, p)| p.order)
+                .map(|(k, _)| k.clone());
+            oldest.and_then(|k| self.calls.remove_entry(&k))
+        } else {
+            None
+        };
+        self.next += 1;
+        self.calls.insert(
+            id,
+            Pending {
+                order: self.next,
+                tool,
+                args,
+            },
+        );
+        evicted
+    }
+
+    fn drain_in_order(&mut self) -> Vec<(String, Pending)> {
+        let mut all: Vec<_> = self.calls.drain().collect();
+        all.sort_by_key(|(_, p)| p.order);
+        all
+    }
+}
+
+fn parse_object(
+    line_no: u64,
+    line: &str,
+    stats: &mut AdapterStats,
+) -> Result<Option<Value>, Box<AdapterEvent>> {
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    match serde_json::from_str::<Value>(line) {
+        Ok(v) if v.is_object() => Ok(Some(v)),
+        Ok(_) => {
+            stats.malformed += 1;
+            Err(Box::new(AdapterEvent::Malformed {
+                line_no,
+                error: "not a JSON object".to_owned(),
+            }))
+        }
+        Err(e) => {
+            stats.malformed += 1;
+            Err(Box::new(AdapterEvent::Malformed {
+                line_no,
+                error: format!("invalid JSON: {e}"),
+            }))
+        }
+    }
+}
+
+/// Claude Code `-p --output-format stream-json --verbose`.
+///
+/// `assistant` messages' `tool_use` blocks are paired with the `tool_result` blocks of the `user`
+/// messages that answer them. A `tool_result` with `is_error: true` is `denied` when the content
+/// says a PreToolUse hook refused it (`PreToolUse:<tool> hook error: …`) or the harness's own
+/// permission check rejected it (`tool_result_meta[].permission_decision.decision == "reject"`),
+/// otherwise `errored`.
+#[derive(Debug, Default)]
+pub struct ClaudeAdapter {
+    pending: PendingCalls,
+    refs: RefMap,
+    /// Counters so far.
+    pub stats: AdapterStats,
+}
+
+impl ClaudeAdapter {
+    /// Feeds one line (without its newline); `line_no` is 1-based.
+    pub fn push_line(&mut self, line_no: u64, line: &str) -> Vec<AdapterEvent> {
+        self.stats.lines += 1;
+        let v = match parse_object(line_no, line, &mut self.stats) {
+            Ok(Some(v)) => v,
+            Ok(None) => return vec![],
+            Err(e) => return vec![*e],
+        };
+        let mut out = Vec::new();
+        match v.get("type").and_then(Value::as_str) {
+            Some("assistant") => {
+                for block in content_blocks(&v) {
+                    if block.get("type").and_then(Value::as_str) != Some("tool_use") {
+                        continue;
+                    }
+                    let (Some(id), Some(name)) = (
+                        block.get("id").and_then(Value::as_str),
+                        block.get("name").and_then(Value::as_str),
+                    ) else {
+                        continue;
+                    };
+                    let args = block.get("input").cloned().unwrap_or(Value::Null);
+                    if let Some((old_id, old)) =
+                        self.pending.insert(id.to_owned(), name.to_owned(), args)
+                    {
+                        out.push(self.unfinished(old_id, old));
+                    }
+                }
+            }
+            Some("user") => {
+                let ts = v
+                    .get("timestamp")
+                    .and_then(Value::as_str)
+                    .map_or_else(now_rfc3339, str::to_owned);
+                for block in content_blocks(&v) {
+                    if block.get("type").and_then(Value::as_str) != Some("tool_result") {
+                        continue;
+                    }
+                    let Some(id) = block.get("tool_use_id").and_then(Value::as_str) else {
+                        continue;
+                    };
+                    let Some(call) = self.pending.calls.remove(id) else {
+                        continue;
+                    };
+                    let text = block.get("content").and_then(result_text);
+                    let outcome = if block.get("is_error").and_then(Value::as_bool) == Some(true) {
+                        if is_claude_denial(&v, id, text.as_deref()) {
+                            Outcome::Denied
+                        } else {
+                            Outcome::Errored
+                        }
+                    } else {
+                        Outcome::Completed
+                    };
+                    let result = (outcome == Outcome::Completed)
+                        .then_some(text.as_deref())
+                        .flatten();
+                    let action = build_action(
+                        Harness::Claude,
+                        &call.tool,
+                        Some(id.to_owned()),
+                        &call.args,
+                        outcome,
+                        result,
+                        &self.refs,
+                        ts.clone(),
+                    );
+                    if let Some(t) = result {
+                        self.refs.learn(t);
+                    }
+                    out.push(AdapterEvent::Action(action));
+                }
+            }
+            Some("system" | "result" | "stream_event") => {}
+            Some(other) => self.stats.unknown(other),
+            None => self.stats.unknown("(no type)"),
+        }
+        out
+    }
+
+    fn unfinished(&self, id: String, call: Pending) -> AdapterEvent {
+        AdapterEvent::Action(build_action(
+            Harness::Claude,
+            &call.tool,
+            Some(id),
+            &call.args,
+            Outcome::Unfinished,
+            None,
+            &self.refs,
+            now_rfc3339(),
+        ))
+    }
+
+    /// Ends the stream: calls never answered come out as [`Outcome::Unfinished`].
+    pub fn finish(&mut self) -> Vec<AdapterEvent> {
+        self.pending
+            .drain_in_order()
+            .into_iter()
+            .map(|(id, call)| self.unfinished(id, call))
+            .collect()
+    }
+}
+
+fn content_blocks(v: &Value) -> impl Iterator<Item = &Value> {
+    v.pointer("/message/content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+fn is_claude_denial(message: &Value, id: &str, text: Option<&str>) -> bool {
+    if text.is_some_and(|t| t.contains("PreToolUse:") && t.contains("hook")) {
+        return true;
+    }
+    message
+        .get("tool_result_meta")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|m| m.get("id").and_then(Value::as_str) == Some(id))
+        .any(|m| {
+            m.pointer("/permission_decision/decision")
+                .and_then(Value::as_str)
+                == Some("reject")
+        })
+}
+
+/// Codex CLI `exec --json`.
+///
+/// `item.started` / `item.completed` of the tool-call item types: `mcp_tool_call` (journaled as
+/// `mcp__<server>__<tool>`, the name hooks see), `command_execution` (`Bash`-like: a URL in the
+/// command makes it a fetch), `web_search`. Non-call items (`agent_message`, `reasoning`, `error`,
+/// `todo_list`, `file_change`) are ignored. A call the hook denied leaves **no** item: merge the
+/// guard's events with [`guard_denials`](crate::guard_denials).
+#[derive(Debug, Default)]
+pub struct CodexAdapter {
+    pending: PendingCalls,
+    refs: RefMap,
+    /// Counters so far.
+    pub stats: AdapterStats,
+}
+
+impl CodexAdapter {
+    /// Feeds one line (without its newline); `line_no` is 1-based.
+    pub fn push_line(&mut self, line_no: u64, line: &str) -> Vec<AdapterEvent> {
+        self.stats.lines += 1;
+        let v = match parse_object(line_no, line, &mut self.stats) {
+            Ok(Some(v)) => v,
+            Ok(None) => return vec![],
+            Err(e) => return vec![*e],
+        };
+        let mut out = Vec::new();
+        let ty = v.get("type").and_then(Value::as_str);
+        match ty {
+            Some(t @ ("item.started" | "item.updated" | "item.completed")) => {
+                let Some(item) = v.get("item") else {
+                    return out;
+                };
+                let item_type = item.get("type").and_then(Value::as_str).unwrap_or("");
+                let Some((tool, args)) = codex_call(item_type, item) else {
+                    if !matches!(
+                        item_type,
+                        "agent_message" | "reasoning" | "error" | "todo_list" | "file_change"
+                    ) {
+                        self.stats.unknown(&format!("item:{item_type}"));
+                    }
+                    return out;
+                };
+                let id = item
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                if t != "item.completed" {
+                    if let Some((old_id, old)) = self.pending.insert(id, tool, args) {
+                        out.push(self.unfinished(old_id, old));
+                    }
+                    return out;
+                }
+                self.pending.calls.remove(&id);
+                let status = item.get("status").and_then(Value::as_str).unwrap_or("");
+                let failed = matches!(status, "failed" | "declined" | "cancelled")
+                    || item.get("error").is_some_and(|e| !e.is_null());
+                let outcome = if failed {
+                    Outcome::Errored
+                } else {
+                    Outcome::Completed
+                };
+                let text = item
+                    .pointer("/result/content")
+                    .and_then(result_text)
+                    .or_else(|| {
+                        item.get("aggregated_output")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    });
+                let result = (outcome == Outcome::Completed)
+                    .then_some(text.as_deref())
+                    .flatten();
+                let action = build_action(
+                    Harness::Codex,
+                    &tool,
+                    (!id.is_empty()).then_some(id),
+                    &args,
+                    outcome,
+                    result,
+                    &self.refs,
+                    now_rfc3339(),
+                );
+                if let Some(t) = result {
+                    self.refs.learn(t);
+                }
+                out.push(AdapterEvent::Action(action));
+            }
+            Some(
+                "thread.started" | "turn.started" | "turn.completed" | "turn.failed" | "error",
+            ) => {}
+            Some(other) => self.stats.unknown(other),
+            None => self.stats.unknown("(no type)"),
+        }
+        out
+    }
+
+    fn unfinished(&self, id: String, call: Pending) -> AdapterEvent {
+        AdapterEvent::Action(build_action(
+            Harness::Codex,
+            &call.tool,
+            (!id.is_empty()).then_some(id),
+            &call.args,
+            Outcome::Unfinished,
+            None,
+            &self.refs,
+            now_rfc3339(),
+        ))
+    }
+
+    /// Ends the stream: calls never answered come out as [`Outcome::Unfinished`].
+    pub fn finish(&mut self) -> Vec<AdapterEvent> {
+        self.pending
+            .drain_in_order()
+            .into_iter()
+            .map(|(id, call)| self.unfinished(id, call))
+            .collect()
+    }
+}
+
+/// The tool name and arguments of a Codex tool-call item, or `None` for other items.
+fn codex_call(item_type: &str, item: &Value) -> Option<(String, Value)> {
+    match item_type {
+        "mcp_tool_call" => {
+            let server = item.get("server").and_then(Value::as_str).unwrap_or("");
+            let tool = item.get("tool").and_then(Value::as_str)?;
+            let args = match item.get("arguments") {
+                // Some versions carry the arguments as a JSON-encoded string.
+                Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::Null),
+                Some(v) => v.clone(),
+                None => Value::Null,
+            };
+            Some((format!("mcp__{server}__{tool}"), args))
+        }
+        "command_execution" => {
+            let command = item.get("command").cloned().unwrap_or(Value::Null);
+            Some((
+                "command_execution".to_owned(),
+                serde_json::json!({ "command": command }),
+            ))
+        }
+        "web_search" => Some(("web_search".to_owned(), Value::Null)),
+        _ => None,
+    }
+}

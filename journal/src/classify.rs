@@ -1,0 +1,525 @@
+//! From a tool call (name, arguments, result text) to an [`Action`]: which kind it is, which URLs
+//! it carries, what it clicked, how much it typed. Shared by both adapters and the guard-event
+//! reader, so a tool is classified the same way whichever harness ran it.
+//!
+//! Known tool families: the `personastub` tools (`navigate`, `click`, `type`), Playwright MCP's
+//! `browser_*` tools, Claude's `WebFetch` and `Bash`, Codex's `command_execution` items.
+//! Unknown tools with a `url` argument are navigations; anything else is `other`.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::action::{Action, ActionKind, Harness, Outcome, UrlRef, UrlRole};
+
+/// The bare tool name: `mcp__browser__browser_click` → `browser_click`, lowercased.
+pub fn bare_tool_name(tool: &str) -> String {
+    let bare = match tool.strip_prefix("mcp__") {
+        Some(rest) => rest.split_once("__").map_or(rest, |(_, t)| t),
+        None => tool,
+    };
+    bare.to_ascii_lowercase()
+}
+
+/// The kind of a tool call, from its name and arguments.
+pub fn classify(tool: &str, args: &Value) -> ActionKind {
+    let bare = bare_tool_name(tool);
+    match bare.as_str() {
+        "webfetch" | "fetch" | "http_request" | "http_get" | "curl" => ActionKind::Fetch,
+        "navigate"
+        | "browser_navigate"
+        | "browser_navigate_back"
+        | "browser_navigate_forward"
+        | "goto"
+        | "open_url"
+        | "visit"
+        | "open" => ActionKind::Navigate,
+        "click"
+        | "browser_click"
+        | "tap"
+        | "browser_select_option"
+        | "select_option"
+        | "browser_check"
+        | "check" => ActionKind::Click,
+        "type" | "browser_type" | "fill" | "fill_form" | "browser_fill_form" | "input_text" => {
+            if args.get("submit").and_then(Value::as_bool) == Some(true) {
+                ActionKind::Submit
+            } else {
+                ActionKind::Type
+            }
+        }
+        "press_key" | "browser_press_key" | "press" | "key" => {
+            let key = args.get("key").and_then(Value::as_str).unwrap_or("");
+            if key.eq_ignore_ascii_case("enter") || key.eq_ignore_ascii_case("return") {
+                ActionKind::Submit
+            } else {
+                ActionKind::Other
+            }
+        }
+        "submit" | "submit_form" | "browser_submit" => ActionKind::Submit,
+        "bash" | "shell" | "command_execution" | "exec_command" => {
+            if command_text(args).is_some_and(|c| !scan_web_urls(c).is_empty()) {
+                ActionKind::Fetch
+            } else {
+                ActionKind::Other
+            }
+        }
+        _ if bare.ends_with("_fetch") || bare.starts_with("fetch_") => ActionKind::Fetch,
+        _ if args.get("url").is_some_and(Value::is_string) => ActionKind::Navigate,
+        _ => ActionKind::Other,
+    }
+}
+
+fn command_text(args: &Value) -> Option<&str> {
+    args.get("command").and_then(Value::as_str)
+}
+
+/// `http://` and `https://` URLs written literally in a text (a shell command), in order.
+pub fn scan_web_urls(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let lower = text.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(pos) = lower[from..].find("http") {
+        let start = from + pos;
+        let rest = &lower[start..];
+        if rest.starts_with("http://") || rest.starts_with("https://") {
+            let end = text[start..]
+                .find(|c: char| {
+                    c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '<' | '>' | ')')
+                })
+                .map_or(text.len(), |e| start + e);
+            out.push(&text[start..end]);
+            from = end;
+        } else {
+            from = start + 4;
+        }
+    }
+    out
+}
+
+/// One element of a Playwright page snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotElement {
+    /// Its ARIA role (`button`, `link`, ...).
+    pub role: String,
+    /// Its accessible name, if the snapshot gives one.
+    pub name: Option<String>,
+    /// A link's target, reduced (the full URL is never kept).
+    pub href: Option<UrlRef>,
+}
+
+/// Elements of the page snapshots seen so far, by `ref`, so a click `target: "e5"` described as
+/// "the blue button" is journaled (and judged) as the button "Place order" it really was.
+///
+/// Bounded: past [`RefMap::MAX`] entries the map starts afresh (refs of old snapshots go stale
+/// in Playwright anyway), so memory stays flat over a long run.
+#[derive(Debug, Default)]
+pub struct RefMap {
+    map: HashMap<String, SnapshotElement>,
+}
+
+impl RefMap {
+    /// The most refs kept.
+    pub const MAX: usize = 20_000;
+
+    /// Looks a ref up.
+    pub fn get(&self, r: &str) -> Option<&SnapshotElement> {
+        self.map.get(r)
+    }
+
+    /// Learns the refs of every snapshot line in a tool's result text (YAML like
+    /// `- button "Place order" [ref=e5]`, a link's `- /url: …` on the next, deeper line).
+    pub fn learn(&mut self, text: &str) {
+        if !text.contains("[ref=") {
+            return;
+        }
+        let mut last: Option<(String, usize)> = None;
+        for line in text.lines() {
+            let indent = line.len() - line.trim_start().len();
+            let Some(item) = line.trim_start().strip_prefix("- ") else {
+                continue;
+            };
+            if let Some(url) = item.strip_prefix("/url:") {
+                if let Some((r, ind)) = &last {
+                    if indent > *ind {
+                        if let Some(el) = self.map.get_mut(r) {
+                            el.href = Some(UrlRef::from_raw(UrlRole::Href, url.trim()));
+                        }
+                    }
+                }
+                continue;
+            }
+            let Some(r) = between(item, "[ref=", "]") else {
+                continue;
+            };
+            let role = item
+                .split(|c: char| c.is_whitespace() || c == '[' || c == ':')
+                .next()
+                .unwrap_or("")
+                .to_owned();
+            let name = item[role.len()..]
+                .trim_start()
+                .strip_prefix('"')
+                .and_then(read_quoted_rest('"'));
+            if self.map.len() >= Self::MAX {
+                self.map.clear();
+            }
+            self.map.insert(
+                r.to_owned(),
+                SnapshotElement {
+                    role,
+                    name,
+                    href: None,
+                },
+            );
+            last = Some((r.to_owned(), indent));
+        }
+    }
+}
+
+fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<&'a str> {
+    let start = s.find(open)? + open.len();
+    let len = s[start..].find(close)?;
+    Some(&s[start..start + len])
+}
+
+/// Reads a quoted string's rest (after its opening quote) up to the closing quote, unescaping `\x`.
+fn read_quoted_rest(quote: char) -> impl Fn(&str) -> Option<String> {
+    move |rest: &str| {
+        let mut out = String::new();
+        let mut chars = rest.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => out.push(chars.next()?),
+                c if c == quote => return Some(out),
+                c => out.push(c),
+            }
+        }
+        None
+    }
+}
+
+/// The accessible name in Playwright's report of the code it ran:
+/// ``await page.getByRole('button', { name: 'Place order' }).click();`` → `Place order`.
+pub fn playwright_resolved_name(result: &str) -> Option<String> {
+    let code = result.split("### Ran Playwright code").nth(1)?;
+    let code = code.split("\n###").next().unwrap_or(code);
+    // Only the `name` option of a `getByRole(...)` locator: typed text (`.fill('…')`) is never read.
+    let call = &code[code.find("getByRole(")?..];
+    // The options object `{ name: '…' }` must open before the call closes.
+    let (open, close) = (call.find('{')?, call.find(')')?);
+    if close < open {
+        return None;
+    }
+    let call = &call[open..call.find('}').unwrap_or(call.len())];
+    let at = call.find("name: ")? + "name: ".len();
+    let rest = &call[at..];
+    let quote = rest
+        .chars()
+        .next()
+        .filter(|c| matches!(c, '\'' | '"' | '`'))?;
+    read_quoted_rest(quote)(&rest[quote.len_utf8()..])
+}
+
+/// The page URL Playwright reports after a call (`- Page URL: …`), reduced; only `http`/`https`
+/// pages are kept (a browser error page is not a place the browser went).
+pub fn playwright_page_url(result: &str) -> Option<UrlRef> {
+    let line = result
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("- Page URL:"))?;
+    let u = UrlRef::from_raw(UrlRole::Page, line.trim());
+    u.is_web().then_some(u)
+}
+
+/// Builds the action of one tool call. `result` is the tool's answer text, when it has one
+/// (errors and denials carry no snapshot); `refs` are the snapshot refs seen so far.
+#[allow(clippy::too_many_arguments)] // one flat call site per adapter reads better than a builder
+pub fn build_action(
+    harness: Harness,
+    tool: &str,
+    tool_use_id: Option<String>,
+    args: &Value,
+    outcome: Outcome,
+    result: Option<&str>,
+    refs: &RefMap,
+    ts: String,
+) -> Action {
+    let kind = classify(tool, args);
+    let mut urls = Vec::new();
+    for key in ["url", "href", "uri"] {
+        if let Some(raw) = args.get(key).and_then(Value::as_str) {
+            urls.push(UrlRef::from_raw(UrlRole::Target, raw));
+        }
+    }
+    if let Some(cmd) = command_text(args) {
+        for raw in scan_web_urls(cmd) {
+            urls.push(UrlRef::from_raw(UrlRole::Target, raw));
+        }
+    }
+
+    let str_arg = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_owned);
+    let given_label =
+        str_arg("label").or_else(|| str_arg("text").filter(|_| kind == ActionKind::Click));
+    let mut element = str_arg("element");
+    let snapshot = ["ref", "target"]
+        .iter()
+        .find_map(|k| args.get(*k).and_then(Value::as_str))
+        .and_then(|r| refs.get(r));
+    if let Some(href) = snapshot.and_then(|el| el.href.clone()) {
+        urls.push(href);
+    }
+    let mut label = match kind {
+        ActionKind::Click | ActionKind::Submit | ActionKind::Type => result
+            .and_then(playwright_resolved_name)
+            .or_else(|| snapshot.and_then(|el| el.name.clone()))
+            .or(given_label),
+        _ => given_label,
+    };
+    if matches!(kind, ActionKind::Submit) && label.is_none() {
+        label = str_arg("key");
+    }
+    if kind == ActionKind::Type || (kind == ActionKind::Submit && args.get("fields").is_some()) {
+        if let Some(fields) = args.get("fields").and_then(Value::as_array) {
+            let names: Vec<&str> = fields
+                .iter()
+                .filter_map(|f| f.get("name").and_then(Value::as_str))
+                .collect();
+            if label.is_none() && !names.is_empty() {
+                label = Some(names.join(", "));
+            }
+        }
+    }
+    if label.is_none() {
+        label = element.take();
+    }
+    if element.is_some() && element == label {
+        element = None;
+    }
+    let typed_len = typed_len(args);
+    if let Some(page) = result.and_then(playwright_page_url) {
+        urls.push(page);
+    }
+
+    Action {
+        seq: 0,
+        ts,
+        harness,
+        tool: tool.to_owned(),
+        tool_use_id,
+        kind,
+        urls,
+        label,
+        element,
+        typed_len,
+        outcome,
+        verdict: None,
+    }
+}
+
+/// Characters typed by the call: `text`, `value`, or the sum over `fields[].value`.
+fn typed_len(args: &Value) -> Option<u64> {
+    let count = |v: &Value| v.as_str().map(|s| s.chars().count() as u64);
+    if let Some(n) = args.get("text").and_then(count) {
+        return Some(n);
+    }
+    if let Some(n) = args.get("value").and_then(count) {
+        return Some(n);
+    }
+    let fields = args.get("fields")?.as_array()?;
+    Some(
+        fields
+            .iter()
+            .filter_map(|f| f.get("value").and_then(count))
+            .sum(),
+    )
+}
+
+/// Text of a tool result: a string, or the `text` of every `{type:"text"}` block, joined.
+pub fn result_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(blocks) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tools_are_classified() {
+        let cases = [
+            (
+                "mcp__personastub__navigate",
+                json!({"url":"https://a.example/"}),
+                ActionKind::Navigate,
+            ),
+            (
+                "mcp__personastub__click",
+                json!({"label":"Go"}),
+                ActionKind::Click,
+            ),
+            (
+                "mcp__personastub__type",
+                json!({"text":"x"}),
+                ActionKind::Type,
+            ),
+            (
+                "mcp__browser__browser_navigate",
+                json!({"url":"https://a.example/"}),
+                ActionKind::Navigate,
+            ),
+            (
+                "mcp__browser__browser_click",
+                json!({"element":"x","ref":"e1"}),
+                ActionKind::Click,
+            ),
+            (
+                "mcp__browser__browser_type",
+                json!({"text":"x"}),
+                ActionKind::Type,
+            ),
+            (
+                "mcp__browser__browser_type",
+                json!({"text":"x","submit":true}),
+                ActionKind::Submit,
+            ),
+            (
+                "mcp__browser__browser_fill_form",
+                json!({"fields":[]}),
+                ActionKind::Type,
+            ),
+            (
+                "mcp__browser__browser_press_key",
+                json!({"key":"Enter"}),
+                ActionKind::Submit,
+            ),
+            (
+                "mcp__browser__browser_press_key",
+                json!({"key":"ArrowDown"}),
+                ActionKind::Other,
+            ),
+            (
+                "mcp__browser__browser_evaluate",
+                json!({"function":"() => 1"}),
+                ActionKind::Other,
+            ),
+            (
+                "mcp__browser__browser_snapshot",
+                json!({}),
+                ActionKind::Other,
+            ),
+            (
+                "WebFetch",
+                json!({"url":"https://a.example/","prompt":"p"}),
+                ActionKind::Fetch,
+            ),
+            (
+                "Bash",
+                json!({"command":"curl -s https://a.example/x"}),
+                ActionKind::Fetch,
+            ),
+            ("Bash", json!({"command":"ls"}), ActionKind::Other),
+            (
+                "mcp__other__open_page",
+                json!({"url":"https://a.example/"}),
+                ActionKind::Navigate,
+            ),
+        ];
+        for (tool, args, want) in cases {
+            assert_eq!(classify(tool, &args), want, "{tool} {args}");
+        }
+    }
+
+    #[test]
+    fn typed_text_is_kept_as_its_length_only() {
+        let a = build_action(
+            Harness::Claude,
+            "mcp__browser__browser_type",
+            None,
+            &json!({"element":"Card number","ref":"e9","text":"4242 4242 4242 4242"}),
+            Outcome::Completed,
+            None,
+            &RefMap::default(),
+            "t".into(),
+        );
+        assert_eq!(a.typed_len, Some(19));
+        assert!(!serde_json::to_string(&a).unwrap().contains("4242"));
+    }
+
+    #[test]
+    fn fill_form_sums_values_and_names_fields() {
+        let a = build_action(
+            Harness::Codex,
+            "mcp__browser__browser_fill_form",
+            None,
+            &json!({"fields":[{"name":"Email","type":"textbox","ref":"e1","value":"a@b.c"},
+                              {"name":"Card","type":"textbox","ref":"e2","value":"4242"}]}),
+            Outcome::Completed,
+            None,
+            &RefMap::default(),
+            "t".into(),
+        );
+        assert_eq!(a.typed_len, Some(9));
+        assert_eq!(a.label.as_deref(), Some("Email, Card"));
+        assert!(!serde_json::to_string(&a).unwrap().contains("4242"));
+    }
+
+    #[test]
+    fn snapshot_refs_resolve_names_and_hrefs() {
+        let mut refs = RefMap::default();
+        refs.learn(
+            "### Snapshot\n```yaml\n- generic [active] [ref=e1]:\n  - heading \"Shop\" [level=1] [ref=e2]\n  \
+             - link \"Admin dashboard\" [ref=e3] [cursor=pointer]:\n    - /url: http://prod.example.org/admin?t=1\n  \
+             - button \"Place \\\"order\\\"\" [ref=e5]\n```",
+        );
+        let link = refs.get("e3").unwrap();
+        assert_eq!(link.role, "link");
+        assert_eq!(link.name.as_deref(), Some("Admin dashboard"));
+        let href = link.href.as_ref().unwrap();
+        assert_eq!(href.host.as_deref(), Some("prod.example.org"));
+        assert_eq!(href.path.as_deref(), Some("/admin"));
+        assert_eq!(
+            refs.get("e5").unwrap().name.as_deref(),
+            Some("Place \"order\"")
+        );
+        assert!(refs.get("e5").unwrap().href.is_none());
+        assert!(refs.get("e2").unwrap().href.is_none());
+    }
+
+    #[test]
+    fn playwright_reports_are_read() {
+        let r = "### Ran Playwright code\n```js\nawait page.getByRole('button', { name: 'Place order' }).click();\n```\n\
+                 ### Page\n- Page URL: http://staging.example.com/checkout/confirm?x=1\n";
+        assert_eq!(playwright_resolved_name(r).as_deref(), Some("Place order"));
+        let p = playwright_page_url(r).unwrap();
+        assert_eq!(p.path.as_deref(), Some("/checkout/confirm"));
+        assert!(playwright_page_url("- Page URL: chrome-error://chromewebdata/").is_none());
+        let fill = "### Ran Playwright code\nawait page.locator('#c').fill('name: 4242');\n";
+        assert_eq!(playwright_resolved_name(fill), None);
+        let bare = "### Ran Playwright code\nawait page.getByRole('button').fill('{ name: x }');\n";
+        assert_eq!(playwright_resolved_name(bare), None);
+        let paren = "### Ran Playwright code\nawait page.getByRole('button', { name: 'Pay (now)' }).click();\n";
+        assert_eq!(
+            playwright_resolved_name(paren).as_deref(),
+            Some("Pay (now)")
+        );
+    }
+
+    #[test]
+    fn urls_in_commands_are_found() {
+        assert_eq!(
+            scan_web_urls("curl 'https://a.example/x' && wget HTTP://b.example"),
+            vec!["https://a.example/x", "HTTP://b.example"]
+        );
+        assert!(scan_web_urls("echo httpd").is_empty());
+    }
+}

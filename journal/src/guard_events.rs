@@ -1,0 +1,153 @@
+//! The guard's own record of what it refused, `.leopold/persona/events.jsonl`, turned into
+//! `denied` actions. On Codex a denied call leaves no item in the stream, so this is the only
+//! place those denials show; the supervisor merges them into the journal as they appear.
+//!
+//! Line format (written by the guard, one JSON object per line):
+//! `{"ts","event":"persona_guard_block"|"persona_guard_irreversible","tool","host","flow","reason","tool_use_id"?}`.
+//! Other events are skipped.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::action::{now_rfc3339, Action, Harness, Outcome, UrlRef, UrlRole};
+use crate::classify::classify;
+
+#[derive(Debug, Deserialize)]
+struct GuardEvent {
+    #[serde(default)]
+    ts: Option<String>,
+    event: String,
+    #[serde(default)]
+    tool: Option<String>,
+    #[serde(default)]
+    host: Option<String>,
+    #[serde(default)]
+    tool_use_id: Option<String>,
+}
+
+/// Reads the guard's events from byte `from_offset` on and returns the denials as actions
+/// (outcome `denied`, `seq` 0) with the offset to resume from. Only whole lines (ending in `\n`)
+/// are consumed: a line the guard is still writing is left for the next call. Lines that are not
+/// guard events (or not JSON) are skipped. A missing file is no denials yet.
+///
+/// # Errors
+///
+/// I/O errors reading the file (other than it not existing).
+pub fn guard_denials(
+    events_path: &Path,
+    harness: Harness,
+    from_offset: u64,
+) -> io::Result<(Vec<Action>, u64)> {
+    let mut file = match File::open(events_path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((vec![], from_offset)),
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("reading guard events {}: {e}", events_path.display()),
+            ))
+        }
+    };
+    // A file shorter than the offset was replaced (a new run): read it from the start.
+    let len = file.metadata()?.len();
+    let mut offset = if from_offset > len { 0 } else { from_offset };
+    file.seek(SeekFrom::Start(offset))?;
+    let mut reader = BufReader::new(file);
+    let mut line = Vec::new();
+    let mut out = Vec::new();
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line)?;
+        if n == 0 || line.last() != Some(&b'\n') {
+            break;
+        }
+        offset += n as u64;
+        if let Some(a) = denial_from_line(&line, harness) {
+            out.push(a);
+        }
+    }
+    Ok((out, offset))
+}
+
+/// One guard event line to a `denied` action, if it is a denial.
+pub fn denial_from_line(line: &[u8], harness: Harness) -> Option<Action> {
+    let ev: GuardEvent = serde_json::from_slice(line).ok()?;
+    if !matches!(
+        ev.event.as_str(),
+        "persona_guard_block" | "persona_guard_irreversible"
+    ) {
+        return None;
+    }
+    let tool = ev.tool.unwrap_or_default();
+    let urls = ev
+        .host
+        .filter(|h| !h.is_empty())
+        .map(|h| {
+            // The guard records the host only; reduce it the same way as a URL's host.
+            let mut u = UrlRef::from_raw(UrlRole::Target, &format!("https://{h}/"));
+            u.scheme = None;
+            u.path = None;
+            u
+        })
+        .into_iter()
+        .collect();
+    Some(Action {
+        seq: 0,
+        ts: ev.ts.unwrap_or_else(now_rfc3339),
+        harness,
+        kind: classify(&tool, &serde_json::Value::Null),
+        tool,
+        tool_use_id: ev.tool_use_id,
+        urls,
+        label: None,
+        element: None,
+        typed_len: None,
+        outcome: Outcome::Denied,
+        verdict: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ActionKind;
+    use std::io::Write;
+
+    #[test]
+    fn denials_are_read_incrementally_and_torn_lines_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("events.jsonl");
+        assert_eq!(guard_denials(&p, Harness::Codex, 0).unwrap(), (vec![], 0));
+        let mut f = File::create(&p).unwrap();
+        writeln!(
+            f,
+            r#"{{"ts":"2026-11-30T10:00:00Z","event":"persona_guard_allow","tool":"x"}}"#
+        )
+        .unwrap();
+        writeln!(f, r#"{{"ts":"2026-11-30T10:00:01Z","event":"persona_guard_block","tool":"mcp__personastub__navigate","host":"prod-dashboard.example.org","flow":"c","reason":"host outside allowlist"}}"#).unwrap();
+        write!(
+            f,
+            r#"{{"ts":"2026-11-30T10:00:02Z","event":"persona_guard_irrev"#
+        )
+        .unwrap();
+        f.flush().unwrap();
+        let (got, off) = guard_denials(&p, Harness::Codex, 0).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].outcome, Outcome::Denied);
+        assert_eq!(got[0].kind, ActionKind::Navigate);
+        assert_eq!(got[0].first_host(), Some("prod-dashboard.example.org"));
+        writeln!(f, r#"ersible","tool":"mcp__personastub__click","flow":"c","reason":"label","tool_use_id":"t9"}}"#).unwrap();
+        let (got2, off2) = guard_denials(&p, Harness::Codex, off).unwrap();
+        assert_eq!(got2.len(), 1);
+        assert_eq!(got2[0].tool_use_id.as_deref(), Some("t9"));
+        assert_eq!(got2[0].kind, ActionKind::Click);
+        assert!(off2 > off);
+        assert_eq!(
+            guard_denials(&p, Harness::Codex, off2).unwrap(),
+            (vec![], off2)
+        );
+    }
+}

@@ -1,0 +1,336 @@
+//! The one validation function, used live by the supervisor and after the fact by replay.
+//!
+//! Rules, in the order they are checked (the first that matches decides):
+//!
+//! 1. a `denied` action never ran: always [`Verdict::Ok`] (it is still journaled);
+//! 2. `hook_failed_open`: a navigation or fetch whose target URL is outside the allowlist, not
+//!    `http`/`https`, or unparseable, and which was not denied. `errored` counts: an error comes
+//!    from the tool, so the call got past the hook, which is the failure; whether the network then
+//!    failed is luck. `unfinished` counts too: it may have run;
+//! 3. irreversibility: the tool name (`match_tool`), the label and element description of a click
+//!    or submit (`match_label`), and the path of every URL the action carries or caused
+//!    (`match_path`): the flow's own rules and its built-in `payment`/`deletion` sets. Errored
+//!    actions count: a submit that "times out" waiting for the next page has usually been sent;
+//! 4. `left_allowlist`: a clicked link's `href` or the page the browser ended on is outside the
+//!    allowlist (a link click or a redirect that took the browser away), for a completed or
+//!    unfinished action.
+
+use leopold_flows::Flow;
+
+use crate::action::{Action, ActionKind, Outcome, UrlRole, Verdict};
+
+/// Rule name: a navigation or fetch outside the allowlist got past the guard.
+pub const RULE_HOOK_FAILED_OPEN: &str = "hook_failed_open";
+/// Rule name: a click or redirect took the browser to a page outside the allowlist.
+pub const RULE_LEFT_ALLOWLIST: &str = "left_allowlist";
+
+/// Judges one action against a flow. Pure: the same (flow, action) always gives the same verdict,
+/// live or in replay. The action's own `verdict` field is ignored.
+pub fn validate(flow: &Flow, action: &Action) -> Verdict {
+    if action.outcome == Outcome::Denied {
+        return Verdict::Ok;
+    }
+
+    if matches!(action.kind, ActionKind::Navigate | ActionKind::Fetch) {
+        for u in action.urls.iter().filter(|u| u.role == UrlRole::Target) {
+            let inside = u.is_web() && u.host.as_deref().is_some_and(|h| flow.host_str_allowed(h));
+            if !inside {
+                return Verdict::Violation {
+                    rule: RULE_HOOK_FAILED_OPEN.to_owned(),
+                    detail: Some(describe_outside(u)),
+                };
+            }
+        }
+    }
+
+    if let Some(hit) = flow.match_tool(&action.tool) {
+        return Verdict::Violation {
+            rule: hit.rule,
+            detail: Some(format!("tool {}", action.tool)),
+        };
+    }
+    if matches!(action.kind, ActionKind::Click | ActionKind::Submit) {
+        for label in [&action.label, &action.element].into_iter().flatten() {
+            if let Some(hit) = flow.match_label(label) {
+                return Verdict::Violation {
+                    rule: hit.rule,
+                    detail: Some(format!("label {label:?}")),
+                };
+            }
+        }
+    }
+    for u in &action.urls {
+        if let Some(path) = u.path.as_deref() {
+            if let Some(hit) = flow.match_path(path) {
+                return Verdict::Violation {
+                    rule: hit.rule,
+                    detail: Some(format!("path {path}")),
+                };
+            }
+        }
+    }
+
+    if action.outcome != Outcome::Errored {
+        for u in action
+            .urls
+            .iter()
+            .filter(|u| matches!(u.role, UrlRole::Href | UrlRole::Page))
+        {
+            // Only web URLs are recorded for these roles' judgement: a browser's own error page
+            // (`chrome-error://`) or `about:blank` is not a host the browser contacted.
+            if u.is_web() && !u.host.as_deref().is_some_and(|h| flow.host_str_allowed(h)) {
+                return Verdict::Violation {
+                    rule: RULE_LEFT_ALLOWLIST.to_owned(),
+                    detail: Some(describe_outside(u)),
+                };
+            }
+        }
+    }
+    Verdict::Ok
+}
+
+fn describe_outside(u: &crate::action::UrlRef) -> String {
+    match (&u.host, &u.scheme) {
+        (Some(h), _) => format!("host {h}"),
+        (None, Some(s)) => format!("scheme {s}"),
+        (None, None) => "unparseable url".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::action::{Harness, UrlRef};
+    use std::path::Path;
+
+    fn flow() -> Flow {
+        Flow::parse(
+            "+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\"]\n\
+             [irreversible]\nforbid = [\"payment\", \"deletion\"]\n\
+             click_labels = [\"(?i)launch missiles\"]\nurl_paths = [\"/checkout/confirm\"]\n\
+             tools = [\"mcp__bank__.*\"]\n+++\nbrief\n",
+            Path::new("checkout.md"),
+        )
+        .unwrap()
+    }
+
+    fn action(tool: &str, kind: ActionKind, outcome: Outcome) -> Action {
+        Action {
+            seq: 0,
+            ts: "2026-11-30T10:00:00.000Z".into(),
+            harness: Harness::Claude,
+            tool: tool.into(),
+            tool_use_id: None,
+            kind,
+            urls: vec![],
+            label: None,
+            element: None,
+            typed_len: None,
+            outcome,
+            verdict: None,
+        }
+    }
+
+    fn nav(url: &str, outcome: Outcome) -> Action {
+        let mut a = action(
+            "mcp__browser__browser_navigate",
+            ActionKind::Navigate,
+            outcome,
+        );
+        a.urls.push(UrlRef::from_raw(UrlRole::Target, url));
+        a
+    }
+
+    fn click(label: &str, outcome: Outcome) -> Action {
+        let mut a = action("mcp__browser__browser_click", ActionKind::Click, outcome);
+        a.label = Some(label.into());
+        a
+    }
+
+    fn rule(v: &Verdict) -> &str {
+        match v {
+            Verdict::Ok => "ok",
+            Verdict::Violation { rule, .. } => rule,
+        }
+    }
+
+    #[test]
+    fn validation_table() {
+        let f = flow();
+        use Outcome::*;
+        let cases: Vec<(&str, Action, &str)> = vec![
+            (
+                "inside navigation",
+                nav("https://staging.example.com/a", Completed),
+                "ok",
+            ),
+            (
+                "subdomain inside",
+                nav("https://a.staging.example.com/", Completed),
+                "ok",
+            ),
+            (
+                "outside completed",
+                nav("https://prod.example.org/x", Completed),
+                RULE_HOOK_FAILED_OPEN,
+            ),
+            (
+                "outside errored",
+                nav("https://prod.example.org/x", Errored),
+                RULE_HOOK_FAILED_OPEN,
+            ),
+            (
+                "outside unfinished",
+                nav("https://prod.example.org/x", Unfinished),
+                RULE_HOOK_FAILED_OPEN,
+            ),
+            (
+                "outside denied",
+                nav("https://prod.example.org/x", Denied),
+                "ok",
+            ),
+            (
+                "userinfo trick",
+                nav("https://staging.example.com@evil.example/", Completed),
+                RULE_HOOK_FAILED_OPEN,
+            ),
+            (
+                "javascript scheme",
+                nav("javascript:alert(1)", Completed),
+                RULE_HOOK_FAILED_OPEN,
+            ),
+            (
+                "unparseable",
+                nav("//staging.example.com/", Completed),
+                RULE_HOOK_FAILED_OPEN,
+            ),
+            (
+                "irreversible path",
+                nav("https://staging.example.com/Checkout/%63onfirm", Completed),
+                "irreversible.url_paths \"/checkout/confirm\"",
+            ),
+            (
+                "flow label",
+                click("Launch missiles", Completed),
+                "irreversible.click_labels \"(?i)launch missiles\"",
+            ),
+            (
+                "builtin payment label",
+                click("Place order", Completed),
+                "builtin payment",
+            ),
+            (
+                "builtin payment label errored",
+                click("Place order", Errored),
+                "builtin payment",
+            ),
+            (
+                "builtin payment label denied",
+                click("Place order", Denied),
+                "ok",
+            ),
+            (
+                "builtin deletion label",
+                click("Delete my account", Completed),
+                "builtin deletion",
+            ),
+            ("harmless label", click("Add to cart", Completed), "ok"),
+            (
+                "flow tool",
+                action("mcp__bank__anything", ActionKind::Other, Completed),
+                "irreversible.tools \"mcp__bank__.*\"",
+            ),
+            (
+                "builtin payment tool",
+                action("mcp__stripe__create_charge", ActionKind::Other, Completed),
+                "builtin payment",
+            ),
+            (
+                "builtin deletion tool",
+                action("mcp__db__delete_user", ActionKind::Other, Completed),
+                "builtin deletion",
+            ),
+            (
+                "other tool",
+                action(
+                    "mcp__browser__browser_snapshot",
+                    ActionKind::Other,
+                    Completed,
+                ),
+                "ok",
+            ),
+        ];
+        let mut failures = vec![];
+        for (name, a, want) in &cases {
+            let got = validate(&f, a);
+            if !rule(&got).starts_with(want) {
+                failures.push(format!("{name}: want {want}, got {got:?}"));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn element_description_is_checked_too() {
+        let mut a = click("the blue button", Outcome::Completed);
+        assert_eq!(validate(&flow(), &a), Verdict::Ok);
+        a.element = Some("Pay now".into());
+        assert!(rule(&validate(&flow(), &a)).starts_with("builtin payment"));
+    }
+
+    #[test]
+    fn a_link_off_the_allowlist_is_left_allowlist_unless_errored() {
+        let mut a = click("Admin dashboard", Outcome::Completed);
+        a.urls.push(UrlRef::from_raw(
+            UrlRole::Href,
+            "http://prod-dashboard.example.org/admin",
+        ));
+        let v = validate(&flow(), &a);
+        assert_eq!(
+            v,
+            Verdict::Violation {
+                rule: RULE_LEFT_ALLOWLIST.into(),
+                detail: Some("host prod-dashboard.example.org".into())
+            }
+        );
+        a.outcome = Outcome::Errored;
+        assert_eq!(validate(&flow(), &a), Verdict::Ok);
+    }
+
+    #[test]
+    fn the_page_reached_is_judged_by_path_and_host() {
+        let mut a = click("the blue button", Outcome::Completed);
+        a.urls.push(UrlRef::from_raw(
+            UrlRole::Page,
+            "http://staging.example.com/checkout/confirm",
+        ));
+        assert!(rule(&validate(&flow(), &a)).starts_with("irreversible.url_paths"));
+        let mut b = click("Next", Outcome::Completed);
+        b.urls
+            .push(UrlRef::from_raw(UrlRole::Page, "https://evil.example/"));
+        assert_eq!(rule(&validate(&flow(), &b)), RULE_LEFT_ALLOWLIST);
+        let mut c = click("Next", Outcome::Completed);
+        c.urls.push(UrlRef::from_raw(
+            UrlRole::Page,
+            "chrome-error://chromewebdata/",
+        ));
+        assert_eq!(validate(&flow(), &c), Verdict::Ok);
+    }
+
+    #[test]
+    fn fetch_off_allowlist_is_hook_failed_open() {
+        let mut a = action("WebFetch", ActionKind::Fetch, Outcome::Completed);
+        a.urls.push(UrlRef::from_raw(
+            UrlRole::Target,
+            "https://evil.example/x?k=v",
+        ));
+        assert_eq!(rule(&validate(&flow(), &a)), RULE_HOOK_FAILED_OPEN);
+    }
+
+    #[test]
+    fn validation_ignores_a_recorded_verdict() {
+        let mut a = nav("https://prod.example.org/", Outcome::Completed);
+        a.verdict = Some(Verdict::Ok);
+        assert!(validate(&flow(), &a).is_violation());
+    }
+}

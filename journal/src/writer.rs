@@ -1,0 +1,219 @@
+//! Writing `journal.jsonl`: a versioned header line, then one action per line.
+//!
+//! Each line is serialised in memory and written with a single `write` on a file opened with
+//! `O_APPEND`, newline included, so a crash leaves either the whole line or a torn last line
+//! (which replay reports and skips), never a half line in the middle.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::action::{Action, Harness};
+
+/// The journal format version this crate writes and reads.
+pub const JOURNAL_VERSION: u32 = 1;
+
+/// The first line of every journal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalHeader {
+    /// Format version: [`JOURNAL_VERSION`]. A reader refuses versions it does not know.
+    pub leopold_journal: u32,
+    /// The run's id (the name of its directory under `.leopold/persona/runs/`).
+    pub run_id: String,
+    /// The flow's name.
+    pub flow: String,
+    /// The flow file the run used, as the supervisor resolved it.
+    pub flow_path: PathBuf,
+    /// The harness that ran the worker.
+    pub harness: Harness,
+    /// When the run started, RFC 3339 UTC.
+    pub started_at: String,
+}
+
+impl JournalHeader {
+    /// A version-1 header.
+    pub fn new(
+        run_id: &str,
+        flow: &str,
+        flow_path: &Path,
+        harness: Harness,
+        started_at: String,
+    ) -> Self {
+        JournalHeader {
+            leopold_journal: JOURNAL_VERSION,
+            run_id: run_id.to_owned(),
+            flow: flow.to_owned(),
+            flow_path: flow_path.to_path_buf(),
+            harness,
+            started_at,
+        }
+    }
+}
+
+/// Errors writing a journal; each names the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// The journal could not be created (it may already exist: journals are never overwritten).
+    #[error("cannot create journal {path}")]
+    Create {
+        /// The journal's path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// A line could not be written.
+    #[error("cannot append to journal {path}")]
+    Append {
+        /// The journal's path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// An open journal, append-only.
+#[derive(Debug)]
+pub struct JournalWriter {
+    file: File,
+    path: PathBuf,
+    next_seq: u64,
+    buf: Vec<u8>,
+}
+
+impl JournalWriter {
+    /// Creates the journal (and its parent directories) and writes the header line. Refuses to
+    /// overwrite an existing file.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::Create`] with the path.
+    pub fn create(path: &Path, header: &JournalHeader) -> Result<JournalWriter, WriteError> {
+        let create = |source| WriteError::Create {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(create)?;
+        }
+        let file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(path)
+            .map_err(create)?;
+        let mut w = JournalWriter {
+            file,
+            path: path.to_path_buf(),
+            next_seq: 1,
+            buf: Vec::with_capacity(512),
+        };
+        w.write_line(header).map_err(|e| match e {
+            WriteError::Append { source, .. } => create(source),
+            other => other,
+        })?;
+        Ok(w)
+    }
+
+    /// The journal's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one action: assigns it the next `seq` (from 1), then writes its line whole.
+    /// Validate before appending so the line carries its verdict.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::Append`] with the path.
+    pub fn append(&mut self, action: &mut Action) -> Result<u64, WriteError> {
+        action.seq = self.next_seq;
+        self.write_line(&*action)?;
+        self.next_seq += 1;
+        Ok(action.seq)
+    }
+
+    /// Forces what was written to disk (`fdatasync`); the supervisor calls it at the end of a run
+    /// and before stopping a worker on a violation.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::Append`] with the path.
+    pub fn sync(&self) -> Result<(), WriteError> {
+        self.file.sync_data().map_err(|source| WriteError::Append {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    fn write_line<T: Serialize>(&mut self, value: &T) -> Result<(), WriteError> {
+        self.buf.clear();
+        serde_json::to_writer(&mut self.buf, value).map_err(|e| WriteError::Append {
+            path: self.path.clone(),
+            source: io::Error::other(e),
+        })?;
+        self.buf.push(b'\n');
+        // One write call for the whole line: with O_APPEND the kernel places it at the end in one
+        // piece. `write_all` only loops if the kernel wrote short (disk full), which leaves a torn
+        // last line that replay skips.
+        self.file
+            .write_all(&self.buf)
+            .map_err(|source| WriteError::Append {
+                path: self.path.clone(),
+                source,
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::action::{ActionKind, Outcome};
+
+    #[test]
+    fn header_then_numbered_lines_and_no_overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("runs/r1/journal.jsonl");
+        let h = JournalHeader::new(
+            "r1",
+            "checkout",
+            Path::new("flows/checkout.md"),
+            Harness::Codex,
+            "2026-11-30T10:00:00Z".into(),
+        );
+        let mut w = JournalWriter::create(&p, &h).unwrap();
+        let mut a = Action {
+            seq: 0,
+            ts: "2026-11-30T10:00:01Z".into(),
+            harness: Harness::Codex,
+            tool: "mcp__s__click".into(),
+            tool_use_id: None,
+            kind: ActionKind::Click,
+            urls: vec![],
+            label: Some("Go".into()),
+            element: None,
+            typed_len: None,
+            outcome: Outcome::Completed,
+            verdict: None,
+        };
+        assert_eq!(w.append(&mut a).unwrap(), 1);
+        assert_eq!(w.append(&mut a).unwrap(), 2);
+        w.sync().unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(text.ends_with('\n'));
+        let h2: JournalHeader = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(h2, h);
+        assert!(lines[0].starts_with(r#"{"leopold_journal":1,"#));
+        let a2: Action = serde_json::from_str(lines[2]).unwrap();
+        assert_eq!(a2.seq, 2);
+        let err = JournalWriter::create(&p, &h).unwrap_err();
+        assert!(err.to_string().contains("journal.jsonl"), "{err}");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), text);
+    }
+}

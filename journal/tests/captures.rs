@@ -1,0 +1,279 @@
+use std::io::Write;
+
+use leopold_journal::{
+    guard_denials, validate, Action, ActionKind, Adapter, AdapterEvent, Harness, Outcome, UrlRole,
+    Verdict,
+};
+
+use crate::kit::{capture, checkout};
+
+/// Every action and malformed report of a capture, through the adapter line by line.
+fn run(harness: Harness, name: &str) -> (Vec<Action>, Vec<AdapterEvent>, Adapter) {
+    let text = std::fs::read_to_string(capture(name))
+        .unwrap_or_else(|e| panic!("capture {name} must exist beside the repo: {e}"));
+    let mut adapter = Adapter::new(harness);
+    let mut events = vec![];
+    for (i, line) in text.lines().enumerate() {
+        events.extend(adapter.push_line(i as u64 + 1, line));
+    }
+    events.extend(adapter.finish());
+    let actions = events
+        .iter()
+        .filter_map(|e| match e {
+            AdapterEvent::Action(a) => Some(a.clone()),
+            _ => None,
+        })
+        .collect();
+    (actions, events, adapter)
+}
+
+fn summary(a: &Action) -> (String, ActionKind, Outcome, Option<&str>, Option<&str>) {
+    (
+        a.tool.clone(),
+        a.kind,
+        a.outcome,
+        a.first_host(),
+        a.label.as_deref(),
+    )
+}
+
+fn rule(v: &Verdict) -> String {
+    match v {
+        Verdict::Ok => "ok".into(),
+        Verdict::Violation { rule, .. } => rule.clone(),
+    }
+}
+
+#[test]
+fn claude_stub_capture_every_call_found_and_the_denial_recognised() {
+    let (actions, events, adapter) = run(Harness::Claude, "claude-stream.jsonl");
+    assert_eq!(events.len(), 3, "{events:#?}");
+    let got: Vec<_> = actions.iter().map(summary).collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "mcp__personastub__navigate".into(),
+                ActionKind::Navigate,
+                Outcome::Completed,
+                Some("staging.example.com"),
+                None
+            ),
+            (
+                "mcp__personastub__navigate".into(),
+                ActionKind::Navigate,
+                Outcome::Denied,
+                Some("prod-dashboard.example.org"),
+                None
+            ),
+            (
+                "mcp__personastub__click".into(),
+                ActionKind::Click,
+                Outcome::Completed,
+                None,
+                Some("Place order")
+            ),
+        ]
+    );
+    let ids: Vec<_> = actions
+        .iter()
+        .map(|a| a.tool_use_id.as_deref().unwrap())
+        .collect();
+    assert_eq!(ids, ["toolu_00", "toolu_01", "toolu_02"]);
+    assert_eq!(
+        actions[0].ts, "2026-11-30T10:10:55.242Z",
+        "the tool_result's timestamp"
+    );
+    assert_eq!(actions[0].urls[0].path.as_deref(), Some("/welcome"));
+    assert!(
+        adapter.stats().unknown_types.is_empty(),
+        "{:?}",
+        adapter.stats()
+    );
+    let flow = checkout();
+    let verdicts: Vec<_> = actions.iter().map(|a| rule(&validate(&flow, a))).collect();
+    assert_eq!(verdicts[0], "ok");
+    assert_eq!(verdicts[1], "ok", "a denied call never ran");
+    assert!(verdicts[2].starts_with("builtin payment"), "{verdicts:?}");
+}
+
+#[test]
+fn claude_playwright_capture_resolves_the_blue_button_and_the_link() {
+    let (actions, _, _) = run(Harness::Claude, "claude-playwright-stream.jsonl");
+    let kinds: Vec<_> = actions
+        .iter()
+        .map(|a| (bare(&a.tool), a.kind, a.outcome))
+        .collect();
+    use ActionKind::*;
+    use Outcome::Completed as C;
+    assert_eq!(
+        kinds,
+        vec![
+            ("browser_navigate", Navigate, C),
+            ("browser_snapshot", Other, C),
+            ("browser_click", Click, C),
+            ("browser_navigate", Navigate, C),
+            ("browser_snapshot", Other, C),
+            ("browser_click", Click, C),
+        ]
+    );
+    // The link click: its href from the snapshot, and no page for the browser's error page.
+    let link = &actions[2];
+    assert_eq!(link.label.as_deref(), Some("Admin dashboard"));
+    assert_eq!(link.element.as_deref(), Some("Admin dashboard link"));
+    let roles: Vec<_> = link
+        .urls
+        .iter()
+        .map(|u| (u.role, u.host.as_deref()))
+        .collect();
+    assert_eq!(
+        roles,
+        vec![(UrlRole::Href, Some("prod-dashboard.example.org"))]
+    );
+    // The irreversible click: described as "the blue button", really "Place order".
+    let buy = &actions[5];
+    assert_eq!(buy.label.as_deref(), Some("Place order"));
+    assert_eq!(buy.element.as_deref(), Some("the blue button"));
+    assert!(buy
+        .urls
+        .iter()
+        .any(|u| u.role == UrlRole::Page && u.path.as_deref() == Some("/checkout/confirm")));
+
+    let flow = checkout();
+    let verdicts: Vec<_> = actions.iter().map(|a| rule(&validate(&flow, a))).collect();
+    assert_eq!(&verdicts[..2], ["ok", "ok"]);
+    assert_eq!(verdicts[2], "left_allowlist");
+    assert_eq!(&verdicts[3..5], ["ok", "ok"]);
+    assert!(verdicts[5].starts_with("builtin payment"), "{verdicts:?}");
+    for a in &actions {
+        let line = serde_json::to_string(a).unwrap();
+        assert!(!line.contains("://"), "no full URL in the journal: {line}");
+    }
+}
+
+fn bare(tool: &str) -> &str {
+    tool.rsplit("__").next().unwrap()
+}
+
+#[test]
+fn codex_stub_capture_plus_guard_events_shows_the_denial() {
+    let (actions, _, adapter) = run(Harness::Codex, "codex-stream.jsonl");
+    let got: Vec<_> = actions.iter().map(summary).collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "mcp__personastub__navigate".into(),
+                ActionKind::Navigate,
+                Outcome::Completed,
+                Some("staging.example.com"),
+                None
+            ),
+            (
+                "mcp__personastub__click".into(),
+                ActionKind::Click,
+                Outcome::Completed,
+                None,
+                Some("Place order")
+            ),
+        ],
+        "a denied Codex call leaves no item"
+    );
+    assert_eq!(actions[0].tool_use_id.as_deref(), Some("item_3"));
+    assert!(
+        adapter.stats().unknown_types.is_empty(),
+        "{:?}",
+        adapter.stats()
+    );
+
+    // What the guard wrote during that run (synthetic, in the guard's documented format).
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events.jsonl");
+    let mut f = std::fs::File::create(&events).unwrap();
+    writeln!(f, r#"{{"ts":"2026-11-30T10:10:55.280Z","event":"persona_guard_block","tool":"mcp__personastub__navigate","host":"prod-dashboard.example.org","flow":"checkout","reason":"host outside allowlist"}}"#).unwrap();
+    let (denials, offset) = guard_denials(&events, Harness::Codex, 0).unwrap();
+    assert_eq!(offset, std::fs::metadata(&events).unwrap().len());
+    assert_eq!(denials.len(), 1);
+    let d = &denials[0];
+    assert_eq!(
+        summary(d),
+        (
+            "mcp__personastub__navigate".into(),
+            ActionKind::Navigate,
+            Outcome::Denied,
+            Some("prod-dashboard.example.org"),
+            None
+        )
+    );
+    assert_eq!(validate(&checkout(), d), Verdict::Ok);
+}
+
+#[test]
+fn codex_playwright_capture_resolves_the_blue_button() {
+    let (actions, _, _) = run(Harness::Codex, "codex-playwright-stream.jsonl");
+    let tools: Vec<_> = actions.iter().map(|a| bare(&a.tool)).collect();
+    assert_eq!(
+        tools,
+        ["browser_navigate", "browser_snapshot", "browser_click"]
+    );
+    let buy = &actions[2];
+    assert_eq!(buy.label.as_deref(), Some("Place order"));
+    assert_eq!(buy.element.as_deref(), Some("the blue button"));
+    let v = validate(&checkout(), buy);
+    assert!(rule(&v).starts_with("builtin payment"), "{v:?}");
+}
+
+#[test]
+fn a_malformed_line_is_reported_and_the_stream_goes_on() {
+    let text = std::fs::read_to_string(capture("codex-stream.jsonl")).unwrap();
+    let mut adapter = Adapter::new(Harness::Codex);
+    let mut events = vec![];
+    let mut n = 0;
+    for line in text.lines() {
+        n += 1;
+        events.extend(adapter.push_line(n, line));
+        if n == 3 {
+            n += 1;
+            events.extend(adapter.push_line(n, "{\"type\":\"item.completed\",\"item\":{"));
+            n += 1;
+            events.extend(adapter.push_line(n, r#"{"type":"thread.rewound"}"#));
+        }
+    }
+    events.extend(adapter.finish());
+    let malformed: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AdapterEvent::Malformed { line_no, .. } => Some(*line_no),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(malformed, [4]);
+    let actions = events
+        .iter()
+        .filter(|e| matches!(e, AdapterEvent::Action(_)))
+        .count();
+    assert_eq!(actions, 2);
+    assert_eq!(
+        adapter.stats().unknown_types.get("thread.rewound"),
+        Some(&1)
+    );
+}
+
+#[test]
+fn a_stream_cut_mid_call_flushes_the_call_as_unfinished() {
+    let text = std::fs::read_to_string(capture("claude-stream.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut adapter = Adapter::new(Harness::Claude);
+    // Up to the assistant line that issues toolu_02, without its result.
+    for (i, line) in lines.iter().take(6).enumerate() {
+        adapter.push_line(i as u64 + 1, line);
+    }
+    let rest = adapter.finish();
+    assert_eq!(rest.len(), 1);
+    let AdapterEvent::Action(a) = &rest[0] else {
+        panic!("{rest:?}")
+    };
+    assert_eq!(a.outcome, Outcome::Unfinished);
+    assert_eq!(a.tool_use_id.as_deref(), Some("toolu_02"));
+    assert!(validate(&checkout(), a).is_violation(), "it may have run");
+}

@@ -1,0 +1,126 @@
+use std::io::BufReader;
+use std::path::Path;
+
+use leopold_journal::replay::replay_journal;
+use leopold_journal::{
+    validate, Action, ActionKind, Harness, JournalHeader, JournalWriter, Outcome, ReplayEvent,
+    UrlRef, UrlRole, Verdict,
+};
+use proptest::prelude::*;
+
+use crate::kit::checkout;
+
+fn url() -> impl Strategy<Value = UrlRef> {
+    let role = prop_oneof![
+        Just(UrlRole::Target),
+        Just(UrlRole::Href),
+        Just(UrlRole::Page)
+    ];
+    let raw = prop_oneof![
+        Just("https://staging.example.com/welcome"),
+        Just("https://a.staging.example.com/cart"),
+        Just("http://staging.example.com/checkout/confirm"),
+        Just("https://prod-dashboard.example.org/admin"),
+        Just("https://staging.example.com@evil.example/"),
+        Just("javascript:alert(1)"),
+        Just("//no-scheme.example/"),
+        Just("https://staging.example.com./"),
+    ];
+    (role, raw).prop_map(|(role, raw)| UrlRef::from_raw(role, raw))
+}
+
+fn action() -> impl Strategy<Value = Action> {
+    let tool = prop_oneof![
+        Just("mcp__browser__browser_navigate"),
+        Just("mcp__browser__browser_click"),
+        Just("mcp__stripe__create_charge"),
+        Just("mcp__db__delete_user"),
+        Just("WebFetch"),
+    ];
+    let kind = prop_oneof![
+        Just(ActionKind::Navigate),
+        Just(ActionKind::Click),
+        Just(ActionKind::Type),
+        Just(ActionKind::Submit),
+        Just(ActionKind::Fetch),
+        Just(ActionKind::Other),
+    ];
+    let outcome = prop_oneof![
+        Just(Outcome::Completed),
+        Just(Outcome::Errored),
+        Just(Outcome::Denied),
+        Just(Outcome::Unfinished),
+    ];
+    let label = proptest::option::of(prop_oneof![
+        Just("Place order".to_owned()),
+        Just("Add to cart".to_owned()),
+        Just("Delete my account".to_owned()),
+        "[a-zA-Z \"\\\\]{0,12}",
+    ]);
+    (
+        tool,
+        kind,
+        outcome,
+        proptest::collection::vec(url(), 0..3),
+        label,
+        proptest::option::of(0u64..40),
+    )
+        .prop_map(|(tool, kind, outcome, urls, label, typed_len)| Action {
+            seq: 0,
+            ts: "2026-11-30T10:00:00.000Z".into(),
+            harness: Harness::Codex,
+            tool: tool.into(),
+            tool_use_id: None,
+            kind,
+            urls,
+            label,
+            element: None,
+            typed_len,
+            outcome,
+            verdict: None,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Live: validate, journal with the verdict. Replay: the same violations, on the same lines,
+    /// and no recorded verdict differs. Replaying twice gives the same result.
+    #[test]
+    fn replay_gives_the_verdicts_live_validation_gave(actions in proptest::collection::vec(action(), 0..40)) {
+        let flow = checkout();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let header = JournalHeader::new("p", &flow.name, Path::new("checkout.md"), Harness::Codex, "2026-11-30T10:00:00Z".into());
+        let mut w = JournalWriter::create(&path, &header).unwrap();
+        let mut live = vec![];
+        for mut a in actions {
+            let v = validate(&flow, &a);
+            a.verdict = Some(v.clone());
+            let seq = w.append(&mut a).unwrap();
+            if let Verdict::Violation { rule, .. } = v {
+                // Line = seq + 1: the header is line 1.
+                live.push((seq + 1, rule));
+            }
+        }
+        drop(w);
+        let replay_once = || {
+            let mut got = vec![];
+            let mut changed = 0;
+            let f = std::fs::File::open(&path).unwrap();
+            let s = replay_journal(&flow, BufReader::new(f), &path, &mut |e| match e {
+                ReplayEvent::Violation { line, rule, .. } => got.push((line, rule)),
+                ReplayEvent::VerdictChanged { .. } => changed += 1,
+                other => panic!("unexpected {other:?}"),
+            }).unwrap();
+            (got, changed, s)
+        };
+        let (got, changed, s) = replay_once();
+        prop_assert_eq!(&got, &live);
+        prop_assert_eq!(changed, 0);
+        prop_assert_eq!(s.violations as usize, live.len());
+        let (got2, _, s2) = replay_once();
+        prop_assert_eq!(got2, got);
+        prop_assert_eq!(s2, s);
+    }
+}

@@ -1,0 +1,10 @@
+//! The journal crate's integration tests, one binary.
+
+/// Adapters on the real harness captures in `../shared/harness-streams/`.
+mod captures;
+/// `replay` on the golden journals under `tests/golden/`.
+mod golden;
+/// Shared helpers.
+mod kit;
+/// Replaying a journal gives the verdicts live validation gave (property test).
+mod roundtrip;

@@ -1,0 +1,162 @@
+//! `leopold persona replay`: prints what `leopold_journal::replay` finds. The logic lives in the
+//! journal crate; this module only renders (text or JSON lines) and maps to the exit code.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use leopold_journal::{replay, Harness, ReplayEvent, ReplayOptions, Verdict};
+
+use crate::cli::{ReplayArgs, StreamFormat};
+
+pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let opts = ReplayOptions {
+        input: args.input.clone(),
+        flow: args.flow.clone(),
+        from: args.from.map(|f| match f {
+            StreamFormat::ClaudeStream => Harness::Claude,
+            StreamFormat::CodexJson => Harness::Codex,
+        }),
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let shown = args.input.display().to_string();
+    let json = args.json;
+    let mut write_err = None;
+    let result = replay(&opts, &mut |ev| {
+        let r = if json {
+            serde_json::to_writer(&mut out, &ev)
+                .map_err(std::io::Error::other)
+                .and_then(|()| out.write_all(b"\n"))
+        } else {
+            writeln!(out, "{}", render(&shown, &ev))
+        };
+        if let Err(e) = r {
+            write_err.get_or_insert(e);
+        }
+    });
+    let summary = match result {
+        Ok(s) => s,
+        Err(err) => {
+            let err = anyhow::Error::from(err);
+            out.flush()?;
+            if json {
+                let line = serde_json::json!({"type": "error", "message": format!("{err:#}")});
+                writeln!(out, "{line}")?;
+                out.flush()?;
+            }
+            eprintln!("leopold: error: {err:#}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if let Some(e) = write_err {
+        return Err(e.into());
+    }
+    let code = summary.exit_code();
+    if json {
+        let mut v = serde_json::to_value(&summary)?;
+        v["type"] = "summary".into();
+        v["exit_code"] = code.into();
+        writeln!(out, "{v}")?;
+    } else {
+        let mut line = format!(
+            "replay: {} action{} checked against flow `{}`: {} violation{}, {} denied",
+            summary.actions,
+            plural(summary.actions),
+            summary.flow,
+            summary.violations,
+            plural(summary.violations),
+            summary.denied,
+        );
+        if summary.malformed > 0 {
+            line += &format!(
+                ", {} malformed line{} skipped",
+                summary.malformed,
+                plural(summary.malformed)
+            );
+        }
+        if summary.torn_last_line {
+            line += ", torn last line skipped";
+        }
+        if summary.verdicts_changed > 0 {
+            line += &format!(
+                ", {} verdict{} differ from the recorded ones",
+                summary.verdicts_changed,
+                plural(summary.verdicts_changed)
+            );
+        }
+        writeln!(out, "{line}")?;
+        if !summary.unknown_types.is_empty() {
+            let names: Vec<String> = summary
+                .unknown_types
+                .iter()
+                .map(|(k, n)| format!("{k} ×{n}"))
+                .collect();
+            writeln!(
+                out,
+                "replay: unknown event types ignored: {}",
+                names.join(", ")
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::from(code))
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn render(input: &str, ev: &ReplayEvent) -> String {
+    match ev {
+        ReplayEvent::Violation {
+            line,
+            seq,
+            tool,
+            kind,
+            outcome,
+            rule,
+            detail,
+        } => {
+            let detail = detail
+                .as_deref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default();
+            let kind = serde_json::to_value(kind).unwrap_or_default();
+            let outcome = serde_json::to_value(outcome).unwrap_or_default();
+            format!(
+                "{input}:{line}: violation: {rule}{detail}: seq {seq} {tool} {} {}",
+                kind.as_str().unwrap_or("?"),
+                outcome.as_str().unwrap_or("?")
+            )
+        }
+        ReplayEvent::Malformed { line, error } => {
+            format!("{input}:{line}: malformed line skipped: {error}")
+        }
+        ReplayEvent::Torn { line } => {
+            format!("{input}:{line}: torn last line (no newline, incomplete JSON) skipped")
+        }
+        ReplayEvent::VerdictChanged {
+            line,
+            seq,
+            recorded,
+            now,
+        } => format!(
+            "{input}:{line}: note: seq {seq} was recorded {} and is now {}",
+            verdict_text(recorded),
+            verdict_text(now)
+        ),
+        _ => format!("{input}: {ev:?}"),
+    }
+}
+
+fn verdict_text(v: &Verdict) -> String {
+    match v {
+        Verdict::Ok => "ok".to_owned(),
+        Verdict::Violation { rule, .. } => format!("violation ({rule})"),
+    }
+}

@@ -1,0 +1,162 @@
+//! `leopold persona replay` end to end: the real binary on the journal crate's golden journals and
+//! on the real harness captures.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn golden(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../journal/tests/golden")
+        .join(name)
+}
+
+fn capture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/harness-streams")
+        .join(name)
+}
+
+fn leopold(args: &[&std::ffi::OsStr]) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_leopold"))
+        .args(args)
+        .env("HOME", home.path())
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    out
+}
+
+fn replay(extra: &[&str], input: &Path) -> (i32, String, String) {
+    let mut args: Vec<&std::ffi::OsStr> =
+        vec!["persona".as_ref(), "replay".as_ref(), input.as_os_str()];
+    args.extend(extra.iter().map(|s| std::ffi::OsStr::new(*s)));
+    let out = leopold(&args);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        !stdout.contains("://") && !stderr.contains("://"),
+        "no full URL printed:\n{stdout}\n{stderr}"
+    );
+    (out.status.code().unwrap(), stdout, stderr)
+}
+
+#[test]
+fn clean_journal_exits_0_with_a_summary() {
+    let (code, out, err) = replay(&[], &golden("clean.jsonl"));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("replay: 5 actions checked against flow `checkout`: 0 violations, 1 denied"),
+        "{out}"
+    );
+}
+
+#[test]
+fn violations_print_file_line_and_rule_and_exit_1() {
+    let (code, out, err) = replay(&[], &golden("violations.jsonl"));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains(
+            "violations.jsonl:3: violation: hook_failed_open (host prod-dashboard.example.org)"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("violations.jsonl:5: violation: builtin payment: label"),
+        "{out}"
+    );
+    assert!(
+        out.contains("violations.jsonl:6: violation: hook_failed_open (host evil.example)"),
+        "{out}"
+    );
+    assert!(out.contains("3 violations, 1 denied"), "{out}");
+}
+
+#[test]
+fn json_output_is_one_object_per_line_ending_with_the_summary() {
+    let (code, out, _) = replay(&["--json"], &golden("violations.jsonl"));
+    assert_eq!(code, 1);
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    assert_eq!(lines[0]["type"], "violation");
+    assert_eq!(lines[0]["line"], 3);
+    assert_eq!(lines[0]["rule"], "hook_failed_open");
+    let summary = &lines[3];
+    assert_eq!(summary["type"], "summary");
+    assert_eq!(summary["violations"], 3);
+    assert_eq!(summary["exit_code"], 1);
+}
+
+#[test]
+fn torn_last_line_is_reported_and_exit_stays_0() {
+    let (code, out, _) = replay(&[], &golden("torn_last_line.jsonl"));
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("torn_last_line.jsonl:4: torn last line"),
+        "{out}"
+    );
+    assert!(out.contains("torn last line skipped"), "{out}");
+}
+
+#[test]
+fn malformed_lines_are_numbered_and_exit_2() {
+    let (code, out, _) = replay(&[], &golden("malformed_lines.jsonl"));
+    assert_eq!(code, 2, "{out}");
+    for n in [3, 4, 5] {
+        assert!(
+            out.contains(&format!(
+                "malformed_lines.jsonl:{n}: malformed line skipped"
+            )),
+            "{out}"
+        );
+    }
+    assert!(out.contains("3 malformed lines skipped"), "{out}");
+}
+
+#[test]
+fn unknown_version_and_missing_header_exit_2_with_a_hint() {
+    let (code, out, err) = replay(&[], &golden("unknown_version.jsonl"));
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("version 2 journal"), "{err}");
+    let (code, _, err) = replay(&["--json"], &golden("no_header.jsonl"));
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("is not a Leopold journal") && err.contains("hint:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_input_exits_2_naming_it() {
+    let (code, _, err) = replay(&[], Path::new("/nonexistent/journal.jsonl"));
+    assert_eq!(code, 2);
+    assert!(err.contains("/nonexistent/journal.jsonl"), "{err}");
+}
+
+#[test]
+fn raw_streams_are_checked_with_from_and_flow() {
+    let flow = golden("flow.md");
+    let flow = flow.to_str().unwrap();
+    let (code, out, err) = replay(
+        &["--from", "claude-stream", "--flow", flow],
+        &capture("claude-playwright-stream.jsonl"),
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains(":7: violation: left_allowlist (host prod-dashboard.example.org)"),
+        "{out}"
+    );
+    assert!(out.contains(":13: violation: builtin payment"), "{out}");
+    let (code, out, _) = replay(
+        &["--from", "codex-json", "--flow", flow],
+        &capture("codex-playwright-stream.jsonl"),
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("3 actions checked"), "{out}");
+    let (code, _, err) = replay(&["--from", "codex-json"], &capture("codex-stream.jsonl"));
+    assert_eq!(code, 2);
+    assert!(err.contains("--flow"), "{err}");
+}
