@@ -1,5 +1,21 @@
 #!/usr/bin/env bash
-# The main job end to end: a demo persona run under Claude Code and Codex (issue #6).
+# The main job end to end (issue #6): installs the pinned Claude Code and Codex CLIs if absent,
+# builds Leopold and the test kit, starts the scripted model and the stub browser, runs the
+# checkout flow (flows/checkout.md) under Claude Code and under Codex, and prints what was
+# allowed, what was blocked and why, and where the records are. No model account, no network
+# after the install: the model is scripted (tests/scripts/checkout.toml) on 127.0.0.1.
+#
+# Usage: ./scripts/demo.sh [--harness claude|codex|all] [--dir DIR]   (default dir: target/leopold-demo)
 set -euo pipefail
-echo "demo: not built yet (needs the supervisor and the test kit: issues #5, #6)" >&2
-exit 1
+cd "$(dirname "$0")/.."
+
+bin="$(./scripts/install-clis.sh)"
+export LEOPOLD_CLAUDE_BIN="$bin/claude"
+export LEOPOLD_CODEX_BIN="$bin/codex"
+
+echo "demo: building leopold and the test kit..." >&2
+cargo build --quiet -p leopold -p leopold-tests
+target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+export LEOPOLD_BIN="$target_dir/debug/leopold"
+
+exec "$target_dir/debug/leopold-demo" "$@"

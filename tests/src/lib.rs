@@ -1,1 +1,794 @@
-//! Leopold's test kit: helpers shared by the end-to-end suites. See issue #6.
+//! Leopold's test kit: drive the real Claude Code and Codex CLIs hermetically (issue #6).
+//!
+//! # Brief overview
+//!
+//! - [`Sandbox`]: a throwaway `HOME`, `CODEX_HOME`, project directory and log directory, and the
+//!   hermetic environment a harness runs in (no account, no network but loopback).
+//! - [`ModelServer`]: the `leopold-scripted-model` binary, started on free loopback ports with a
+//!   [`script::Script`]; its request log shows what the model received (e.g. the guard's reason).
+//! - [`StubBrowser`]: the `leopold-stub-browser` MCP server as the harness launches it; its log
+//!   holds every `tools/call` that got through, so a deny is proven by absence.
+//! - [`require_cli`]: the real CLI under test, from `LEOPOLD_CLAUDE_BIN` / `LEOPOLD_CODEX_BIN`
+//!   (set by `scripts/test.sh`). In CI a missing CLI fails the test; elsewhere it skips loudly.
+//! - [`leopold_bin`]: the `leopold` binary, built from this workspace.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use leopold_tests::{require_cli, Harness, ModelServer, Sandbox};
+//! use leopold_tests::script::{Script, ToolCall, Turn};
+//!
+//! let Some(claude) = require_cli(Harness::Claude) else { return };
+//! let sb = Sandbox::new();
+//! let script = Script {
+//!     turns: vec![Turn { calls: vec![ToolCall {
+//!         tool: "mcp__browser__navigate".into(),
+//!         input: serde_json::json!({"url": "https://staging.example.com/"}),
+//!     }] }],
+//!     final_answer: "done".into(),
+//! };
+//! let model = ModelServer::start(&sb, &script);
+//! let browser = sb.stub_browser("browser");
+//! let run = sb.run(sb.claude_command(&claude, &model, &browser, "go"), std::time::Duration::from_secs(60));
+//! assert!(run.status.success(), "{run}");
+//! assert_eq!(browser.calls().len(), 1);
+//! ```
+#![warn(missing_docs)]
+
+pub mod checkout;
+pub mod script;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The tag every Leopold guard wiring carries (a shell comment after the command).
+pub const GUARD_TAG: &str = "leopold-persona-guard";
+
+/// The hook matcher Leopold wires: every MCP tool, and WebFetch.
+pub const GUARD_MATCHER: &str = "mcp__.*|WebFetch";
+
+/// A harness under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Harness {
+    /// Claude Code (`claude`).
+    Claude,
+    /// OpenAI Codex CLI (`codex`).
+    Codex,
+}
+
+impl Harness {
+    /// Both harnesses, in a fixed order.
+    pub const ALL: [Harness; 2] = [Harness::Claude, Harness::Codex];
+
+    /// The name `leopold persona run --harness` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Harness::Claude => "claude",
+            Harness::Codex => "codex",
+        }
+    }
+
+    /// The environment variable naming this harness's binary.
+    pub fn env_var(self) -> &'static str {
+        match self {
+            Harness::Claude => "LEOPOLD_CLAUDE_BIN",
+            Harness::Codex => "LEOPOLD_CODEX_BIN",
+        }
+    }
+}
+
+/// The real CLI binary for `harness`, from its environment variable (`scripts/test.sh` installs
+/// the pinned CLIs and sets both).
+///
+/// When the variable is missing: **panics if `CI` is set** (these suites must never skip in CI);
+/// otherwise prints a loud SKIPPED line and returns `None`. A variable naming a missing file
+/// always panics.
+#[allow(clippy::print_stderr)]
+pub fn require_cli(harness: Harness) -> Option<PathBuf> {
+    let var = harness.env_var();
+    match std::env::var_os(var).filter(|v| !v.is_empty()) {
+        Some(path) => {
+            let path = PathBuf::from(path);
+            assert!(
+                path.is_file(),
+                "{var} names {}, which is not a file; run ./scripts/install-clis.sh",
+                path.display()
+            );
+            Some(path)
+        }
+        None if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) => panic!(
+            "{var} is not set and CI is: the real-CLI suites must not skip in CI \
+             (run them through ./scripts/test.sh, which installs the pinned CLIs)"
+        ),
+        None => {
+            eprintln!(
+                "\n*** SKIPPED: {var} is not set, so this test did not run the real {} CLI.\n\
+                 *** Run ./scripts/test.sh (it installs the pinned CLIs and sets {var}).\n",
+                harness.name()
+            );
+            None
+        }
+    }
+}
+
+/// The directory holding this crate's binaries (`target/<profile>/`), found from the running
+/// test executable (`target/<profile>/deps/<test>-<hash>`).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let deps = exe.parent().expect("test executable has a directory");
+    if deps.file_name().is_some_and(|n| n == "deps") {
+        deps.parent().expect("deps has a parent").to_path_buf()
+    } else {
+        deps.to_path_buf()
+    }
+}
+
+/// A test-kit binary (`leopold-scripted-model`, `leopold-stub-browser`, ...) by name.
+pub fn kit_bin(name: &str) -> PathBuf {
+    let p = bin_dir().join(name);
+    assert!(
+        p.is_file(),
+        "test-kit binary {} is missing; build it with `cargo build -p leopold-tests`",
+        p.display()
+    );
+    p
+}
+
+/// The `leopold` binary: `LEOPOLD_BIN` if set (scripts/test.sh builds it and sets it), else
+/// built now with `cargo build -p leopold` into this test's target directory, so a test never
+/// runs a stale binary.
+pub fn leopold_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("LEOPOLD_BIN").filter(|v| !v.is_empty()) {
+            let p = PathBuf::from(p);
+            assert!(p.is_file(), "LEOPOLD_BIN names {}, not a file", p.display());
+            return p;
+        }
+        let dir = bin_dir();
+        let target = dir.parent().expect("target dir");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "--quiet", "-p", "leopold", "--manifest-path"])
+            .arg(&manifest)
+            .arg("--target-dir")
+            .arg(target);
+        match dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => {}
+            Some("release") => {
+                cmd.arg("--release");
+            }
+            Some(profile) => {
+                cmd.args(["--profile", profile]);
+            }
+            None => {}
+        }
+        let out = cmd.output().expect("run cargo build -p leopold");
+        assert!(
+            out.status.success(),
+            "cargo build -p leopold failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let p = dir.join("leopold");
+        assert!(p.is_file(), "{} missing after the build", p.display());
+        p
+    })
+    .clone()
+}
+
+/// Reads a JSON-lines file; a missing file is an empty list (nothing was logged).
+///
+/// # Panics
+/// A line that is not JSON: a log a test reads must be whole.
+pub fn read_jsonl(path: &Path) -> Vec<Value> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                serde_json::from_str(l)
+                    .unwrap_or_else(|e| panic!("{}: bad JSON line {l:?}: {e}", path.display()))
+            })
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => panic!("cannot read {}: {e}", path.display()),
+    }
+}
+
+/// A throwaway world for one harness run.
+pub struct Sandbox {
+    _tmp: Option<tempfile::TempDir>,
+    /// The sandbox root (holds everything below).
+    pub root: PathBuf,
+    /// The harness's `HOME`.
+    pub home: PathBuf,
+    /// Codex's `CODEX_HOME` (`<home>/.codex`).
+    pub codex_home: PathBuf,
+    /// The project the persona runs in (the harness's working directory).
+    pub project: PathBuf,
+    /// Logs and generated configs that belong to the test, not the harness.
+    pub logs: PathBuf,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sandbox {
+    /// Creates the directories under a fresh temporary directory, removed on drop.
+    pub fn new() -> Sandbox {
+        let tmp = tempfile::Builder::new()
+            .prefix("leopold-e2e-")
+            .tempdir()
+            .expect("temp dir");
+        let mut sb = Self::layout(tmp.path());
+        sb._tmp = Some(tmp);
+        sb
+    }
+
+    /// Creates the directories under `dir`, emptied first, and kept afterwards (for the demo,
+    /// whose journal the user reads after it ends).
+    pub fn at(dir: &Path) -> Sandbox {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir)
+                .unwrap_or_else(|e| panic!("cannot empty {}: {e}", dir.display()));
+        }
+        std::fs::create_dir_all(dir)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        Self::layout(dir)
+    }
+
+    fn layout(dir: &Path) -> Sandbox {
+        // Canonical paths: harnesses report a canonical `cwd` to hooks.
+        let root = dir.canonicalize().expect("canonical sandbox dir");
+        let home = root.join("home");
+        let codex_home = home.join(".codex");
+        let project = root.join("project");
+        let logs = root.join("logs");
+        for d in [&home, &codex_home, &project, &logs] {
+            std::fs::create_dir_all(d).expect("create sandbox dir");
+        }
+        Sandbox {
+            _tmp: None,
+            root,
+            home,
+            codex_home,
+            project,
+            logs,
+        }
+    }
+
+    /// The environment a harness runs with: nothing inherited but `PATH`, a throwaway `HOME`,
+    /// the scripted model as the only API endpoint.
+    pub fn env(&self, model: &ModelServer) -> Vec<(OsString, OsString)> {
+        let mut env: Vec<(OsString, OsString)> = Vec::new();
+        let mut set = |k: &str, v: &dyn AsRef<std::ffi::OsStr>| {
+            env.push((k.into(), v.as_ref().to_owned()));
+        };
+        set("PATH", &std::env::var_os("PATH").unwrap_or_default());
+        set("HOME", &self.home);
+        set("CODEX_HOME", &self.codex_home);
+        set("XDG_CONFIG_HOME", &self.home.join(".config"));
+        set("XDG_CACHE_HOME", &self.home.join(".cache"));
+        set("XDG_DATA_HOME", &self.home.join(".local/share"));
+        set("XDG_STATE_HOME", &self.home.join(".local/state"));
+        set("TMPDIR", &std::env::temp_dir());
+        set("LANG", &"C.UTF-8");
+        // Codex runs hooks through `$SHELL -lc`, Claude through `/bin/sh -c`.
+        set("SHELL", &"/bin/sh");
+        set("NO_COLOR", &"1");
+        set(
+            "ANTHROPIC_BASE_URL",
+            &format!("http://127.0.0.1:{}", model.anthropic_port),
+        );
+        set("ANTHROPIC_API_KEY", &"scripted-model-no-secret");
+        set("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", &"1");
+        set("DISABLE_AUTOUPDATER", &"1");
+        set("MOCK_API_KEY", &"scripted-model-no-secret");
+        env
+    }
+
+    /// A stub MCP browser named `name` (tools `mcp__<name>__navigate|click|type`), logging to
+    /// `<logs>/<name>-calls.jsonl`.
+    pub fn stub_browser(&self, name: &str) -> StubBrowser {
+        StubBrowser {
+            name: name.to_owned(),
+            bin: kit_bin("leopold-stub-browser"),
+            log: self.logs.join(format!("{name}-calls.jsonl")),
+        }
+    }
+
+    /// Writes a Claude `--mcp-config` file for `browser` and returns its path.
+    pub fn write_claude_mcp_config(&self, browser: &StubBrowser) -> PathBuf {
+        let path = self.logs.join(format!("{}-mcp.json", browser.name));
+        let cfg = serde_json::json!({"mcpServers": {browser.name.clone(): {
+            "type": "stdio",
+            "command": browser.bin,
+            "args": ["--log", browser.log],
+        }}});
+        std::fs::write(&path, serde_json::to_vec_pretty(&cfg).unwrap()).expect("write mcp config");
+        path
+    }
+
+    /// Writes `$CODEX_HOME/config.toml` pointing Codex at the scripted model (the `mock`
+    /// provider of HARNESS-FACTS §6), followed by `extra` (e.g. hook wiring). Returns its path.
+    pub fn write_codex_config(&self, model: &ModelServer, extra: &str) -> PathBuf {
+        let path = self.codex_home.join("config.toml");
+        let text = format!(
+            "model = \"scripted\"\nmodel_provider = \"mock\"\n\n\
+             [model_providers.mock]\nname = \"mock\"\nbase_url = \"http://127.0.0.1:{}/v1\"\n\
+             wire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\
+             request_max_retries = 0\nstream_max_retries = 0\n{extra}",
+            model.openai_port
+        );
+        std::fs::write(&path, text).expect("write codex config");
+        path
+    }
+
+    /// The project's `.claude/settings.json` with one PreToolUse hook running `command`
+    /// (tagged, `onFailure: block`, matcher [`GUARD_MATCHER`]), as Leopold wires it.
+    pub fn wire_claude_hook(&self, command: &str) -> PathBuf {
+        let dir = self.project.join(".claude");
+        std::fs::create_dir_all(&dir).expect("create .claude");
+        let path = dir.join("settings.json");
+        let cfg = serde_json::json!({"hooks": {"PreToolUse": [{"matcher": GUARD_MATCHER, "hooks": [
+            {"type": "command", "command": format!("{command} # {GUARD_TAG}"), "timeout": 10,
+             "onFailure": "block"}]}]}});
+        std::fs::write(&path, serde_json::to_vec_pretty(&cfg).unwrap()).expect("write settings");
+        path
+    }
+
+    /// The TOML to pass as `extra` to [`Sandbox::write_codex_config`] for one PreToolUse hook
+    /// running `command`, tagged as Leopold wires it.
+    pub fn codex_hook_toml(command: &str) -> String {
+        let cmd = toml_string(&format!("{command} # {GUARD_TAG}"));
+        format!(
+            "\n[[hooks.PreToolUse]]\nmatcher = {}\n\n[[hooks.PreToolUse.hooks]]\n\
+             type = \"command\"\ncommand = {cmd}\ntimeout = 10\n",
+            toml_string(GUARD_MATCHER)
+        )
+    }
+
+    /// `claude -p` with the headless flags of HARNESS-FACTS §5, the stub browser as its only
+    /// MCP server and its tools allowed, in the project directory, hermetic env.
+    pub fn claude_command(
+        &self,
+        claude: &Path,
+        model: &ModelServer,
+        browser: &StubBrowser,
+        prompt: &str,
+    ) -> Command {
+        let mcp = self.write_claude_mcp_config(browser);
+        let mut cmd = Command::new(claude);
+        cmd.args(["-p", prompt, "--output-format", "stream-json", "--verbose"])
+            .arg("--mcp-config")
+            .arg(&mcp)
+            .args(["--strict-mcp-config", "--allowedTools"])
+            .arg(format!("mcp__{}", browser.name));
+        self.hermetic(&mut cmd, model);
+        cmd
+    }
+
+    /// `codex exec` with the headless flags of HARNESS-FACTS §5 and the stub browser given with
+    /// `-c mcp_servers.<name>...` (no user file touched). Call [`Sandbox::write_codex_config`]
+    /// first.
+    pub fn codex_command(
+        &self,
+        codex: &Path,
+        model: &ModelServer,
+        browser: &StubBrowser,
+        prompt: &str,
+    ) -> Command {
+        let mut cmd = Command::new(codex);
+        cmd.args([
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "--dangerously-bypass-hook-trust",
+            "-C",
+        ])
+        .arg(&self.project);
+        for c in browser.codex_overrides() {
+            cmd.arg("-c").arg(c);
+        }
+        cmd.arg(prompt);
+        self.hermetic(&mut cmd, model);
+        cmd
+    }
+
+    /// Applies the hermetic environment and working directory to `cmd`; stdin is closed.
+    pub fn hermetic(&self, cmd: &mut Command, model: &ModelServer) {
+        cmd.env_clear()
+            .envs(self.env(model))
+            .current_dir(&self.project)
+            .stdin(Stdio::null());
+    }
+
+    /// Copies `flow` into `<project>/flows/` and writes `.leopold/persona/ACTIVE.json` naming it,
+    /// as a running supervisor would: the guard is then in force for this project.
+    pub fn activate_flow(&self, flow: &Path, harness: Harness) -> PathBuf {
+        let name = flow.file_name().expect("flow file name");
+        let flows = self.project.join("flows");
+        std::fs::create_dir_all(&flows).expect("create flows dir");
+        std::fs::copy(flow, flows.join(name)).expect("copy flow");
+        let state = self.persona_dir();
+        std::fs::create_dir_all(&state).expect("create .leopold/persona");
+        let flow_name = flow
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("flow")
+            .to_owned();
+        let active = serde_json::json!({
+            "version": 1,
+            "active": true,
+            "run_id": format!("e2e-{}", std::process::id()),
+            "flow": flow_name,
+            "flow_path": format!("flows/{}", name.to_string_lossy()),
+            "harness": harness.name(),
+            "supervisor_pid": std::process::id(),
+            "started_at": "2026-01-01T00:00:00Z",
+        });
+        let path = state.join("ACTIVE.json");
+        std::fs::write(&path, serde_json::to_vec_pretty(&active).unwrap()).expect("ACTIVE.json");
+        path
+    }
+
+    /// `<project>/.leopold/persona`.
+    pub fn persona_dir(&self) -> PathBuf {
+        self.project.join(".leopold/persona")
+    }
+
+    /// The guard's `events.jsonl` lines.
+    pub fn events(&self) -> Vec<Value> {
+        read_jsonl(&self.persona_dir().join("events.jsonl"))
+    }
+
+    /// `text` with this machine's paths rewritten: the sandbox root becomes `/home/user/sandbox`,
+    /// binary directories `/home/user/bin`.
+    pub fn scrub(&self, text: &str, bins: &[&Path]) -> String {
+        let mut out = text.replace(
+            &self.root.to_string_lossy().into_owned(),
+            "/home/user/sandbox",
+        );
+        for b in bins {
+            if let Some(dir) = b.parent() {
+                let dir = dir.to_string_lossy().into_owned();
+                if dir.len() > 1 {
+                    out = out.replace(&dir, "/home/user/bin");
+                }
+            }
+        }
+        out
+    }
+
+    /// Runs `cmd` to completion in its own process group, capturing stdout and stderr; kills the
+    /// group and panics (with both outputs) if it takes longer than `timeout`.
+    pub fn run(&self, cmd: Command, timeout: Duration) -> Run {
+        run_bounded(cmd, timeout)
+    }
+}
+
+/// The text of a tool result's content: a string, or the `text` of each block, joined.
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a
+            .iter()
+            .map(|b| {
+                b["text"]
+                    .as_str()
+                    .map_or_else(|| b.to_string(), str::to_owned)
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// True if any string anywhere in `v` (keys excluded) contains `needle`.
+pub fn any_string_contains(v: &Value, needle: &str) -> bool {
+    match v {
+        Value::String(s) => s.contains(needle),
+        Value::Array(a) => a.iter().any(|x| any_string_contains(x, needle)),
+        Value::Object(o) => o.values().any(|x| any_string_contains(x, needle)),
+        _ => false,
+    }
+}
+
+fn toml_string(s: &str) -> String {
+    serde_json::to_string(s).expect("string")
+}
+
+/// Runs `cmd` in its own process group with a deadline; see [`Sandbox::run`].
+pub fn run_bounded(mut cmd: Command, timeout: Duration) -> Run {
+    use std::os::unix::process::CommandExt as _;
+    let desc = format!("{cmd:?}");
+    let start = Instant::now();
+    let mut child = cmd
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {desc}: {e}"));
+    let pid = child.id();
+    // Read both pipes on their own threads so the child never blocks on a full pipe.
+    let read = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut s);
+            }
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let out = read(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let err = read(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break Some(st);
+        }
+        if start.elapsed() > timeout {
+            kill_group(pid);
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = start.elapsed();
+    // The harness may leave grandchildren (MCP servers) holding the pipes: reap the group.
+    kill_group(pid);
+    let run = Run {
+        command: desc,
+        status: status.unwrap_or_default(),
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+        elapsed,
+    };
+    assert!(
+        status.is_some(),
+        "timed out after {timeout:?}; group killed\n{run}"
+    );
+    run
+}
+
+fn kill_group(pid: u32) {
+    // `kill -KILL -<pgid>`: the group we created for this child, and only it.
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pid}")])
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Writes a real stream as `tests/fixtures/<name>` when `LEOPOLD_RECORD_FIXTURES=1` (paths
+/// already scrubbed by the caller). Returns whether it wrote. Recording is opt-in so a test run
+/// never dirties the tree.
+pub fn record_fixture(name: &str, text: &str) -> bool {
+    if std::env::var_os("LEOPOLD_RECORD_FIXTURES").is_none_or(|v| v != "1") {
+        return false;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    std::fs::create_dir_all(&dir).expect("fixtures dir");
+    std::fs::write(dir.join(name), text).expect("write fixture");
+    true
+}
+
+/// A finished harness run.
+pub struct Run {
+    /// The command, for messages.
+    pub command: String,
+    /// How it exited.
+    pub status: ExitStatus,
+    /// Everything on stdout.
+    pub stdout: String,
+    /// Everything on stderr.
+    pub stderr: String,
+    /// Wall time from spawn to exit.
+    pub elapsed: Duration,
+}
+
+impl Run {
+    /// stdout parsed as JSON lines (lines that are not JSON are skipped).
+    pub fn json_lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+}
+
+impl fmt::Display for Run {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "command: {}\nstatus: {}\nelapsed: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.command, self.status, self.elapsed, self.stdout, self.stderr
+        )
+    }
+}
+
+/// The stub MCP browser as a harness launches it.
+#[derive(Debug, Clone)]
+pub struct StubBrowser {
+    /// The MCP server name (tools are `mcp__<name>__<tool>`).
+    pub name: String,
+    /// The `leopold-stub-browser` binary.
+    pub bin: PathBuf,
+    /// Its `tools/call` log.
+    pub log: PathBuf,
+}
+
+impl StubBrowser {
+    /// Every `tools/call` the stub received: `{"ts_ms","tool","arguments"}`.
+    pub fn calls(&self) -> Vec<Value> {
+        read_jsonl(&self.log)
+    }
+
+    /// The `-c` overrides that give Codex this server (HARNESS-FACTS §8).
+    pub fn codex_overrides(&self) -> Vec<String> {
+        vec![
+            format!(
+                "mcp_servers.{}.command={}",
+                self.name,
+                toml_string(&self.bin.to_string_lossy())
+            ),
+            format!(
+                "mcp_servers.{}.args=[\"--log\",{}]",
+                self.name,
+                toml_string(&self.log.to_string_lossy())
+            ),
+        ]
+    }
+
+    /// A Claude `--mcp-config` document for this server.
+    pub fn claude_mcp_config(&self) -> Value {
+        serde_json::json!({"mcpServers": {self.name.clone(): {
+            "type": "stdio", "command": self.bin, "args": ["--log", self.log]}}})
+    }
+}
+
+/// A running `leopold-scripted-model`; killed on drop.
+pub struct ModelServer {
+    child: Child,
+    /// The Anthropic Messages port on 127.0.0.1.
+    pub anthropic_port: u16,
+    /// The OpenAI Responses port on 127.0.0.1.
+    pub openai_port: u16,
+    /// The request log (JSON lines).
+    pub log: PathBuf,
+}
+
+impl ModelServer {
+    /// Writes `script` into the sandbox and starts the server on free ports.
+    pub fn start(sb: &Sandbox, script: &script::Script) -> ModelServer {
+        let script_path = sb.logs.join("script.json");
+        std::fs::write(&script_path, serde_json::to_vec_pretty(script).unwrap())
+            .expect("write script");
+        Self::start_with(&script_path, &sb.logs)
+    }
+
+    /// Starts the server on `script_path`, with its log and port file in `dir`.
+    pub fn start_with(script_path: &Path, dir: &Path) -> ModelServer {
+        let log = dir.join("model-requests.jsonl");
+        let port_file = dir.join("model-ports.json");
+        let _ = std::fs::remove_file(&port_file);
+        let mut child = Command::new(kit_bin("leopold-scripted-model"))
+            .arg("--script")
+            .arg(script_path)
+            .arg("--log")
+            .arg(&log)
+            .arg("--port-file")
+            .arg(&port_file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start leopold-scripted-model");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let ports: Value = loop {
+            if let Ok(text) = std::fs::read_to_string(&port_file) {
+                if let Ok(v) = serde_json::from_str(&text) {
+                    break v;
+                }
+            }
+            if let Some(st) = child.try_wait().expect("wait") {
+                panic!("leopold-scripted-model exited early: {st}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "leopold-scripted-model wrote no port file in 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let port = |k: &str| {
+            ports[k]
+                .as_u64()
+                .and_then(|p| u16::try_from(p).ok())
+                .unwrap()
+        };
+        ModelServer {
+            anthropic_port: port("anthropic"),
+            openai_port: port("openai"),
+            child,
+            log,
+        }
+    }
+
+    /// Every request the model received, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        read_jsonl(&self.log)
+    }
+
+    /// The text of every tool result in the most complete request the model received (the one
+    /// carrying the most results), in conversation order: Anthropic `tool_result` blocks, OpenAI
+    /// `*call_output` items. A denied call's result holds the hook's reason as the harness put it.
+    pub fn tool_results(&self) -> Vec<String> {
+        let reqs = self.requests();
+        let Some(last) = reqs
+            .iter()
+            .filter(|r| r["tool_results"].is_u64())
+            .max_by_key(|r| r["tool_results"].as_u64())
+        else {
+            return Vec::new();
+        };
+        let body = &last["body"];
+        let mut out = Vec::new();
+        if let Some(msgs) = body["messages"].as_array() {
+            for block in msgs
+                .iter()
+                .filter_map(|m| m["content"].as_array())
+                .flatten()
+            {
+                if block["type"] == "tool_result" {
+                    out.push(text_of(&block["content"]));
+                }
+            }
+        } else if let Some(items) = body["input"].as_array() {
+            for item in items {
+                if item["type"]
+                    .as_str()
+                    .is_some_and(|t| t.ends_with("call_output"))
+                {
+                    out.push(text_of(&item["output"]));
+                }
+            }
+        }
+        out
+    }
+
+    /// True if any request the model received contains `needle` anywhere in its body (e.g. the
+    /// guard's reason in a tool result).
+    pub fn received(&self, needle: &str) -> bool {
+        self.requests()
+            .iter()
+            .any(|r| any_string_contains(&r["body"], needle))
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,12 @@
+//! End-to-end suites: the real Claude Code and Codex CLIs (pinned, installed by
+//! `scripts/install-clis.sh`), driven hermetically by the scripted model and the stub browser.
+//!
+//! Each test runs one harness in its own sandbox and its own ports, so they can run in any order
+//! or in parallel; `.config/nextest.toml` still runs them one at a time (2 cores).
+//!
+//! - `guard_wired`: the guard wired straight into the harness's settings/config (no supervisor),
+//!   proving the hook level on both harnesses.
+//! - `harness_facts`: the fail-open and settings-skipping behaviours the design rests on.
+
+mod guard_wired;
+mod harness_facts;
