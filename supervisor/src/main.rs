@@ -6,7 +6,17 @@
 
 mod cli;
 mod commands;
+mod exit;
 mod harness;
+mod observe;
+mod observe_impl;
+#[cfg(unix)]
+#[path = "os/unix.rs"]
+mod os;
+mod redact;
+mod state;
+mod wiring_port;
+mod worker;
 
 use std::process::ExitCode;
 

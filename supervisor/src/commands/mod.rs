@@ -1,6 +1,9 @@
 //! One module per command; each returns the process exit code.
 
+mod doctor;
+mod recover;
 mod replay;
+mod run;
 
 use std::process::ExitCode;
 
@@ -14,8 +17,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Persona(PersonaCommand::Wire(args)) => wire::wire(args),
         Command::Persona(PersonaCommand::Unwire(args)) => wire::unwire(args),
         Command::Persona(PersonaCommand::Replay(args)) => replay::run(args),
-        Command::Persona(PersonaCommand::Run(_))
-        | Command::Persona(PersonaCommand::Recover(_))
-        | Command::Doctor(_) => anyhow::bail!("this command is not built yet"),
+        Command::Persona(PersonaCommand::Run(args)) => run::run(args),
+        Command::Persona(PersonaCommand::Recover(args)) => recover::recover(args),
+        Command::Doctor(args) => doctor::doctor(args),
     }
 }

@@ -1,0 +1,450 @@
+//! `leopold doctor`: per harness, which bound is actually in force, and what to fix.
+//!
+//! Each finding is `ok`, `note` (worth knowing, nothing wrong) or `problem` (with its fix); any
+//! problem makes the exit code 1.
+#![allow(clippy::print_stdout)]
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::cli::DoctorArgs;
+use crate::exit::RunExit;
+use crate::state::{self, PersonaPaths};
+use crate::wiring_port::{self as harness, HarnessKind};
+
+/// Claude Code from which a hook entry's `"onFailure": "block"` is honoured (HARNESS-FACTS §1).
+const CLAUDE_ON_FAILURE_SINCE: (u64, u64, u64) = (2, 1, 295);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Note,
+    Problem,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// `claude`, `codex`, or `project`.
+    pub scope: &'static str,
+    pub check: &'static str,
+    pub status: Status,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+fn f(
+    scope: &'static str,
+    check: &'static str,
+    status: Status,
+    message: String,
+    fix: Option<String>,
+) -> Finding {
+    Finding {
+        scope,
+        check,
+        status,
+        message,
+        fix,
+    }
+}
+
+/// `<bin> --version`, bounded to a few seconds; the first line.
+pub fn harness_version(bin: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut child = std::process::Command::new(bin)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut text = String::new();
+    child
+        .stdout
+        .take()?
+        .take(4096)
+        .read_to_string(&mut text)
+        .ok()?;
+    text.lines()
+        .next()
+        .map(|l| l.trim().to_owned())
+        .filter(|l| !l.is_empty())
+}
+
+/// The first `x.y.z` in a version line.
+pub fn parse_version(line: &str) -> Option<(u64, u64, u64)> {
+    line.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|tok| {
+            let mut it = tok.split('.').map(|p| p.parse::<u64>().ok());
+            match (it.next(), it.next(), it.next()) {
+                (Some(Some(a)), Some(Some(b)), Some(Some(c))) => Some((a, b, c)),
+                _ => None,
+            }
+        })
+        .next()
+}
+
+/// Known shapes that make Claude Code skip a settings file, or switch hooks off.
+pub fn claude_settings_problems(text: &str) -> Vec<String> {
+    let doc: serde_json::Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return vec![format!("not valid JSON ({e})")],
+    };
+    let Some(obj) = doc.as_object() else {
+        return vec!["the top level is not a JSON object".into()];
+    };
+    let mut out = Vec::new();
+    if let Some(p) = obj.get("permissions") {
+        match p.as_object() {
+            None => out.push("`permissions` is not an object".into()),
+            Some(p) => {
+                for key in ["allow", "deny", "ask", "additionalDirectories"] {
+                    if let Some(v) = p.get(key) {
+                        let ok = v
+                            .as_array()
+                            .is_some_and(|a| a.iter().all(|x| x.is_string()));
+                        if !ok {
+                            out.push(format!("`permissions.{key}` is not an array of strings"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let Some(h) = obj.get("hooks") {
+        match h.as_object() {
+            None => out.push("`hooks` is not an object".into()),
+            Some(h) => {
+                for (event, v) in h {
+                    let Some(arr) = v.as_array() else {
+                        out.push(format!("`hooks.{event}` is not an array"));
+                        continue;
+                    };
+                    for (i, m) in arr.iter().enumerate() {
+                        if !m.get("hooks").is_some_and(|x| x.is_array()) {
+                            out.push(format!("`hooks.{event}[{i}].hooks` is not an array"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if obj.get("disableAllHooks") == Some(&serde_json::Value::Bool(true)) {
+        out.push("`disableAllHooks` is true: no hook runs, the guard included".into());
+    }
+    out
+}
+
+pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
+    let paths = PersonaPaths::new(project);
+    let ctx = super::run::harness_context(project)?;
+    let mut out = Vec::new();
+
+    // Lock and ACTIVE.json.
+    let holder = state::lock_is_held(&paths)?;
+    let active_exists = paths.active().exists();
+    match &holder {
+        Some(h) => out.push(f(
+            "project",
+            "lock",
+            Status::Note,
+            format!(
+                "a persona run is active: {}",
+                h.as_ref()
+                    .map_or_else(|| "holder unknown".into(), |h| h.to_string())
+            ),
+            None,
+        )),
+        None => out.push(f(
+            "project",
+            "lock",
+            Status::Ok,
+            "no persona run is active".into(),
+            None,
+        )),
+    }
+    if active_exists && holder.is_none() {
+        out.push(f(
+            "project",
+            "stale_active",
+            Status::Problem,
+            format!(
+                "{} exists but no run holds the lock: a run crashed",
+                paths.active().display()
+            ),
+            Some(format!(
+                "leopold persona recover --project {}",
+                project.display()
+            )),
+        ));
+    }
+
+    for kind in [HarnessKind::Claude, HarnessKind::Codex] {
+        let scope = kind.name();
+        // Binary and version.
+        let bin = super::run::find_executable(Path::new(kind.name()));
+        let version = bin.as_deref().and_then(harness_version);
+        match (&bin, &version) {
+            (Some(b), Some(v)) => out.push(f(
+                scope,
+                "binary",
+                Status::Ok,
+                format!("{} ({v})", b.display()),
+                None,
+            )),
+            (Some(b), None) => out.push(f(
+                scope,
+                "binary",
+                Status::Problem,
+                format!("{} found but `--version` failed", b.display()),
+                Some(format!("check that `{} --version` runs", b.display())),
+            )),
+            (None, _) => out.push(f(
+                scope,
+                "binary",
+                Status::Note,
+                format!(
+                    "`{}` not on PATH (pass --harness-bin to `persona run` if it lives elsewhere)",
+                    kind.name()
+                ),
+                None,
+            )),
+        }
+        // Wired now?
+        let target = harness::target_file(kind, &ctx);
+        let wired = harness::wired_handlers(kind, &ctx);
+        match wired {
+            Ok(h) if h.is_empty() => out.push(f(
+                scope,
+                "wired",
+                Status::Ok,
+                format!(
+                    "guard not wired in {} (a persona run wires it for its duration)",
+                    target.display()
+                ),
+                None,
+            )),
+            Ok(h) => {
+                let on_failure = kind == HarnessKind::Claude;
+                let msg = format!(
+                    "guard wired in {} ({} handler{}{})",
+                    target.display(),
+                    h.len(),
+                    if h.len() == 1 { "" } else { "s" },
+                    if on_failure {
+                        ", onFailure block"
+                    } else {
+                        "; fails open if it cannot run"
+                    }
+                );
+                if holder.is_some() {
+                    out.push(f(scope, "wired", Status::Ok, msg, None));
+                } else {
+                    out.push(f(
+                        scope,
+                        "wired",
+                        Status::Problem,
+                        format!("{msg}, but no run is active: orphaned wiring"),
+                        Some(format!(
+                            "leopold persona recover --project {}",
+                            project.display()
+                        )),
+                    ));
+                }
+            }
+            Err(e) => out.push(f(
+                scope,
+                "wired",
+                Status::Problem,
+                format!("cannot read {}: {e:#}", target.display()),
+                Some(format!("fix or move aside {}", target.display())),
+            )),
+        }
+        match kind {
+            HarnessKind::Claude => {
+                if let Some(v) = version.as_deref().and_then(parse_version) {
+                    if v >= CLAUDE_ON_FAILURE_SINCE {
+                        out.push(f(
+                            scope,
+                            "on_failure",
+                            Status::Ok,
+                            "onFailure \"block\" is honoured: a guard that cannot run denies"
+                                .into(),
+                            None,
+                        ));
+                    } else {
+                        out.push(f(
+                            scope,
+                            "on_failure",
+                            Status::Problem,
+                            format!("Claude Code {}.{}.{} ignores onFailure: a guard that cannot run (crash, timeout, not found) lets the call through; the supervisor's journal is then the only bound", v.0, v.1, v.2),
+                            Some("upgrade Claude Code to 2.1.295 or later".into()),
+                        ));
+                    }
+                }
+                let mut files = vec![
+                    project.join(".claude/settings.json"),
+                    project.join(".claude/settings.local.json"),
+                ];
+                if let Some(home) = std::env::var_os("HOME") {
+                    files.push(PathBuf::from(home).join(".claude/settings.json"));
+                }
+                for file in files {
+                    let Ok(text) = std::fs::read_to_string(&file) else {
+                        continue;
+                    };
+                    let problems = claude_settings_problems(&text);
+                    if problems.is_empty() {
+                        out.push(f(
+                            scope,
+                            "settings",
+                            Status::Ok,
+                            format!("{} loads", file.display()),
+                            None,
+                        ));
+                    } else {
+                        out.push(f(
+                            scope,
+                            "settings",
+                            Status::Problem,
+                            format!(
+                                "{}: {}. Claude Code skips the whole file (silently under -p); `persona run` still passes the guard with --settings, but the file's other settings are lost",
+                                file.display(),
+                                problems.join("; ")
+                            ),
+                            Some(format!("correct {}", file.display())),
+                        ));
+                    }
+                }
+            }
+            HarnessKind::Codex => {
+                out.push(f(
+                    scope,
+                    "exec_flags",
+                    Status::Note,
+                    "`codex exec` runs hooks only with --dangerously-bypass-hook-trust, and executes MCP calls only with --dangerously-bypass-approvals-and-sandbox; `persona run` passes both. On Codex a guard that cannot run fails open: the supervisor's journal is the bound".into(),
+                    None,
+                ));
+                let cfg = ctx.codex_home.join("config.toml");
+                if let Ok(text) = std::fs::read_to_string(&cfg) {
+                    match text.parse::<toml_edit::DocumentMut>() {
+                        Ok(doc) => {
+                            let hooks_off = doc
+                                .get("features")
+                                .and_then(|t| t.get("codex_hooks").or_else(|| t.get("hooks")))
+                                .and_then(|v| v.as_bool())
+                                == Some(false);
+                            if hooks_off {
+                                out.push(f(
+                                    scope,
+                                    "config",
+                                    Status::Problem,
+                                    format!(
+                                        "{}: hooks are switched off under [features]",
+                                        cfg.display()
+                                    ),
+                                    Some(format!(
+                                        "remove the hooks feature toggle from {}",
+                                        cfg.display()
+                                    )),
+                                ));
+                            } else {
+                                out.push(f(
+                                    scope,
+                                    "config",
+                                    Status::Ok,
+                                    format!("{} parses", cfg.display()),
+                                    None,
+                                ));
+                            }
+                        }
+                        Err(e) => out.push(f(
+                            scope,
+                            "config",
+                            Status::Problem,
+                            format!(
+                                "{} is not valid TOML: {}",
+                                cfg.display(),
+                                e.to_string().lines().next().unwrap_or("")
+                            ),
+                            Some(format!("correct {}", cfg.display())),
+                        )),
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
+    let project = state::resolve_project(args.project.project.as_deref())?;
+    let all = findings(&project)?;
+    let bad = all.iter().any(|x| x.status == Status::Problem);
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        let v = serde_json::json!({"ok": !bad, "project": project, "findings": all});
+        let _ = writeln!(stdout, "{v}");
+    } else {
+        for x in &all {
+            let mark = match x.status {
+                Status::Ok => "ok     ",
+                Status::Note => "note   ",
+                Status::Problem => "PROBLEM",
+            };
+            let _ = writeln!(
+                stdout,
+                "{mark} {:<7} {:<12} {}",
+                x.scope, x.check, x.message
+            );
+            if let Some(fix) = &x.fix {
+                let _ = writeln!(stdout, "        fix: {fix}");
+            }
+        }
+    }
+    Ok(ExitCode::from(if bad {
+        RunExit::VIOLATIONS
+    } else {
+        RunExit::CLEAN
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse_from_version_lines() {
+        assert_eq!(parse_version("2.1.332 (Claude Code)"), Some((2, 1, 332)));
+        assert_eq!(parse_version("codex-cli 0.171.0"), Some((0, 171, 0)));
+        assert_eq!(parse_version("unknown"), None);
+    }
+
+    #[test]
+    fn claude_settings_shapes_known_to_be_rejected_are_found() {
+        assert!(claude_settings_problems(r#"{"permissions":{"allow":["Bash"]}}"#).is_empty());
+        assert!(!claude_settings_problems(r#"{"permissions":{"allow":5}}"#).is_empty());
+        assert!(!claude_settings_problems(r#"{"hooks":{"PreToolUse":{}}}"#).is_empty());
+        assert!(!claude_settings_problems(r#"{"disableAllHooks":true}"#).is_empty());
+        assert!(!claude_settings_problems("{").is_empty());
+        assert!(!claude_settings_problems("[]").is_empty());
+    }
+}

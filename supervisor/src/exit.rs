@@ -1,0 +1,43 @@
+//! `leopold persona run`'s exit codes: a protocol for scripts and CI, documented in the README
+//! ("Running a persona") and in `persona run --help`.
+
+/// Exit codes of `leopold persona run` (and `recover`, `doctor` where noted).
+pub struct RunExit;
+
+impl RunExit {
+    /// The worker finished and every observed action was inside the flow's bound.
+    pub const CLEAN: u8 = 0;
+    /// At least one action broke the flow's bound (off-allowlist navigation that reached the tool,
+    /// an irreversible action); the worker was stopped. Also `doctor`: something is wrong.
+    pub const VIOLATIONS: u8 = 1;
+    /// Usage or configuration error (bad flow, bad MCP config, refused harness argument, harness
+    /// binary not found, wiring or its proof failed). Nothing is left wired.
+    pub const CONFIG: u8 = 2;
+    /// The worker failed (non-zero exit, crash), timed out (`--timeout`), or the run was
+    /// interrupted (SIGINT/SIGTERM/SIGHUP).
+    pub const WORKER_FAILED: u8 = 3;
+    /// Another run is active in this project (it holds `.leopold/persona/run.lock`); nothing was
+    /// touched.
+    pub const BUSY: u8 = 4;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunExit;
+
+    #[test]
+    fn exit_codes_are_distinct() {
+        let all = [
+            RunExit::CLEAN,
+            RunExit::VIOLATIONS,
+            RunExit::CONFIG,
+            RunExit::WORKER_FAILED,
+            RunExit::BUSY,
+        ];
+        for (i, a) in all.iter().enumerate() {
+            for b in &all[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+    }
+}

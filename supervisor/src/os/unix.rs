@@ -1,0 +1,185 @@
+//! Unix process control for the worker: its own process group, a parent-death signal, signals to
+//! the whole group, and finding a crashed run's leftover processes.
+//!
+//! A PID is a hint, not an identity: recovery only signals a process group after finding, in
+//! `/proc`, a member whose environment carries the crashed run's `LEOPOLD_RUN_ID`. A reused PID
+//! belongs to some other program and is left alone.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::process::Command;
+
+/// The environment variable every worker inherits, naming its run.
+pub const RUN_ID_ENV: &str = "LEOPOLD_RUN_ID";
+
+/// Puts the command in its own process group and, on Linux, has the kernel SIGKILL it when the
+/// supervisor dies (so a SIGKILLed supervisor never leaves a worker running unbounded).
+pub fn configure_worker(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
+    #[cfg(target_os = "linux")]
+    {
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: the closure runs in the forked child before exec; it calls only prctl, getppid
+        // and _exit, which are async-signal-safe, and touches no memory shared with the parent.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // The parent may have died between fork and prctl: then nobody would send the
+                // signal, so leave now.
+                if libc::getppid() != parent {
+                    libc::_exit(70);
+                }
+                Ok(())
+            });
+        }
+    }
+}
+
+/// Sends `sig` to process group `pgid`. `Ok(false)` if the group no longer exists.
+pub fn signal_group(pgid: u32, sig: libc::c_int) -> io::Result<bool> {
+    if pgid <= 1 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "refusing to signal process group 0 or 1",
+        ));
+    }
+    // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
+    let rc = unsafe { libc::kill(-(pgid as libc::pid_t), sig) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::ESRCH) {
+        Ok(false)
+    } else {
+        Err(err)
+    }
+}
+
+/// The pids of live (non-zombie) processes in group `pgid` whose environment carries
+/// `LEOPOLD_RUN_ID=<run_id>`. Linux only (reads `/proc`); elsewhere empty.
+#[cfg(test)]
+pub fn run_group_members(pgid: u32, run_id: &str) -> Vec<u32> {
+    scan(Some(pgid), run_id)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect()
+}
+
+fn scan(want_pgid: Option<u32>, run_id: &str) -> Vec<(u32, u32)> {
+    #[cfg(target_os = "linux")]
+    {
+        let needle = format!("{RUN_ID_ENV}={run_id}");
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        for entry in dir.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
+            let Some(after) = stat.rsplit_once(')').map(|(_, a)| a) else {
+                continue;
+            };
+            let mut fields = after.split_whitespace();
+            let state = fields.next();
+            let _ppid = fields.next();
+            let Some(pgrp) = fields.next().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            if want_pgid.is_some_and(|g| g != pgrp) || state == Some("Z") {
+                continue;
+            }
+            let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                continue;
+            };
+            if env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+                found.push((pid, pgrp));
+            }
+        }
+        found
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (want_pgid, run_id);
+        Vec::new()
+    }
+}
+
+/// Kills what is left of a crashed run: its worker group (if `pgid` is known and a member still
+/// carries the run's id) and any other process carrying the run's id (a worker spawned just before
+/// the crash, before its pid was recorded). Returns the pids found, all SIGKILLed.
+pub fn kill_crashed_run(pgid: Option<u32>, run_id: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for _ in 0..200 {
+        let members = run_processes(run_id);
+        if members.is_empty() {
+            break;
+        }
+        for &(pid, pgrp) in &members {
+            if !found.contains(&pid) {
+                found.push(pid);
+            }
+            if Some(pgrp) == pgid {
+                let _ = signal_group(pgrp, libc::SIGKILL);
+            }
+            // SAFETY: kill(2) on a pid just seen carrying this run's id; no memory involved.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+        // Gone once reaped by their parent (or init): wait so "worker gone" is true when we say so.
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    found
+}
+
+/// Every live (non-zombie) process whose environment carries `LEOPOLD_RUN_ID=<run_id>`, with its
+/// process group. Linux only (reads `/proc`); elsewhere empty.
+pub fn run_processes(run_id: &str) -> Vec<(u32, u32)> {
+    scan(None, run_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_group_is_found_by_run_id_and_killed() {
+        let run_id = format!("test-{}", std::process::id());
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "sleep 30 & sleep 30"])
+            .env(RUN_ID_ENV, &run_id);
+        configure_worker(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        let pgid = child.id();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(run_group_members(pgid, "some-other-run").is_empty());
+        let members = run_group_members(pgid, &run_id);
+        assert!(members.len() >= 2, "sh and its sleeps: {members:?}");
+        let killed = kill_crashed_run(Some(pgid), &run_id);
+        for m in &members {
+            assert!(killed.contains(m));
+        }
+        let _ = child.wait();
+        assert!(run_group_members(pgid, &run_id).is_empty());
+        assert!(!signal_group(pgid, 0).unwrap() || run_group_members(pgid, &run_id).is_empty());
+    }
+
+    #[test]
+    fn signalling_group_one_is_refused() {
+        assert!(signal_group(1, 0).is_err());
+        assert!(signal_group(0, 0).is_err());
+    }
+}

@@ -1,0 +1,410 @@
+//! The persona run's on-disk state under `<project>/.leopold/persona/`:
+//!
+//! - `run.lock`: an exclusive `fs2` lock held for the life of a run. Its content names the holder
+//!   (pid, flow, start time) so a second run can say who is active. The file itself is never
+//!   deleted: unlinking a lock file races (a process holding the old inode and one creating a new
+//!   file could both "hold" the lock). A kernel lock dies with its process, so a crash leaves an
+//!   `ACTIVE.json` behind, never a stale lock.
+//! - `ACTIVE.json`: the active run, written atomically before anything is changed, so that
+//!   recovery knows what to undo (record before you change).
+//! - `runs/<run_id>/`: the run's journal, its `--settings` file while it runs, and `run.json`
+//!   (ACTIVE.json's final state) once it ends.
+//! - `events.jsonl`: the guard's denials and lifecycle events such as `persona_recovered`.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+/// ACTIVE.json's format version.
+pub const ACTIVE_VERSION: u32 = 1;
+
+/// Paths of one project's persona state.
+#[derive(Debug, Clone)]
+pub struct PersonaPaths {
+    pub project: PathBuf,
+    pub dir: PathBuf,
+}
+
+impl PersonaPaths {
+    pub fn new(project: &Path) -> PersonaPaths {
+        PersonaPaths {
+            project: project.to_path_buf(),
+            dir: project.join(".leopold").join("persona"),
+        }
+    }
+    pub fn lock(&self) -> PathBuf {
+        self.dir.join("run.lock")
+    }
+    pub fn active(&self) -> PathBuf {
+        self.dir.join("ACTIVE.json")
+    }
+    pub fn events(&self) -> PathBuf {
+        self.dir.join("events.jsonl")
+    }
+    pub fn runs(&self) -> PathBuf {
+        self.dir.join("runs")
+    }
+    pub fn run_dir(&self, run_id: &str) -> PathBuf {
+        self.runs().join(run_id)
+    }
+}
+
+/// Resolves `--project` (default: the current directory) to an absolute, existing directory.
+pub fn resolve_project(arg: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let raw = match arg {
+        Some(p) => p.to_path_buf(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let abs = std::fs::canonicalize(&raw)
+        .with_context(|| format!("project directory {} does not exist", raw.display()))?;
+    if !abs.is_dir() {
+        anyhow::bail!("project {} is not a directory", abs.display());
+    }
+    Ok(abs)
+}
+
+/// One wiring record: enough for recovery to unwire exactly what a run wired.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WiringEntry {
+    /// `claude` or `codex`.
+    pub harness: String,
+    /// The file the guard is (or is about to be) wired into.
+    pub file: PathBuf,
+    /// The tag on every handler Leopold adds.
+    pub tag: String,
+}
+
+/// ACTIVE.json while a run is active, and `run.json` (with `end`) after it ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActiveState {
+    pub version: u32,
+    pub active: bool,
+    pub run_id: String,
+    /// The flow's name.
+    pub flow: String,
+    /// The flow file, absolute.
+    pub flow_path: PathBuf,
+    /// `claude` or `codex`.
+    pub harness: String,
+    pub supervisor_pid: u32,
+    /// The worker's pid, which is also its process group id (it leads its own group).
+    pub worker_pid: Option<u32>,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    /// What is (or is about to be) wired. Written before each edit, so a crash in between leaves
+    /// a record naming a file that may or may not carry the tag; unwiring is idempotent.
+    pub wiring: Vec<WiringEntry>,
+    /// The `claude --settings` file of this run, removed at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard_settings: Option<PathBuf>,
+    /// Present only in `run.json`: how the run ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<RunEnd>,
+}
+
+/// How a run ended (in `run.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunEnd {
+    /// `clean`, `violated`, `worker_failed`, `timed_out`, `interrupted`, `setup_failed`,
+    /// `recovered` (archived by `persona recover` after a crash).
+    pub outcome: String,
+    pub exit_code: u8,
+    pub ended_at: String,
+    pub counts: Counts,
+    /// The worker's exit status as text (`exit 0`, `signal 9`), if it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_status: Option<String>,
+    /// Why the run stopped early, if it did (violation reason, timeout, signal, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Action counts of a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Counts {
+    pub actions: u64,
+    pub completed: u64,
+    pub errored: u64,
+    pub denied: u64,
+    pub violations: u64,
+    /// Stream lines the adapter could not read (malformed JSON, over-long lines).
+    pub unreadable_lines: u64,
+}
+
+impl ActiveState {
+    pub fn read(path: &Path) -> anyhow::Result<ActiveState> {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        serde_json::from_slice(&bytes).with_context(|| {
+            format!(
+                "{} is not a Leopold ACTIVE.json this version understands",
+                path.display()
+            )
+        })
+    }
+
+    /// Writes this state to `path` atomically (temp file in the same directory, fsync, rename).
+    pub fn write_atomic(&self, path: &Path) -> anyhow::Result<()> {
+        let mut text = serde_json::to_string_pretty(self).expect("state serialises");
+        text.push('\n');
+        write_atomic(path, text.as_bytes())
+    }
+}
+
+/// Atomic replace: temp file in the target's directory, write, fsync, rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = path.parent().context("path has no parent directory")?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".leopold-tmp-")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .with_context(|| format!("cannot write a temporary file in {}", dir.display()))?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| format!("cannot replace {}", path.display()))?;
+    Ok(())
+}
+
+/// Now, RFC 3339 UTC, seconds.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
+
+/// A run id: UTC start time plus the supervisor's pid (unique while the lock is held).
+pub fn new_run_id() -> String {
+    let t = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let compact: String = t.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    format!("{compact}-{}", std::process::id())
+}
+
+/// Who holds the run lock, as written into `run.lock` by the holder.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LockHolder {
+    pub pid: u32,
+    /// `persona run` (with a flow) or `persona recover`.
+    pub command: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<String>,
+    pub started_at: String,
+}
+
+impl std::fmt::Display for LockHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.flow {
+            Some(flow) => write!(
+                f,
+                "`{}` of flow `{flow}` (pid {}, started {})",
+                self.command, self.pid, self.started_at
+            ),
+            None => write!(
+                f,
+                "`{}` (pid {}, started {})",
+                self.command, self.pid, self.started_at
+            ),
+        }
+    }
+}
+
+/// The exclusive run lock. Released (and its content cleared) on drop; the kernel releases it if
+/// the process dies.
+#[derive(Debug)]
+pub struct RunLock {
+    file: File,
+}
+
+/// Outcome of [`RunLock::try_acquire`].
+#[must_use = "a lock that is not checked is not held"]
+pub enum TryLock {
+    Acquired(RunLock),
+    /// Someone else holds it; their self-description if readable.
+    Busy(Option<LockHolder>),
+}
+
+impl RunLock {
+    /// Takes the lock without waiting. Creates `.leopold/persona/` and `run.lock` if needed: the
+    /// only thing a losing contender may create, and both are inert.
+    pub fn try_acquire(paths: &PersonaPaths, holder: &LockHolder) -> anyhow::Result<TryLock> {
+        std::fs::create_dir_all(&paths.dir)
+            .with_context(|| format!("cannot create {}", paths.dir.display()))?;
+        let path = paths.lock();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        match fs2::FileExt::try_lock_exclusive(&file) {
+            Ok(()) => {
+                let mut lock = RunLock { file };
+                lock.describe(holder)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                Ok(TryLock::Acquired(lock))
+            }
+            Err(e) if e.raw_os_error() == fs2::lock_contended_error().raw_os_error() => {
+                Ok(TryLock::Busy(read_holder(&path)))
+            }
+            Err(e) => Err(e).with_context(|| {
+                format!(
+                    "cannot lock {} (is the project on a file system without locks, such as some NFS mounts?)",
+                    path.display()
+                )
+            }),
+        }
+    }
+
+    fn describe(&mut self, holder: &LockHolder) -> std::io::Result<()> {
+        let text = serde_json::to_string(holder).expect("holder serialises");
+        self.file.set_len(0)?;
+        self.file.seek(SeekFrom::Start(0))?;
+        self.file.write_all(text.as_bytes())?;
+        self.file.write_all(b"\n")?;
+        self.file.sync_data()
+    }
+
+    /// Renames the holder (e.g. once the flow is known).
+    pub fn update(&mut self, holder: &LockHolder) -> std::io::Result<()> {
+        self.describe(holder)
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        // Clear the holder first so nobody reads a stale name, then unlock.
+        let _ = self.file.set_len(0);
+        let _ = fs2::FileExt::unlock(&self.file);
+    }
+}
+
+/// Reads the lock holder's self-description. The holder writes it right after taking the lock,
+/// so a contender may briefly see it empty or half-written: retry for a short while.
+pub fn read_holder(path: &Path) -> Option<LockHolder> {
+    for _ in 0..20 {
+        let mut text = String::new();
+        if let Ok(mut f) = File::open(path) {
+            let _ = f.read_to_string(&mut text);
+            if let Ok(h) = serde_json::from_str::<LockHolder>(text.trim()) {
+                return Some(h);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    None
+}
+
+/// Whether someone holds the lock right now (doctor). Never creates anything.
+pub fn lock_is_held(paths: &PersonaPaths) -> anyhow::Result<Option<Option<LockHolder>>> {
+    let path = paths.lock();
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot open {}", path.display())),
+    };
+    match fs2::FileExt::try_lock_shared(&file) {
+        Ok(()) => {
+            let _ = fs2::FileExt::unlock(&file);
+            Ok(None)
+        }
+        Err(e) if e.raw_os_error() == fs2::lock_contended_error().raw_os_error() => {
+            Ok(Some(read_holder(&path)))
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot test the lock {}", path.display())),
+    }
+}
+
+/// Appends one JSON line to `events.jsonl` (O_APPEND, one write, so concurrent appenders such as
+/// the guard never interleave within a line).
+pub fn append_event(paths: &PersonaPaths, event: &serde_json::Value) -> anyhow::Result<()> {
+    let path = paths.events();
+    let mut line = serde_json::to_string(event).expect("event serialises");
+    line.push('\n');
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    f.write_all(line.as_bytes())
+        .with_context(|| format!("cannot append to {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn holder(pid: u32) -> LockHolder {
+        LockHolder {
+            pid,
+            command: "persona run".into(),
+            flow: Some("checkout".into()),
+            started_at: now_rfc3339(),
+        }
+    }
+
+    #[test]
+    fn a_second_lock_is_busy_and_names_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = PersonaPaths::new(dir.path());
+        let TryLock::Acquired(lock) = RunLock::try_acquire(&paths, &holder(11)).unwrap() else {
+            panic!("first lock must be acquired");
+        };
+        match RunLock::try_acquire(&paths, &holder(22)).unwrap() {
+            TryLock::Busy(Some(h)) => assert_eq!(h.pid, 11),
+            _ => panic!("second lock must be busy and name pid 11"),
+        }
+        assert!(lock_is_held(&paths).unwrap().is_some());
+        drop(lock);
+        assert!(lock_is_held(&paths).unwrap().is_none());
+        assert_eq!(std::fs::read(paths.lock()).unwrap(), b"");
+        assert!(matches!(
+            RunLock::try_acquire(&paths, &holder(33)).unwrap(),
+            TryLock::Acquired(_)
+        ));
+    }
+
+    #[test]
+    fn active_state_round_trips_and_rejects_unknown_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ACTIVE.json");
+        let s = ActiveState {
+            version: ACTIVE_VERSION,
+            active: true,
+            run_id: new_run_id(),
+            flow: "checkout".into(),
+            flow_path: "/x/flows/checkout.md".into(),
+            harness: "claude".into(),
+            supervisor_pid: 1,
+            worker_pid: None,
+            started_at: now_rfc3339(),
+            wiring: vec![WiringEntry {
+                harness: "claude".into(),
+                file: "/x/.claude/settings.json".into(),
+                tag: "leopold-persona-guard".into(),
+            }],
+            guard_settings: None,
+            end: None,
+        };
+        s.write_atomic(&p).unwrap();
+        let back = ActiveState::read(&p).unwrap();
+        assert_eq!(back.wiring, s.wiring);
+        let text = std::fs::read_to_string(&p).unwrap();
+        std::fs::write(&p, text.replacen("{", "{\"surprise\": 1,", 1)).unwrap();
+        assert!(ActiveState::read(&p).is_err());
+        // Only the target remains: the temp file was renamed, not left behind.
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+    }
+}

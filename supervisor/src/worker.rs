@@ -1,0 +1,527 @@
+//! The worker's command line (HARNESS-FACTS §5): headless flags, the MCP servers, the prompt built
+//! from the flow, and the refusal of extra arguments that would switch the guard off.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::Context as _;
+use leopold_flows::Flow;
+
+use crate::wiring_port::HarnessKind;
+
+/// One MCP server from a `--mcp-config` file (Claude's format: `{"mcpServers": {name: {...}}}`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpServer {
+    pub name: String,
+    pub transport: McpTransport,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum McpTransport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+    },
+    /// `type: "http"` (or `"sse"`) with a `url`.
+    Http { url: String },
+}
+
+/// Reads a Claude-format MCP config file.
+///
+/// # Errors
+///
+/// Unreadable file, invalid JSON, or a server entry without `command` or `url`; each names the
+/// file and the server.
+pub fn read_mcp_config(path: &Path) -> anyhow::Result<Vec<McpServer>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read MCP config {}", path.display()))?;
+    let doc: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "MCP config {} is not valid JSON\n(hint: use Claude's `--mcp-config` format: {{\"mcpServers\": {{\"browser\": {{\"command\": \"…\", \"args\": […]}}}}}})",
+            path.display()
+        )
+    })?;
+    let servers = doc
+        .get("mcpServers")
+        .and_then(|v| v.as_object())
+        .with_context(|| {
+            format!(
+                "MCP config {} has no `mcpServers` object\n(hint: {{\"mcpServers\": {{\"browser\": {{\"command\": \"…\", \"args\": […]}}}}}})",
+                path.display()
+            )
+        })?;
+    let mut out = Vec::new();
+    for (name, spec) in servers {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            anyhow::bail!(
+                "MCP config {}: server name {name:?} must be letters, digits, `_` or `-`\n(hint: the name becomes part of tool names `mcp__<server>__<tool>` and of Codex config keys)",
+                path.display()
+            );
+        }
+        let str_field = |k: &str| spec.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+        let transport = if let Some(command) = str_field("command") {
+            let args = match spec.get("args") {
+                None => Vec::new(),
+                Some(serde_json::Value::Array(a)) => a
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+                    .with_context(|| {
+                        format!(
+                            "MCP config {}: server `{name}`: `args` must be strings",
+                            path.display()
+                        )
+                    })?,
+                Some(_) => anyhow::bail!(
+                    "MCP config {}: server `{name}`: `args` must be an array of strings",
+                    path.display()
+                ),
+            };
+            let mut env = Vec::new();
+            if let Some(e) = spec.get("env") {
+                let obj = e.as_object().with_context(|| {
+                    format!(
+                        "MCP config {}: server `{name}`: `env` must be an object",
+                        path.display()
+                    )
+                })?;
+                for (k, v) in obj {
+                    let v = v.as_str().with_context(|| {
+                        format!(
+                            "MCP config {}: server `{name}`: env `{k}` must be a string",
+                            path.display()
+                        )
+                    })?;
+                    env.push((k.clone(), v.to_owned()));
+                }
+            }
+            McpTransport::Stdio { command, args, env }
+        } else if let Some(url) = str_field("url") {
+            McpTransport::Http { url }
+        } else {
+            anyhow::bail!(
+                "MCP config {}: server `{name}` has neither `command` nor `url`",
+                path.display()
+            );
+        };
+        out.push(McpServer {
+            name: name.clone(),
+            transport,
+        });
+    }
+    Ok(out)
+}
+
+/// Extra arguments that would switch hooks off (HARNESS-FACTS §2) or break the event stream the
+/// supervisor reads. `Err` names the argument and why.
+pub fn check_extra_args(kind: HarnessKind, extra: &[String]) -> Result<(), String> {
+    let mut i = 0;
+    while i < extra.len() {
+        let arg = extra[i].as_str();
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
+            _ => (arg, None),
+        };
+        let next = || {
+            inline
+                .map(str::to_owned)
+                .or_else(|| extra.get(i + 1).cloned())
+        };
+        match kind {
+            HarnessKind::Claude => match flag {
+                "--bare" | "--safe-mode" => {
+                    return Err(format!("`{flag}` makes Claude Code skip hooks: the guard would not run"))
+                }
+                "--settings" => {
+                    let v = next().unwrap_or_default();
+                    let text = if v.trim_start().starts_with('{') {
+                        v.clone()
+                    } else {
+                        std::fs::read_to_string(&v).unwrap_or_default()
+                    };
+                    if text.contains("disableAllHooks") || text.contains("allowManagedHooksOnly") {
+                        return Err(format!(
+                            "`--settings {v}` sets disableAllHooks/allowManagedHooksOnly: the guard would not run"
+                        ));
+                    }
+                }
+                "--setting-sources" => {
+                    return Err("`--setting-sources` changes which settings (and hooks) load; Leopold passes the guard itself".into())
+                }
+                "-p" | "--print" | "--output-format" | "--input-format" | "--mcp-config"
+                | "--strict-mcp-config" => {
+                    return Err(format!("`{flag}` is set by Leopold (use `--mcp-config` before `--`)"))
+                }
+                _ => {}
+            },
+            HarnessKind::Codex => {
+                let config_value = match flag {
+                    "-c" | "--config" => next(),
+                    _ if arg.starts_with("-c") && arg.len() > 2 => Some(arg[2..].to_owned()),
+                    _ => None,
+                };
+                if let Some(kv) = config_value {
+                    let key = kv.split('=').next().unwrap_or("").trim();
+                    let key_l = key.to_ascii_lowercase();
+                    if key_l == "hooks"
+                        || key_l.starts_with("hooks.")
+                        || key_l.contains("features.hooks")
+                        || key_l.contains("features.codex_hooks")
+                        || (key_l == "features" && kv.contains("hooks"))
+                    {
+                        return Err(format!(
+                            "`-c {key}=…` overrides Codex hook settings: the guard could be switched off"
+                        ));
+                    }
+                }
+                match flag {
+                    "--disable" | "--enable" => {
+                        let v = next().unwrap_or_default();
+                        if v.contains("hook") {
+                            return Err(format!("`{flag} {v}` toggles Codex hooks"));
+                        }
+                    }
+                    "--json" | "--skip-git-repo-check"
+                    | "--dangerously-bypass-approvals-and-sandbox"
+                    | "--dangerously-bypass-hook-trust" | "-C" | "--cd" => {
+                        return Err(format!("`{flag}` is set by Leopold"))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// The persona's prompt: brief, start URL, allowlist, irreversibility rules, and what to do at a
+/// wall.
+pub fn build_prompt(flow: &Flow) -> String {
+    let mut p = String::new();
+    p.push_str(&format!(
+        "You are a persona walking the flow `{}` on a staging web app, using only the browser tools you were given.\n\n",
+        flow.name
+    ));
+    p.push_str("## Your brief\n\n");
+    p.push_str(flow.brief.trim());
+    p.push_str("\n\n## Rules Leopold enforces\n\n");
+    if let Some(start) = &flow.start_url {
+        p.push_str(&format!("- Start at {start}\n"));
+    }
+    let hosts: Vec<String> = flow.allowlist.iter().map(|e| e.to_string()).collect();
+    p.push_str(&format!(
+        "- Only these hosts (and their subdomains) may be visited: {}. Anything else is refused.\n",
+        hosts.join(", ")
+    ));
+    let irr = &flow.irreversible;
+    let mut rules = Vec::new();
+    for set in &irr.forbid {
+        rules.push(format!("any {} action", set.name()));
+    }
+    for re in &irr.click_labels {
+        rules.push(format!("clicking anything labelled like /{}/", re.as_str()));
+    }
+    for path in &irr.url_paths {
+        rules.push(format!("visiting or submitting to a path starting {path}"));
+    }
+    for re in &irr.tools {
+        rules.push(format!("calling tools matching /{}/", re.as_str()));
+    }
+    if !rules.is_empty() {
+        p.push_str(&format!(
+            "- Irreversible, never do: {}. Doing one stops the run.\n",
+            rules.join("; ")
+        ));
+    }
+    p.push_str(
+        "- When a step is refused (by Leopold's guard or by the browser), do not retry it or work around it: note the wall as a finding and go on.\n\nFinish with a short report of your findings.\n",
+    );
+    p
+}
+
+/// What the worker is launched with.
+#[derive(Debug, Clone)]
+pub struct WorkerSpec<'a> {
+    pub kind: HarnessKind,
+    pub bin: PathBuf,
+    pub project: &'a Path,
+    pub prompt: String,
+    pub mcp_config: Option<&'a Path>,
+    pub mcp_servers: Vec<McpServer>,
+    /// Claude: the run's `--settings` file carrying the guard.
+    pub guard_settings: Option<&'a Path>,
+    pub extra: &'a [String],
+}
+
+/// The worker's argument vector (without the program).
+pub fn worker_args(spec: &WorkerSpec<'_>) -> Vec<String> {
+    let mut a: Vec<String> = Vec::new();
+    match spec.kind {
+        HarnessKind::Claude => {
+            a.extend(
+                [
+                    "-p",
+                    &spec.prompt,
+                    "--output-format",
+                    "stream-json",
+                    "--verbose",
+                ]
+                .map(str::to_owned),
+            );
+            if let Some(settings) = spec.guard_settings {
+                a.push("--settings".into());
+                a.push(settings.display().to_string());
+            }
+            if let Some(cfg) = spec.mcp_config {
+                a.push("--mcp-config".into());
+                a.push(cfg.display().to_string());
+                a.push("--strict-mcp-config".into());
+                if !spec.mcp_servers.is_empty() {
+                    a.push("--allowedTools".into());
+                    a.push(
+                        spec.mcp_servers
+                            .iter()
+                            .map(|s| format!("mcp__{}", s.name))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                    );
+                }
+            }
+            a.extend(spec.extra.iter().cloned());
+        }
+        HarnessKind::Codex => {
+            a.extend(
+                [
+                    "exec",
+                    "--json",
+                    "--skip-git-repo-check",
+                    "--dangerously-bypass-approvals-and-sandbox",
+                    "--dangerously-bypass-hook-trust",
+                    "-C",
+                ]
+                .map(str::to_owned),
+            );
+            a.push(spec.project.display().to_string());
+            for s in &spec.mcp_servers {
+                for (key, value) in codex_mcp_overrides(s) {
+                    a.push("-c".into());
+                    a.push(format!("mcp_servers.{}.{key}={value}", s.name));
+                }
+            }
+            a.extend(spec.extra.iter().cloned());
+            a.push(spec.prompt.clone());
+        }
+    }
+    a
+}
+
+/// The `-c` overrides that give Codex one MCP server without touching any user file; values are
+/// TOML literals.
+fn codex_mcp_overrides(s: &McpServer) -> Vec<(&'static str, String)> {
+    let lit = |v: &str| toml_edit::Value::from(v).to_string().trim().to_owned();
+    match &s.transport {
+        McpTransport::Stdio { command, args, env } => {
+            let mut out = vec![("command", lit(command))];
+            let arr: toml_edit::Array = args.iter().map(String::as_str).collect();
+            out.push((
+                "args",
+                toml_edit::Value::Array(arr).to_string().trim().to_owned(),
+            ));
+            if !env.is_empty() {
+                let mut t = toml_edit::InlineTable::new();
+                for (k, v) in env {
+                    t.insert(k, v.as_str().into());
+                }
+                out.push((
+                    "env",
+                    toml_edit::Value::InlineTable(t)
+                        .to_string()
+                        .trim()
+                        .to_owned(),
+                ));
+            }
+            out
+        }
+        McpTransport::Http { url } => vec![("url", lit(url))],
+    }
+}
+
+/// The worker command: program, arguments, cwd = project, stdin closed, stdout/stderr piped, its
+/// own process group, dying with the supervisor, `LEOPOLD_RUN_ID` in its environment.
+pub fn worker_command(spec: &WorkerSpec<'_>, run_id: &str) -> Command {
+    let mut cmd = Command::new(&spec.bin);
+    cmd.args(worker_args(spec))
+        .current_dir(spec.project)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .env(crate::os::RUN_ID_ENV, run_id);
+    crate::os::configure_worker(&mut cmd);
+    cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn hook_disabling_claude_args_are_refused() {
+        for bad in [
+            s(&["--bare"]),
+            s(&["--safe-mode"]),
+            s(&["--settings", "{\"disableAllHooks\":true}"]),
+            s(&["--settings={\"disableAllHooks\":true}"]),
+            s(&["--setting-sources", "user"]),
+            s(&["--output-format", "text"]),
+        ] {
+            assert!(
+                check_extra_args(HarnessKind::Claude, &bad).is_err(),
+                "{bad:?}"
+            );
+        }
+        assert!(check_extra_args(
+            HarnessKind::Claude,
+            &s(&["--model", "x", "--max-turns", "3"])
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn hook_disabling_codex_args_are_refused() {
+        for bad in [
+            s(&["-c", "features.codex_hooks=false"]),
+            s(&["-c", "hooks.PreToolUse=[]"]),
+            s(&["--config=hooks={}"]),
+            s(&["-chooks={}"]),
+            s(&["--disable", "codex_hooks"]),
+            s(&["-C", "/elsewhere"]),
+        ] {
+            assert!(
+                check_extra_args(HarnessKind::Codex, &bad).is_err(),
+                "{bad:?}"
+            );
+        }
+        assert!(
+            check_extra_args(HarnessKind::Codex, &s(&["-c", "model=\"x\"", "-m", "o3"])).is_ok()
+        );
+    }
+
+    #[test]
+    fn claude_args_carry_settings_strict_mcp_and_allowed_servers_never_bare() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("mcp.json");
+        std::fs::write(
+            &cfg,
+            r#"{"mcpServers":{"browser":{"command":"pw","args":["--isolated"]},"stub":{"type":"http","url":"http://127.0.0.1:9/mcp"}}}"#,
+        )
+        .unwrap();
+        let servers = read_mcp_config(&cfg).unwrap();
+        let settings = dir.path().join("guard-settings.json");
+        let spec = WorkerSpec {
+            kind: HarnessKind::Claude,
+            bin: "claude".into(),
+            project: dir.path(),
+            prompt: "P".into(),
+            mcp_config: Some(&cfg),
+            mcp_servers: servers,
+            guard_settings: Some(&settings),
+            extra: &[],
+        };
+        let a = worker_args(&spec);
+        let joined = a.join(" ");
+        assert!(joined.starts_with("-p P --output-format stream-json --verbose --settings "));
+        assert!(joined.contains("--strict-mcp-config --allowedTools mcp__browser mcp__stub"));
+        assert!(!a.iter().any(|x| x == "--bare"));
+    }
+
+    #[test]
+    fn codex_gets_mcp_servers_as_config_overrides_and_its_bypass_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("mcp.json");
+        std::fs::write(
+            &cfg,
+            r#"{"mcpServers":{"browser":{"command":"/opt/pw \"mcp\"","args":["--config","a b.json"],"env":{"K":"v"}}}}"#,
+        )
+        .unwrap();
+        let servers = read_mcp_config(&cfg).unwrap();
+        let spec = WorkerSpec {
+            kind: HarnessKind::Codex,
+            bin: "codex".into(),
+            project: dir.path(),
+            prompt: "P".into(),
+            mcp_config: Some(&cfg),
+            mcp_servers: servers,
+            guard_settings: None,
+            extra: &[],
+        };
+        let a = worker_args(&spec);
+        assert_eq!(
+            &a[..6],
+            &s(&[
+                "exec",
+                "--json",
+                "--skip-git-repo-check",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "--dangerously-bypass-hook-trust",
+                "-C"
+            ])[..]
+        );
+        assert_eq!(a.last().unwrap(), "P");
+        // Each override parses back as TOML to the original values.
+        let mut doc = String::new();
+        for kv in a.iter().filter(|x| x.starts_with("mcp_servers.")) {
+            doc.push_str(kv);
+            doc.push('\n');
+        }
+        let parsed: toml_edit::DocumentMut = doc.parse().unwrap_or_else(|e| panic!("{doc}: {e}"));
+        let b = &parsed["mcp_servers"]["browser"];
+        assert_eq!(b["command"].as_str(), Some("/opt/pw \"mcp\""));
+        let args: Vec<&str> = b["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(args, ["--config", "a b.json"]);
+        assert_eq!(b["env"]["K"].as_str(), Some("v"));
+    }
+
+    #[test]
+    fn mcp_config_errors_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("mcp.json");
+        std::fs::write(&cfg, r#"{"mcpServers":{"b":{"args":[]}}}"#).unwrap();
+        let e = format!("{:#}", read_mcp_config(&cfg).unwrap_err());
+        assert!(e.contains("mcp.json") && e.contains("`b`"), "{e}");
+    }
+
+    #[test]
+    fn prompt_names_brief_start_allowlist_and_walls() {
+        let flow = Flow::parse(
+            "+++\nname=\"checkout\"\nallowlist=[\"staging.example.com\"]\nstart_url=\"https://staging.example.com/\"\n[irreversible]\nforbid=[\"payment\"]\nclick_labels=[\"(?i)place order\"]\n+++\nBuy a hat.\n",
+            Path::new("f.md"),
+        )
+        .unwrap();
+        let p = build_prompt(&flow);
+        for needle in [
+            "Buy a hat.",
+            "https://staging.example.com/",
+            "staging.example.com",
+            "payment",
+            "place order",
+            "finding",
+        ] {
+            assert!(p.contains(needle), "{needle} missing from {p}");
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! `leopold-fake-worker`: stands in for `claude`/`codex` in the supervisor's lifecycle tests
+//! (passed with `--harness-bin`). It complements, never replaces, the runs of the real CLIs.
+//!
+//! It follows a script (env `FAKE_WORKER_SCRIPT`, a file): each line is either a stream line
+//! printed as is, or a directive:
+//!
+//! - `@stream FILE`: print every line of FILE (relative to the script's directory), e.g. a real
+//!   capture from `../shared/harness-streams/`;
+//! - `@sleep MS`;
+//! - `@ignore-sigterm`: from now on SIGTERM does nothing (the supervisor must SIGKILL);
+//! - `@grandchild SECS`: start a process that holds our stdout for SECS seconds, in our group;
+//! - `@crash`: abort (SIGABRT), as a crashing harness would;
+//! - `@exit N`: exit with N at once;
+//! - `@guard TOOL URL`: act as Claude Code would for one tool call: run every PreToolUse hook
+//!   command from the `--settings` file we were given through `sh -c` with the hook payload, then
+//!   print the `tool_use` and its `tool_result` (an error result if a hook exited 2).
+//!
+//! At start, if `FAKE_WORKER_RECORD` is set, it writes `{argv, pid, pgid, cwd, stdin_is_null,
+//! run_id}` there as JSON. With `--version` it prints `FAKE_WORKER_VERSION` (default a Claude
+//! Code version line) and exits.
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
+#![allow(unsafe_code)]
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn out(line: &str) {
+    let mut o = std::io::stdout().lock();
+    if writeln!(o, "{line}").and_then(|()| o.flush()).is_err() {
+        std::process::exit(0);
+    }
+}
+
+fn record(path: &Path, argv: &[String]) {
+    // SAFETY: getpgrp(2) has no preconditions.
+    let pgid = unsafe { libc::getpgrp() };
+    let mut stdin_bytes = Vec::new();
+    let stdin_is_null =
+        std::io::stdin().read_to_end(&mut stdin_bytes).is_ok() && stdin_bytes.is_empty();
+    let v = serde_json::json!({
+        "argv": argv,
+        "pid": std::process::id(),
+        "pgid": pgid,
+        "cwd": std::env::current_dir().ok(),
+        "stdin_is_null": stdin_is_null,
+        "run_id": std::env::var("LEOPOLD_RUN_ID").ok(),
+    });
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, v.to_string()).expect("write record");
+    std::fs::rename(&tmp, path).expect("rename record");
+}
+
+fn settings_hooks(argv: &[String]) -> Vec<String> {
+    let Some(i) = argv.iter().position(|a| a == "--settings") else {
+        return Vec::new();
+    };
+    let Some(file) = argv.get(i + 1) else {
+        return Vec::new();
+    };
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return Vec::new();
+    };
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let mut cmds = Vec::new();
+    for m in doc["hooks"]["PreToolUse"].as_array().into_iter().flatten() {
+        for h in m["hooks"].as_array().into_iter().flatten() {
+            if let Some(c) = h["command"].as_str() {
+                cmds.push(c.to_owned());
+            }
+        }
+    }
+    cmds
+}
+
+fn guard_call(argv: &[String], n: &mut u32, tool: &str, url: &str) {
+    *n += 1;
+    let id = format!("toolu_fake_{n}");
+    let input = serde_json::json!({"url": url});
+    out(&serde_json::json!({"type":"assistant","message":{"id":"msg_fake","type":"message","role":"assistant","content":[{"type":"tool_use","id":id,"name":tool,"input":input}]}}).to_string());
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let payload = serde_json::json!({"session_id":"fake","hook_event_name":"PreToolUse","cwd":cwd,"tool_name":tool,"tool_input":input,"tool_use_id":id});
+    let mut denied: Option<String> = None;
+    for cmd in settings_hooks(argv) {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(&cmd)
+            .env("CLAUDE_PROJECT_DIR", &cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn hook");
+        let _ = child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(payload.to_string().as_bytes());
+        let o = child.wait_with_output().expect("hook output");
+        eprintln!("fake-worker: hook exit {:?}", o.status.code());
+        if o.status.code() == Some(2) {
+            denied = Some(format!(
+                "PreToolUse:{tool} hook error: [{cmd}]: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ));
+            break;
+        }
+    }
+    let result = match denied {
+        Some(msg) => {
+            serde_json::json!({"type":"tool_result","tool_use_id":id,"content":msg,"is_error":true})
+        }
+        None => {
+            serde_json::json!({"type":"tool_result","tool_use_id":id,"content":[{"type":"text","text":"navigated"}]})
+        }
+    };
+    out(
+        &serde_json::json!({"type":"user","message":{"role":"user","content":[result]}})
+            .to_string(),
+    );
+}
+
+fn main() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some("--version") {
+        out(&std::env::var("FAKE_WORKER_VERSION")
+            .unwrap_or_else(|_| "2.1.332 (Claude Code)".into()));
+        return;
+    }
+    if argv.first().map(String::as_str) == Some("--hold") {
+        let secs: u64 = argv.get(1).and_then(|s| s.parse().ok()).unwrap_or(30);
+        std::thread::sleep(Duration::from_secs(secs));
+        return;
+    }
+    if let Some(p) = std::env::var_os("FAKE_WORKER_RECORD") {
+        record(Path::new(&p), &argv);
+    }
+    let Some(script) = std::env::var_os("FAKE_WORKER_SCRIPT").map(PathBuf::from) else {
+        eprintln!("fake-worker: FAKE_WORKER_SCRIPT is not set");
+        std::process::exit(97);
+    };
+    let text = std::fs::read_to_string(&script).unwrap_or_else(|e| {
+        eprintln!("fake-worker: cannot read {}: {e}", script.display());
+        std::process::exit(98);
+    });
+    let base = script.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let mut calls = 0u32;
+    for line in text.lines() {
+        let Some(directive) = line.strip_prefix('@') else {
+            if !line.trim().is_empty() {
+                out(line);
+            }
+            continue;
+        };
+        let (name, arg) = directive.split_once(' ').unwrap_or((directive, ""));
+        match name {
+            "stream" => {
+                let path = base.join(arg.trim());
+                let s = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+                    eprintln!("fake-worker: cannot read {}: {e}", path.display());
+                    std::process::exit(98);
+                });
+                for l in s.lines() {
+                    out(l);
+                }
+            }
+            "sleep" => std::thread::sleep(Duration::from_millis(arg.trim().parse().unwrap_or(0))),
+            // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
+            "ignore-sigterm" => unsafe {
+                libc::signal(libc::SIGTERM, libc::SIG_IGN);
+            },
+            "grandchild" => {
+                let exe = std::env::current_exe().expect("current exe");
+                // Deliberately never waited for: it must outlive us holding our stdout.
+                #[allow(clippy::zombie_processes)]
+                let _ = Command::new(exe)
+                    .args(["--hold", arg.trim()])
+                    .stdin(Stdio::null())
+                    .spawn()
+                    .expect("spawn grandchild");
+            }
+            "crash" => std::process::abort(),
+            "exit" => std::process::exit(arg.trim().parse().unwrap_or(1)),
+            "guard" => {
+                let (tool, url) = arg.split_once(' ').unwrap_or((arg, ""));
+                guard_call(&argv, &mut calls, tool.trim(), url.trim());
+            }
+            other => {
+                eprintln!("fake-worker: unknown directive @{other}");
+                std::process::exit(99);
+            }
+        }
+    }
+}
