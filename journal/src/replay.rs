@@ -4,7 +4,8 @@
 //!
 //! Exit codes ([`ReplaySummary::exit_code`]): 0 clean, 1 at least one violation, 2 unreadable
 //! input ([`ReplayError`]: missing file or flow, no header, unknown version) or, when there is no
-//! violation, malformed lines (a journal with unreadable lines cannot be called clean). A torn
+//! violation, malformed lines or `seq` gaps (a journal with unreadable or missing lines cannot be
+//! called clean). A torn
 //! last line (a crash mid-write) is reported and skipped and does not change the exit code.
 
 use std::fs::File;
@@ -81,6 +82,15 @@ pub enum ReplayEvent {
         /// 1-based line.
         line: u64,
     },
+    /// An action's `seq` is not the one after the previous action's: lines were lost or moved.
+    SeqGap {
+        /// 1-based line.
+        line: u64,
+        /// The `seq` expected.
+        expected: u64,
+        /// The `seq` found.
+        found: u64,
+    },
     /// The verdict recorded in the journal differs from today's (the flow changed, or `--flow`).
     VerdictChanged {
         /// 1-based line.
@@ -115,6 +125,8 @@ pub struct ReplaySummary {
     pub malformed: u64,
     /// Whether a torn last line was skipped.
     pub torn_last_line: bool,
+    /// Places where `seq` jumps (lines lost, removed or reordered).
+    pub seq_gaps: u64,
     /// Actions whose recorded verdict differs from today's.
     pub verdicts_changed: u64,
     /// Raw streams: event types not known to the adapter, with counts.
@@ -123,11 +135,11 @@ pub struct ReplaySummary {
 }
 
 impl ReplaySummary {
-    /// 0 clean, 1 violations, 2 malformed lines and no violation.
+    /// 0 clean, 1 violations, 2 malformed lines or `seq` gaps and no violation.
     pub fn exit_code(&self) -> u8 {
         if self.violations > 0 {
             1
-        } else if self.malformed > 0 {
+        } else if self.malformed > 0 || self.seq_gaps > 0 {
             2
         } else {
             0
@@ -317,6 +329,8 @@ fn replay_lines<R: BufRead>(
     on_event: &mut dyn FnMut(ReplayEvent),
 ) -> Result<ReplaySummary, ReplayError> {
     let mut s = summary(flow, path);
+    // The `seq` the next action should carry; unknown after a skipped line (it may have held one).
+    let mut expected_seq = Some(1);
     loop {
         let line = lines.next_line().map_err(|source| ReplayError::Read {
             path: path.to_path_buf(),
@@ -327,6 +341,7 @@ fn replay_lines<R: BufRead>(
         let (bytes, terminated) = match line {
             None => break,
             Some(Line::TooLong { .. }) => {
+                expected_seq = None;
                 s.malformed += 1;
                 on_event(ReplayEvent::Malformed {
                     line: line_no,
@@ -347,6 +362,7 @@ fn replay_lines<R: BufRead>(
                 continue;
             }
             Err(e) => {
+                expected_seq = None;
                 s.malformed += 1;
                 on_event(ReplayEvent::Malformed {
                     line: line_no,
@@ -355,6 +371,15 @@ fn replay_lines<R: BufRead>(
                 continue;
             }
         };
+        if let Some(expected) = expected_seq.filter(|e| *e != action.seq) {
+            s.seq_gaps += 1;
+            on_event(ReplayEvent::SeqGap {
+                line: line_no,
+                expected,
+                found: action.seq,
+            });
+        }
+        expected_seq = action.seq.checked_add(1);
         let now = validate(flow, &action);
         if let Some(recorded) = &action.verdict {
             if *recorded != now {

@@ -242,3 +242,23 @@ fn raw_captures_replay_with_from() {
         );
     }
 }
+
+#[test]
+fn a_removed_line_shows_as_a_seq_gap_and_exit_2() {
+    let (r, events) = run("seq_gap.jsonl");
+    let s = r.unwrap();
+    assert_eq!(
+        events,
+        vec![ReplayEvent::SeqGap {
+            line: 4,
+            expected: 3,
+            found: 4
+        }]
+    );
+    assert_eq!((s.actions, s.violations, s.seq_gaps), (4, 0, 1));
+    assert_eq!(
+        s.exit_code(),
+        2,
+        "a journal with a missing line is not clean"
+    );
+}

@@ -160,3 +160,14 @@ fn raw_streams_are_checked_with_from_and_flow() {
     assert_eq!(code, 2);
     assert!(err.contains("--flow"), "{err}");
 }
+
+#[test]
+fn a_seq_gap_is_reported_and_exit_2() {
+    let (code, out, _) = replay(&[], &golden("seq_gap.jsonl"));
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("seq_gap.jsonl:4: seq 4 where 3 was expected"),
+        "{out}"
+    );
+    assert!(out.contains("1 seq gap"), "{out}");
+}

@@ -75,6 +75,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 plural(summary.malformed)
             );
         }
+        if summary.seq_gaps > 0 {
+            line += &format!(", {} seq gap{}", summary.seq_gaps, plural(summary.seq_gaps));
+        }
         if summary.torn_last_line {
             line += ", torn last line skipped";
         }
@@ -140,6 +143,11 @@ fn render(input: &str, ev: &ReplayEvent) -> String {
         ReplayEvent::Torn { line } => {
             format!("{input}:{line}: torn last line (no newline, incomplete JSON) skipped")
         }
+        ReplayEvent::SeqGap {
+            line,
+            expected,
+            found,
+        } => format!("{input}:{line}: seq {found} where {expected} was expected: lines are missing or out of order"),
         ReplayEvent::VerdictChanged {
             line,
             seq,
