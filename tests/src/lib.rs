@@ -457,10 +457,11 @@ impl Sandbox {
     /// `text` with this machine's paths rewritten: the sandbox root becomes `/home/user/sandbox`,
     /// binary directories `/home/user/bin`.
     pub fn scrub(&self, text: &str, bins: &[&Path]) -> String {
-        let mut out = text.replace(
-            &self.root.to_string_lossy().into_owned(),
-            "/home/user/sandbox",
-        );
+        let root = self.root.to_string_lossy().into_owned();
+        let mut out = text.replace(&root, "/home/user/sandbox");
+        // Claude names per-project folders after the path with `/` and `.` as `-`.
+        let slug = root.replace(['/', '.'], "-");
+        out = out.replace(&slug, "-home-user-sandbox");
         for b in bins {
             if let Some(dir) = b.parent() {
                 let dir = dir.to_string_lossy().into_owned();

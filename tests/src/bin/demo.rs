@@ -56,7 +56,7 @@ fn main() -> ExitCode {
         }
     }
     if ok {
-        println!("\nBoth runs stayed inside the flow's bounds.");
+        println!("\nEvery run stayed inside the flow's bounds.");
         ExitCode::SUCCESS
     } else {
         println!("\nA run was NOT bounded as the flow says (see above).");
@@ -124,10 +124,16 @@ fn demo(h: Harness, dir: &Path) -> anyhow::Result<bool> {
             .map_or("by signal".into(), |c| c.to_string()),
         run.elapsed.as_secs_f64()
     );
-    Ok(report(&sb, &browser, &run, &stream))
+    Ok(report(&sb, &model, &browser, &run, &stream))
 }
 
-fn report(sb: &Sandbox, browser: &StubBrowser, run: &Run, stream: &Path) -> bool {
+fn report(
+    sb: &Sandbox,
+    model: &ModelServer,
+    browser: &StubBrowser,
+    run: &Run,
+    stream: &Path,
+) -> bool {
     let calls = browser.calls();
     println!("   allowed (reached the browser):");
     for c in &calls {
@@ -140,16 +146,24 @@ fn report(sb: &Sandbox, browser: &StubBrowser, run: &Run, stream: &Path) -> bool
     let events = sb.events();
     println!("   blocked by the guard (before the browser saw them), and why:");
     for e in &events {
+        let tool = e["tool"].as_str().unwrap_or("?");
         println!(
-            "     {:<9} {}",
-            e["tool"]
-                .as_str()
-                .unwrap_or("?")
-                .rsplit("__")
-                .next()
-                .unwrap_or("?"),
+            "     {:<9} {:<28} {}",
+            tool.rsplit("__").next().unwrap_or(tool),
+            e["host"].as_str().unwrap_or("-"),
             e["reason"].as_str().unwrap_or("?")
         );
+    }
+    if let Some(told) = model
+        .tool_results()
+        .into_iter()
+        .find(|r| r.contains("Leopold persona guard"))
+    {
+        let told = told.trim();
+        let told = told
+            .find("Leopold persona guard")
+            .map_or(told, |i| &told[i..]);
+        println!("   what the model was told, e.g.:\n     {told}");
     }
     println!(
         "   the guard's events:   {}",

@@ -171,8 +171,76 @@ fn codex_stand_in_hook_keeps_denied_calls_from_the_browser() {
     assert_eq!(items, 2, "{}", o.run);
 }
 
-#[allow(dead_code)]
-fn _uses(o: &Outcome) {
-    record(o, "unused");
-    let _ = Hook::Leopold;
+/// The reason line the real guard prints, as both harnesses relay it to the model.
+const GUARD_REASON: &str = "Leopold persona guard: ";
+
+/// The real guard's own record of each deny: one host-only line per blocked call.
+fn assert_guard_events(o: &Outcome) {
+    let events = o.sb.events();
+    assert_eq!(
+        events.len(),
+        checkout::BLOCKED_CALLS,
+        "events.jsonl: {events:#?}\n{}",
+        o.run
+    );
+    let hosts: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "persona_guard_block")
+        .map(|e| e["host"].as_str().unwrap_or("(none)"))
+        .collect();
+    assert_eq!(hosts, checkout::BLOCKED_HOSTS, "{events:#?}");
+    let irreversible: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "persona_guard_irreversible")
+        .collect();
+    assert_eq!(irreversible.len(), 1, "{events:#?}");
+    assert_eq!(irreversible[0]["tool"], "mcp__browser__click");
+    for e in &events {
+        assert_eq!(e["flow"], "checkout");
+    }
+    // Hosts only: no URL, path or credential anywhere in what the guard wrote.
+    let text = std::fs::read_to_string(o.sb.persona_dir().join("events.jsonl")).unwrap();
+    for needle in ["://", "/admin", "/collect", "staging.example.com@"] {
+        assert!(
+            !text.contains(needle),
+            "events.jsonl holds {needle:?}: {text}"
+        );
+    }
+}
+
+#[test]
+fn claude_with_leopold_guard_denies_every_checkout_trick_and_tells_the_model_why() {
+    let Some(o) = run_checkout(Harness::Claude, Hook::Leopold) else {
+        return;
+    };
+    assert_checkout_bounded(&o, GUARD_REASON);
+    assert_guard_events(&o);
+    // The model reads the host, never the URL.
+    assert!(o.model.received(
+        "navigation to host \"evil.example\" is outside the domain allowlist of flow \"checkout\""
+    ));
+    assert!(o
+        .model
+        .received("PreToolUse:mcp__browser__click hook error"));
+    record(&o, "claude-checkout-guard-stream.jsonl");
+}
+
+#[test]
+fn codex_with_leopold_guard_denies_every_checkout_trick_and_tells_the_model_why() {
+    let Some(o) = run_checkout(Harness::Codex, Hook::Leopold) else {
+        return;
+    };
+    assert_checkout_bounded(&o, GUARD_REASON);
+    assert_guard_events(&o);
+    assert!(o.model.received(
+        "Tool call blocked by PreToolUse hook: Leopold persona guard: navigation to host \"prod-dashboard.example.org\""
+    ));
+    let items = o
+        .run
+        .json_lines()
+        .into_iter()
+        .filter(|l| l["type"] == "item.completed" && l["item"]["type"] == "mcp_tool_call")
+        .count();
+    assert_eq!(items, 2, "{}", o.run);
+    record(&o, "codex-checkout-guard-stream.jsonl");
 }

@@ -8,5 +8,6 @@
 //!   proving the hook level on both harnesses.
 //! - `harness_facts`: the fail-open and settings-skipping behaviours the design rests on.
 
+mod fixtures;
 mod guard_wired;
 mod harness_facts;

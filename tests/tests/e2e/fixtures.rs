@@ -1,0 +1,61 @@
+//! The recorded real streams under `tests/fixtures/` (see its README): whole, scrubbed, and
+//! still showing what they are recorded to show.
+
+use std::path::Path;
+
+use leopold_tests::read_jsonl;
+
+fn fixture(name: &str) -> (String, Vec<serde_json::Value>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    (text, read_jsonl(&path))
+}
+
+#[test]
+fn recorded_streams_hold_no_machine_paths_or_keys() {
+    for name in [
+        "claude-checkout-guard-stream.jsonl",
+        "codex-checkout-guard-stream.jsonl",
+    ] {
+        let (text, lines) = fixture(name);
+        assert!(!lines.is_empty(), "{name} is empty");
+        for needle in [
+            "leopold-e2e-",
+            "/work/",
+            "/root/",
+            "scripted-model-no-secret",
+        ] {
+            assert!(!text.contains(needle), "{name} holds {needle:?}");
+        }
+    }
+}
+
+#[test]
+fn recorded_claude_stream_shows_five_guard_denials_and_two_allowed_calls() {
+    let (_, lines) = fixture("claude-checkout-guard-stream.jsonl");
+    let results: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "user")
+        .filter_map(|l| l["message"]["content"].as_array())
+        .flatten()
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    let denied = results
+        .iter()
+        .filter(|b| b["is_error"] == true && b.to_string().contains("Leopold persona guard"))
+        .count();
+    assert_eq!((results.len(), denied), (7, 5), "{results:#?}");
+}
+
+#[test]
+fn recorded_codex_stream_shows_only_the_allowed_calls() {
+    let (_, lines) = fixture("codex-checkout-guard-stream.jsonl");
+    let tools: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["type"] == "item.completed" && l["item"]["type"] == "mcp_tool_call")
+        .map(|l| l["item"]["tool"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(tools, ["navigate", "type"]);
+}
