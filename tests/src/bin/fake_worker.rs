@@ -8,7 +8,8 @@
 //!   capture from `../shared/harness-streams/`;
 //! - `@sleep MS`;
 //! - `@ignore-sigterm`: from now on SIGTERM does nothing (the supervisor must SIGKILL);
-//! - `@grandchild SECS`: start a process that holds our stdout for SECS seconds, in our group;
+//! - `@grandchild SECS`: start a process that holds our stdout for SECS seconds, in our group
+//!   (its pid goes to `$FAKE_WORKER_RECORD.grandchild`);
 //! - `@crash`: abort (SIGABRT), as a crashing harness would;
 //! - `@exit N`: exit with N at once;
 //! - `@guard TOOL URL`: act as Claude Code would for one tool call: run every PreToolUse hook
@@ -174,11 +175,16 @@ fn main() {
                 let exe = std::env::current_exe().expect("current exe");
                 // Deliberately never waited for: it must outlive us holding our stdout.
                 #[allow(clippy::zombie_processes)]
-                let _ = Command::new(exe)
+                let child = Command::new(exe)
                     .args(["--hold", arg.trim()])
                     .stdin(Stdio::null())
                     .spawn()
                     .expect("spawn grandchild");
+                if let Some(p) = std::env::var_os("FAKE_WORKER_RECORD") {
+                    let mut p = PathBuf::from(p).into_os_string();
+                    p.push(".grandchild");
+                    std::fs::write(&p, child.id().to_string()).expect("write grandchild pid");
+                }
             }
             "crash" => std::process::abort(),
             "exit" => std::process::exit(arg.trim().parse().unwrap_or(1)),

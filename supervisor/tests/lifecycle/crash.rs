@@ -1,0 +1,226 @@
+//! Crash at every step: the supervisor is SIGKILLed while paused at a named lifecycle step
+//! (`__LEOPOLD_PAUSE_AT`), then `persona recover` must leave the files byte-identical, no
+//! ACTIVE.json, the lock free and no process of the run alive.
+
+use std::process::Stdio;
+
+use crate::kit::*;
+
+fn script_for(step: &str) -> String {
+    let action = format!(
+        "{}\n{}\n",
+        claude_tool_use(
+            "t1",
+            "mcp__personastub__navigate",
+            serde_json::json!({"url":"https://staging.example.com/a"})
+        ),
+        claude_tool_ok("t1")
+    );
+    if step == "mid-unwire" {
+        format!("{action}@exit 0\n")
+    } else {
+        // A grandchild in the worker's group: the parent-death signal reaches only the worker
+        // itself, so this one must be found and killed by recovery.
+        format!("@grandchild 60\n{action}@sleep 60000\n")
+    }
+}
+
+fn crash_then_recover(harness: &str, step: &str) {
+    let sb = Sandbox::new();
+    sb.set_script(&script_for(step));
+    let before = sb.snapshot();
+    let mut child = sb
+        .run_cmd(harness, &[])
+        .env("__LEOPOLD_PAUSE_AT", step)
+        .env("__LEOPOLD_PAUSE_MARKER", sb.marker())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(15, &format!("the supervisor to pause at {step}"), || {
+        sb.marker().exists()
+    });
+    signal(child.id(), "KILL");
+    let _ = child.wait();
+
+    let launched = matches!(step, "launched" | "mid-stream");
+    let grandchild: Option<u32> =
+        std::fs::read_to_string(format!("{}.grandchild", sb.record().display()))
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
+    let run_id = std::fs::read_to_string(sb.active())
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v["run_id"].as_str().map(str::to_owned));
+    if launched {
+        let g = grandchild.expect("the worker started its grandchild");
+        wait_for(5, "the worker to die with its supervisor", || {
+            let pid = sb.worker_record()["pid"].as_u64().unwrap() as u32;
+            !alive(pid)
+        });
+        assert!(
+            alive(g),
+            "the grandchild outlives the supervisor until recovery"
+        );
+    }
+
+    if matches!(
+        step,
+        "wired" | "settings-written" | "launched" | "mid-stream"
+    ) {
+        assert_ne!(
+            sb.snapshot(),
+            before,
+            "{step}: the crash must have left the guard wired"
+        );
+    }
+    if step != "locked" {
+        assert!(
+            sb.active().exists(),
+            "{step}: the crash must have left ACTIVE.json"
+        );
+    }
+
+    let out = sb.recover();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{step}: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    if step != "locked" {
+        assert!(
+            stdout(&out).contains("crashed run"),
+            "{step}: {}",
+            stdout(&out)
+        );
+    }
+
+    assert_eq!(
+        sb.snapshot(),
+        before,
+        "{step}: files must be byte-identical"
+    );
+    assert!(!sb.active().exists(), "{step}: ACTIVE.json must be gone");
+    if let Some(g) = grandchild {
+        wait_for(5, "the grandchild to be gone", || !alive(g));
+    }
+    if sb.record().exists() {
+        let pid = sb.worker_record()["pid"].as_u64().unwrap() as u32;
+        assert!(!alive(pid), "{step}: worker {pid} still alive");
+    }
+    if let Some(id) = &run_id {
+        assert!(
+            processes_of_run(id).is_empty(),
+            "{step}: processes of run {id} remain"
+        );
+        let rj = sb.run_json();
+        assert_eq!(rj["run_id"], id.as_str());
+        assert_eq!(rj["active"], false);
+        assert_eq!(rj["end"]["outcome"], "recovered");
+        let events = std::fs::read_to_string(sb.persona().join("events.jsonl")).unwrap();
+        assert!(events.contains("\"persona_recovered\"") && events.contains(id.as_str()));
+        assert!(!sb
+            .persona_listing()
+            .iter()
+            .any(|p| p.ends_with("guard-settings.json")));
+    } else {
+        assert_eq!(sb.persona_listing(), ["run.lock"]);
+    }
+
+    // The lock is free: a second recovery takes it and finds nothing to do.
+    let again = sb.recover();
+    assert_eq!(again.status.code(), Some(0));
+    assert!(
+        stdout(&again).contains("nothing to recover"),
+        "{}",
+        stdout(&again)
+    );
+}
+
+#[test]
+fn claude_crash_after_lock() {
+    crash_then_recover("claude", "locked");
+}
+#[test]
+fn claude_crash_after_active_written() {
+    crash_then_recover("claude", "active-written");
+}
+#[test]
+fn claude_crash_after_project_settings_wired() {
+    crash_then_recover("claude", "wired");
+}
+#[test]
+fn claude_crash_after_settings_file_written() {
+    crash_then_recover("claude", "settings-written");
+}
+#[test]
+fn claude_crash_after_launch() {
+    crash_then_recover("claude", "launched");
+}
+#[test]
+fn claude_crash_mid_stream() {
+    crash_then_recover("claude", "mid-stream");
+}
+#[test]
+fn claude_crash_mid_unwire() {
+    crash_then_recover("claude", "mid-unwire");
+}
+#[test]
+fn codex_crash_after_config_wired() {
+    crash_then_recover("codex", "wired");
+}
+#[test]
+fn codex_crash_after_launch() {
+    crash_then_recover("codex", "launched");
+}
+#[test]
+fn codex_crash_mid_unwire() {
+    crash_then_recover("codex", "mid-unwire");
+}
+
+#[test]
+fn the_next_run_recovers_a_crashed_one_itself() {
+    let sb = Sandbox::new();
+    sb.set_script(&script_for("wired"));
+    let before = sb.snapshot();
+    let mut child = sb
+        .run_cmd("claude", &[])
+        .env("__LEOPOLD_PAUSE_AT", "wired")
+        .env("__LEOPOLD_PAUSE_MARKER", sb.marker())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(15, "the pause", || sb.marker().exists());
+    signal(child.id(), "KILL");
+    let _ = child.wait();
+    assert_ne!(sb.snapshot(), before, "the crash left the guard wired");
+
+    sb.set_script(&format!(
+        "{}\n{}\n",
+        claude_tool_use(
+            "t1",
+            "mcp__personastub__navigate",
+            serde_json::json!({"url":"https://staging.example.com/a"})
+        ),
+        claude_tool_ok("t1")
+    ));
+    let out = sb.run_cmd("claude", &[]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains("recovered: crashed run"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(sb.snapshot(), before);
+    assert_eq!(sb.run_dirs().len(), 2);
+    assert!(!sb.active().exists());
+}

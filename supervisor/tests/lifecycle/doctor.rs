@@ -1,0 +1,131 @@
+//! `leopold doctor`: a stale ACTIVE.json and orphaned wiring are problems with their fix; after
+//! recovery the same project is healthy.
+
+use std::process::Stdio;
+
+use crate::kit::*;
+
+fn doctor(sb: &Sandbox) -> (i32, serde_json::Value) {
+    let project = sb.project().display().to_string();
+    let out = sb
+        .leopold(&["doctor", "--project", &project, "--json"])
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim())
+        .unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+    (out.status.code().unwrap(), v)
+}
+
+fn problems(v: &serde_json::Value) -> Vec<String> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["status"] == "problem")
+        .map(|f| {
+            format!(
+                "{}/{}",
+                f["scope"].as_str().unwrap(),
+                f["check"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn doctor_finds_a_crashed_run_and_its_wiring_then_is_healthy_after_recover() {
+    let sb = Sandbox::new();
+    sb.set_script("@sleep 60000\n");
+    let (code, v) = doctor(&sb);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["ok"], true);
+    assert!(problems(&v).is_empty());
+
+    let mut child = sb
+        .run_cmd("claude", &[])
+        .env("__LEOPOLD_PAUSE_AT", "launched")
+        .env("__LEOPOLD_PAUSE_MARKER", sb.marker())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(15, "the pause", || sb.marker().exists());
+    // While the run is live: the lock's holder is named, the wiring is not an orphan.
+    let (code, v) = doctor(&sb);
+    assert_eq!(code, 0, "{v}");
+    let lock = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "lock")
+        .unwrap();
+    assert!(
+        lock["message"]
+            .as_str()
+            .unwrap()
+            .contains(&child.id().to_string()),
+        "{lock}"
+    );
+
+    signal(child.id(), "KILL");
+    let _ = child.wait();
+    let (code, v) = doctor(&sb);
+    assert_eq!(code, 1, "{v}");
+    let p = problems(&v);
+    assert!(p.contains(&"project/stale_active".to_owned()), "{p:?}");
+    assert!(p.contains(&"claude/wired".to_owned()), "{p:?}");
+    for f in v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["status"] == "problem")
+    {
+        assert!(
+            f["fix"]
+                .as_str()
+                .unwrap()
+                .contains("leopold persona recover"),
+            "{f}"
+        );
+    }
+
+    assert_eq!(sb.recover().status.code(), Some(0));
+    let (code, v) = doctor(&sb);
+    assert_eq!(code, 0, "{v}");
+}
+
+#[test]
+fn doctor_reports_a_claude_settings_file_claude_would_skip() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.project().join(".claude/settings.json"),
+        r#"{"permissions":{"allow":5}}"#,
+    )
+    .unwrap();
+    let (code, v) = doctor(&sb);
+    assert_eq!(code, 1);
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "settings" && f["status"] == "problem")
+        .unwrap();
+    assert!(
+        f["message"].as_str().unwrap().contains("permissions.allow"),
+        "{f}"
+    );
+    assert!(f["fix"].as_str().unwrap().contains("settings.json"));
+    // Human form too: each problem with its fix.
+    let project = sb.project().display().to_string();
+    let out = sb
+        .leopold(&["doctor", "--project", &project])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("PROBLEM") && stdout(&out).contains("fix:"),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -1,0 +1,311 @@
+//! A small kit for driving `leopold persona run` with the fake worker in a sealed sandbox: temp
+//! HOME and CODEX_HOME, a project with settings files whose exact bytes are checked afterwards.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub const LEOPOLD: &str = env!("CARGO_BIN_EXE_leopold");
+
+/// `<repo>/../shared/harness-streams/<name>`.
+pub fn capture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/harness-streams")
+        .join(name)
+}
+
+/// The fake worker binary, built once per test process (a no-op when it is up to date).
+pub fn fake_worker() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let bin_dir = Path::new(LEOPOLD)
+            .parent()
+            .expect("target dir")
+            .to_path_buf();
+        let release = bin_dir.file_name().is_some_and(|n| n == "release");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args([
+            "build",
+            "--quiet",
+            "-p",
+            "leopold-tests",
+            "--bin",
+            "leopold-fake-worker",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if release {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("run cargo to build the fake worker");
+        assert!(status.success(), "building leopold-fake-worker failed");
+        let p = bin_dir.join("leopold-fake-worker");
+        assert!(p.exists(), "{} missing after build", p.display());
+        p
+    })
+}
+
+pub const CLAUDE_SETTINGS: &str = "{\n  \"permissions\": {\"allow\": [\"Read\"]},\n    \"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"true\"}]}]},\n  \"zz_unknown\": [1,2,   3]\n}\n";
+pub const CODEX_CONFIG: &str = "# my codex config\nmodel = \"o3\"   # keep this comment\n\n[mcp_servers.other]\ncommand = \"x\"\n";
+
+pub const FLOW: &str = "+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\", \"accounts.example.com\"]\nstart_url = \"https://staging.example.com/\"\n\n[irreversible]\nforbid = [\"payment\", \"deletion\"]\nclick_labels = [\"(?i)place order\"]\nurl_paths = [\"/checkout/confirm\"]\n+++\n# Checkout\n\nWalk the checkout; never place the order.\n";
+
+pub struct Sandbox {
+    pub root: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let root = tempfile::tempdir().expect("tempdir");
+        let sb = Sandbox { root };
+        std::fs::create_dir_all(sb.project().join(".claude")).unwrap();
+        std::fs::create_dir_all(sb.codex_home()).unwrap();
+        std::fs::create_dir_all(sb.home()).unwrap();
+        std::fs::write(sb.project().join(".claude/settings.json"), CLAUDE_SETTINGS).unwrap();
+        std::fs::write(sb.codex_home().join("config.toml"), CODEX_CONFIG).unwrap();
+        std::fs::write(sb.flow(), FLOW).unwrap();
+        sb
+    }
+    pub fn project(&self) -> PathBuf {
+        self.root.path().join("project")
+    }
+    pub fn home(&self) -> PathBuf {
+        self.root.path().join("home")
+    }
+    pub fn codex_home(&self) -> PathBuf {
+        self.root.path().join("home/.codex")
+    }
+    pub fn flow(&self) -> PathBuf {
+        self.root.path().join("checkout.md")
+    }
+    pub fn script(&self) -> PathBuf {
+        self.root.path().join("script.txt")
+    }
+    pub fn record(&self) -> PathBuf {
+        self.root.path().join("worker.json")
+    }
+    pub fn marker(&self) -> PathBuf {
+        self.root.path().join("paused")
+    }
+    pub fn persona(&self) -> PathBuf {
+        self.project().join(".leopold/persona")
+    }
+    pub fn active(&self) -> PathBuf {
+        self.persona().join("ACTIVE.json")
+    }
+    pub fn set_script(&self, text: &str) {
+        std::fs::write(self.script(), text).unwrap();
+    }
+
+    /// Every file under the project and HOME (except `.leopold/`), with its bytes.
+    pub fn snapshot(&self) -> BTreeMap<PathBuf, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        for base in [self.project(), self.home()] {
+            walk(&base, &mut |p| {
+                if !p.starts_with(self.project().join(".leopold")) {
+                    out.insert(p.to_path_buf(), std::fs::read(p).unwrap());
+                }
+            });
+        }
+        out
+    }
+
+    /// Every path under `.leopold/persona`, relative, with run ids replaced by `<run>`.
+    pub fn persona_listing(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let base = self.persona();
+        walk(&base, &mut |p| {
+            let rel = p.strip_prefix(&base).unwrap().display().to_string();
+            let parts: Vec<&str> = rel.split('/').collect();
+            let rel = if parts.len() >= 2 && parts[0] == "runs" {
+                let mut v = parts.clone();
+                v[1] = "<run>";
+                v.join("/")
+            } else {
+                rel
+            };
+            out.push(rel);
+        });
+        out.sort();
+        out
+    }
+
+    pub fn run_dirs(&self) -> Vec<PathBuf> {
+        match std::fs::read_dir(self.persona().join("runs")) {
+            Ok(d) => d.flatten().map(|e| e.path()).collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    pub fn only_run_dir(&self) -> PathBuf {
+        let dirs = self.run_dirs();
+        assert_eq!(dirs.len(), 1, "expected one run dir: {dirs:?}");
+        dirs[0].clone()
+    }
+
+    pub fn run_json(&self) -> serde_json::Value {
+        let p = self.only_run_dir().join("run.json");
+        serde_json::from_str(
+            &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
+        )
+        .unwrap()
+    }
+
+    pub fn journal(&self) -> Vec<serde_json::Value> {
+        let p = self.only_run_dir().join("journal.jsonl");
+        std::fs::read_to_string(&p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    pub fn worker_record(&self) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(self.record()).unwrap()).unwrap()
+    }
+
+    /// A `leopold` command in this sandbox: sealed HOME/CODEX_HOME, the fake worker's script.
+    pub fn leopold(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(LEOPOLD);
+        cmd.args(args)
+            .current_dir(self.root.path())
+            .env("HOME", self.home())
+            .env("CODEX_HOME", self.codex_home())
+            .env("FAKE_WORKER_SCRIPT", self.script())
+            .env("FAKE_WORKER_RECORD", self.record())
+            .env("__LEOPOLD_STOP_GRACE_MS", "300")
+            .env_remove("LEOPOLD_RUN_ID")
+            .env_remove("__LEOPOLD_PAUSE_AT")
+            .env_remove("__LEOPOLD_PAUSE_MARKER")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// `leopold persona run <flow> --harness H --project P --harness-bin <fake worker> <extra…>`.
+    pub fn run_cmd(&self, harness: &str, extra: &[&str]) -> Command {
+        let flow = self.flow().display().to_string();
+        let project = self.project().display().to_string();
+        let bin = fake_worker().display().to_string();
+        let mut args = vec![
+            "persona",
+            "run",
+            &flow,
+            "--harness",
+            harness,
+            "--project",
+            &project,
+            "--harness-bin",
+            &bin,
+        ];
+        args.extend_from_slice(extra);
+        self.leopold(&args)
+    }
+
+    pub fn recover(&self) -> Output {
+        let project = self.project().display().to_string();
+        self.leopold(&["persona", "recover", "--project", &project])
+            .output()
+            .unwrap()
+    }
+}
+
+fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            walk(&p, f);
+        } else {
+            f(&p);
+        }
+    }
+}
+
+/// Polls `cond` every 10 ms until it holds or `secs` pass.
+pub fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+pub fn wait_output(child: Child, secs: u64) -> Output {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(o) => o.unwrap(),
+        Err(_) => {
+            signal(pid, "KILL");
+            panic!("leopold (pid {pid}) did not finish within {secs}s");
+        }
+    }
+}
+
+pub fn signal(pid: u32, sig: &str) {
+    let _ = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status();
+}
+
+/// Whether a process is alive (zombies count as gone: they run nothing).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s
+            .rsplit_once(')')
+            .map(|(_, a)| !a.trim_start().starts_with('Z'))
+            .unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+/// Every live process whose environment carries this run id.
+pub fn processes_of_run(run_id: &str) -> Vec<u32> {
+    let needle = format!("LEOPOLD_RUN_ID={run_id}");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) {
+            if env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) && alive(pid) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A line of Claude stream-json: an assistant `tool_use`.
+pub fn claude_tool_use(id: &str, tool: &str, input: serde_json::Value) -> String {
+    serde_json::json!({"type":"assistant","message":{"id":"m","type":"message","role":"assistant","content":[{"type":"tool_use","id":id,"name":tool,"input":input}]}}).to_string()
+}
+
+/// A line of Claude stream-json: the `tool_result` of a call that ran.
+pub fn claude_tool_ok(id: &str) -> String {
+    serde_json::json!({"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":id,"content":[{"type":"text","text":"ok"}]}]}}).to_string()
+}
+
+/// ACTIVE.json's `worker_pid`, once it is there.
+pub fn active_worker_pid(sb: &Sandbox) -> Option<u32> {
+    let text = std::fs::read_to_string(sb.active()).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v["worker_pid"].as_u64().map(|p| p as u32)
+}

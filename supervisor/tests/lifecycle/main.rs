@@ -1,0 +1,16 @@
+//! `leopold persona run`, `persona recover` and `doctor` end to end, with the fake worker
+//! (`leopold-fake-worker`, tests/src/bin/fake_worker.rs) standing in for the harness CLIs.
+//!
+//! - `run`: a whole run's lifecycle, per harness; what the worker was given;
+//! - `crash`: SIGKILL the supervisor at every lifecycle step, then recover;
+//! - `concurrency`: eight runs at once in one project;
+//! - `stop`: violations, signals, timeouts, crashes and leaks stop the worker and clean up;
+//! - `doctor`: what doctor reports before and after a crash.
+
+mod kit;
+
+mod concurrency;
+mod crash;
+mod doctor;
+mod run;
+mod stop;

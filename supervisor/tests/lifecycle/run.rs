@@ -1,0 +1,277 @@
+//! Whole runs: during the run ACTIVE.json and the wiring exist; after it, nothing remains but the
+//! run directory, and the settings and config files are byte-identical to before.
+
+use crate::kit::*;
+
+fn clean_claude_script() -> String {
+    let mut s = String::new();
+    s.push_str(&claude_tool_use(
+        "t1",
+        "mcp__personastub__navigate",
+        serde_json::json!({"url":"https://staging.example.com/welcome"}),
+    ));
+    s.push('\n');
+    s.push_str(&claude_tool_ok("t1"));
+    s.push_str("\n@sleep 400\n");
+    s
+}
+
+#[test]
+fn claude_run_wires_during_and_leaves_only_the_run_dir_after() {
+    let sb = Sandbox::new();
+    sb.set_script(&clean_claude_script());
+    let before = sb.snapshot();
+    let child = sb
+        .run_cmd("claude", &[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // During: ACTIVE.json names the run and its worker; the guard is wired in both places.
+    wait_for(10, "the worker to start", || sb.record().exists());
+    wait_for(10, "worker_pid in ACTIVE.json", || {
+        active_worker_pid(&sb).is_some()
+    });
+    let active: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.active()).unwrap()).unwrap();
+    assert_eq!(active["active"], true);
+    assert_eq!(active["flow"], "checkout");
+    assert_eq!(active["harness"], "claude");
+    assert_eq!(active["flow_path"], sb.flow().display().to_string());
+    assert_eq!(active["supervisor_pid"], child.id());
+    assert_eq!(active["wiring"][0]["tag"], "leopold-persona-guard");
+    let settings = std::fs::read_to_string(sb.project().join(".claude/settings.json")).unwrap();
+    assert!(settings.contains("persona guard"), "{settings}");
+    let gs = active["guard_settings"].as_str().unwrap().to_owned();
+    assert!(std::fs::read_to_string(&gs)
+        .unwrap()
+        .contains("persona guard"));
+
+    let out = wait_output(child, 20);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout {}\nstderr {}",
+        stdout(&out),
+        stderr(&out)
+    );
+
+    // After: byte-identical files, only the run dir (and the inert lock file) remain.
+    assert_eq!(sb.snapshot(), before);
+    assert_eq!(
+        sb.persona_listing(),
+        [
+            "run.lock",
+            "runs/<run>/journal.jsonl",
+            "runs/<run>/run.json"
+        ]
+    );
+    assert!(!std::path::Path::new(&gs).exists());
+    let rj = sb.run_json();
+    assert_eq!(rj["active"], false);
+    assert_eq!(rj["end"]["outcome"], "clean");
+    assert_eq!(rj["end"]["counts"]["actions"], 1);
+    assert_eq!(rj["flow_path"], sb.flow().display().to_string());
+    assert_eq!(rj["flow"], "checkout");
+
+    // What the worker was given.
+    let rec = sb.worker_record();
+    let argv: Vec<String> = serde_json::from_value(rec["argv"].clone()).unwrap();
+    assert_eq!(
+        &argv[..5],
+        [
+            "-p",
+            argv[1].as_str(),
+            "--output-format",
+            "stream-json",
+            "--verbose"
+        ]
+    );
+    assert!(argv[1].contains("Walk the checkout") && argv[1].contains("staging.example.com"));
+    let i = argv
+        .iter()
+        .position(|a| a == "--settings")
+        .expect("--settings");
+    assert_eq!(argv[i + 1], gs);
+    assert!(!argv.iter().any(|a| a == "--bare" || a == "--safe-mode"));
+    assert_eq!(
+        rec["pid"], rec["pgid"],
+        "the worker leads its own process group"
+    );
+    assert_ne!(rec["pgid"], std::process::id());
+    assert_eq!(rec["stdin_is_null"], true);
+    assert_eq!(rec["cwd"], sb.project().display().to_string());
+    assert_eq!(rec["run_id"], rj["run_id"]);
+    let journal = sb.journal();
+    assert_eq!(journal[0]["leopold_journal"], 1);
+    assert_eq!(journal[1]["tool"], "mcp__personastub__navigate");
+    assert_eq!(journal[1]["verdict"]["result"], "ok");
+    // Progress shows hosts, never full URLs.
+    assert!(stdout(&out).contains("staging.example.com"));
+    assert!(!stdout(&out).contains("://"), "{}", stdout(&out));
+}
+
+#[test]
+fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
+    let sb = Sandbox::new();
+    let clean: Vec<&str> = std::fs::read_to_string(capture("codex-stream.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("Place order"))
+        .map(|l| Box::leak(l.to_owned().into_boxed_str()) as &str)
+        .collect();
+    sb.set_script(&(clean.join("\n") + "\n@sleep 200\n"));
+    let mcp = sb.root.path().join("mcp.json");
+    std::fs::write(
+        &mcp,
+        r#"{"mcpServers":{"browser":{"command":"/opt/playwright-mcp","args":["--isolated"]}}}"#,
+    )
+    .unwrap();
+    let before = sb.snapshot();
+    let out = sb
+        .run_cmd("codex", &["--mcp-config", mcp.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout {}\nstderr {}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(sb.snapshot(), before);
+    assert_eq!(
+        sb.persona_listing(),
+        [
+            "run.lock",
+            "runs/<run>/journal.jsonl",
+            "runs/<run>/run.json"
+        ]
+    );
+    let argv: Vec<String> = serde_json::from_value(sb.worker_record()["argv"].clone()).unwrap();
+    assert_eq!(
+        &argv[..7],
+        [
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "--dangerously-bypass-hook-trust",
+            "-C",
+            sb.project().to_str().unwrap()
+        ]
+    );
+    assert!(
+        argv.iter()
+            .any(|a| a.starts_with("mcp_servers.browser.command=")
+                && a.contains("/opt/playwright-mcp")),
+        "{argv:?}"
+    );
+    assert!(
+        argv.iter()
+            .any(|a| a.starts_with("mcp_servers.browser.args=")),
+        "{argv:?}"
+    );
+    assert!(argv.last().unwrap().contains("Walk the checkout"));
+    let rj = sb.run_json();
+    assert_eq!(rj["harness"], "codex");
+    assert_eq!(rj["end"]["outcome"], "clean");
+    assert_eq!(rj["end"]["counts"]["completed"], 1);
+    assert_eq!(
+        rj["wiring"][0]["file"],
+        sb.codex_home().join("config.toml").display().to_string()
+    );
+}
+
+#[test]
+fn json_mode_prints_one_object_per_line_and_quiet_only_the_summary() {
+    let sb = Sandbox::new();
+    sb.set_script(&clean_claude_script());
+    let out = sb.run_cmd("claude", &["--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let events: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["run_started", "action", "run_ended"]);
+    assert_eq!(events[2]["exit_code"], 0);
+
+    let out = sb.run_cmd("claude", &["--quiet"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("clean (exit 0)"));
+}
+
+#[test]
+fn hook_disabling_extra_args_are_refused_before_anything_is_touched() {
+    for (harness, extra) in [
+        ("claude", "--bare"),
+        ("claude", "--safe-mode"),
+        ("codex", "-c"),
+    ] {
+        let sb = Sandbox::new();
+        sb.set_script("@exit 0\n");
+        let before = sb.snapshot();
+        let mut args = vec!["--", extra];
+        if extra == "-c" {
+            args.push("features.codex_hooks=false");
+        }
+        let out = sb.run_cmd(harness, &args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{harness} {extra}: {}",
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains("refused harness argument"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(sb.snapshot(), before);
+        assert!(!sb.project().join(".leopold").exists());
+        assert!(!sb.record().exists(), "the worker must not start");
+    }
+}
+
+#[test]
+fn a_bad_flow_or_missing_harness_is_a_usage_error_touching_nothing() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.flow(), "+++\nname = \"x\"\nallowlist = []\n+++\n").unwrap();
+    let out = sb.run_cmd("claude", &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("checkout.md"), "{}", stderr(&out));
+    assert!(!sb.project().join(".leopold").exists());
+
+    let sb = Sandbox::new();
+    let project = sb.project().display().to_string();
+    let flow = sb.flow().display().to_string();
+    let out = sb
+        .leopold(&[
+            "persona",
+            "run",
+            &flow,
+            "--harness",
+            "codex",
+            "--project",
+            &project,
+            "--harness-bin",
+            "/nonexistent/codex",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("not found") && stderr(&out).contains("--harness-bin"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!sb.project().join(".leopold").exists());
+}
