@@ -103,6 +103,10 @@ pub struct ActiveState {
     /// The `claude --settings` file of this run, removed at the end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard_settings: Option<PathBuf>,
+    /// Present when the supervisor provisioned the worker's browser: the guard then turns the
+    /// dangerous browser tools off and judges clicks by the ref map (guard/src/browser.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser: Option<leopold_guard::browser::BrowserState>,
     /// Present only in `run.json`: how the run ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<RunEnd>,
@@ -395,6 +399,7 @@ mod tests {
                 tag: "leopold-persona-guard".into(),
             }],
             guard_settings: None,
+            browser: None,
             end: None,
         };
         s.write_atomic(&p).unwrap();

@@ -116,6 +116,8 @@ struct Plan {
     bin: PathBuf,
     mcp_config: Option<PathBuf>,
     mcp_servers: Vec<worker::McpServer>,
+    /// The provisioned browser's programs, when the run provisions one.
+    browser: Option<crate::browser::BrowserBins>,
     extra: Vec<String>,
     timeout: Option<Duration>,
     grace: Duration,
@@ -184,6 +186,22 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         }
         None => (None, Vec::new()),
     };
+    let provision = args.browser.is_some()
+        || flow.browser == Some(leopold_flows::browser::BrowserKind::Playwright);
+    if provision && args.mcp_config.is_some() {
+        anyhow::bail!(
+            "flow `{}` provisions its browser (`browser = \"playwright\"`), and --mcp-config gives the worker another\n(hint: drop --mcp-config; the supervisor writes the browser's MCP config itself)",
+            flow.name
+        );
+    }
+    let browser = if provision {
+        Some(crate::browser::find_bins(
+            args.chromium.as_deref(),
+            args.playwright_mcp.as_deref(),
+        )?)
+    } else {
+        None
+    };
     let wanted = args
         .harness_bin
         .clone()
@@ -209,6 +227,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         bin,
         mcp_config,
         mcp_servers,
+        browser,
         extra: args.extra.clone(),
         timeout: args.timeout,
         grace,
@@ -322,6 +341,17 @@ async fn lifecycle(
         .with_context(|| format!("cannot create {}", run_dir.display()))?;
     let guard_settings =
         (plan.kind == HarnessKind::Claude).then(|| run_dir.join("guard-settings.json"));
+    // The provisioned browser's files, before ACTIVE.json names them for the guard.
+    let provisioned = match &plan.browser {
+        Some(bins) => {
+            let p = crate::browser::provision(&plan.flow, bins, &run_dir)?;
+            for n in &p.notes {
+                out.warn(&format!("the provisioned browser cannot reach {n}"));
+            }
+            Some(p)
+        }
+        None => None,
+    };
     let st = ActiveState {
         version: state::ACTIVE_VERSION,
         active: true,
@@ -338,6 +368,7 @@ async fn lifecycle(
             tag: harness::TAG.into(),
         }],
         guard_settings: guard_settings.clone(),
+        browser: provisioned.as_ref().map(|p| p.state.clone()),
         end: None,
     };
     st.write_atomic(&plan.paths.active())?;
@@ -402,8 +433,14 @@ async fn lifecycle(
         bin: plan.bin.clone(),
         project: &plan.paths.project,
         prompt: worker::build_prompt(&plan.flow),
-        mcp_config: plan.mcp_config.as_deref(),
-        mcp_servers: plan.mcp_servers.clone(),
+        mcp_config: provisioned
+            .as_ref()
+            .map(|p| p.mcp_config.as_path())
+            .or(plan.mcp_config.as_deref()),
+        mcp_servers: match &provisioned {
+            Some(p) => vec![p.server.clone()],
+            None => plan.mcp_servers.clone(),
+        },
         guard_settings: guard_settings.as_deref(),
         extra: &plan.extra,
     };
@@ -447,6 +484,12 @@ async fn lifecycle(
         &plan.paths.events(),
         events_offset,
     )?;
+    if let Some(p) = &provisioned {
+        observer = Box::new(crate::browser::WithRefMap::new(
+            observer,
+            crate::browser::RefTracker::new(&p.state, &p.output_dir),
+        ));
+    }
     let sup = supervise(
         &mut child,
         pgid,
