@@ -122,6 +122,7 @@ fn main() -> std::io::Result<()> {
             typed_len,
             outcome,
             verdict: Some(verdict),
+            browser_blocked: None,
         };
         serde_json::to_writer(&mut w, &a)?;
         w.write_all(b"\n")?;

@@ -107,6 +107,7 @@ pub fn denial_from_line(line: &[u8], harness: Harness) -> Option<Action> {
         typed_len: None,
         outcome: Outcome::Denied,
         verdict: None,
+        browser_blocked: None,
     })
 }
 

@@ -199,6 +199,7 @@ mod tests {
             typed_len: None,
             outcome: Outcome::Completed,
             verdict: None,
+            browser_blocked: None,
         };
         assert_eq!(w.append(&mut a).unwrap(), 1);
         assert_eq!(w.append(&mut a).unwrap(), 2);

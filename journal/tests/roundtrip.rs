@@ -78,6 +78,7 @@ fn action() -> impl Strategy<Value = Action> {
             typed_len,
             outcome,
             verdict: None,
+            browser_blocked: None,
         })
 }
 
