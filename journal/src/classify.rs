@@ -256,9 +256,17 @@ pub fn browser_blocked(text: &str) -> Option<crate::action::BrowserBlock> {
             host,
         });
     }
-    text.contains("net::ERR_NAME_NOT_RESOLVED")
-        .then(|| crate::action::BrowserBlock {
+    if text.contains("net::ERR_NAME_NOT_RESOLVED") {
+        return Some(crate::action::BrowserBlock {
             how: "name_not_resolved".into(),
+            host: None,
+        });
+    }
+    // Playwright's navigation that ended on the browser's error page instead (a page script
+    // sent it to a refused host while `goto` waited).
+    text.contains("interrupted by another navigation to \"chrome-error://")
+        .then(|| crate::action::BrowserBlock {
+            how: "error_page".into(),
             host: None,
         })
 }
@@ -571,6 +579,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!((b.how.as_str(), b.host), ("name_not_resolved", None));
+        let b = browser_blocked(
+            "### Error\nError: Navigation to \"http://staging.example.com/\" is interrupted by another navigation to \"chrome-error://chromewebdata/\"",
+        )
+        .unwrap();
+        assert_eq!((b.how.as_str(), b.host), ("error_page", None));
         // A title that is not a host is not kept.
         let b =
             browser_blocked("- Page URL: chrome-error://x/\n- Page Title: a b/c://d\n").unwrap();

@@ -27,6 +27,7 @@ use leopold_guard::browser::{BrowserState, RefEntry, RefMapFile, REF_MAP_VERSION
 use serde_json::{json, Value};
 
 use crate::observe::{Batch, Note, Observer};
+use crate::wiring_port::HarnessKind;
 use crate::worker::{McpServer, McpTransport};
 
 /// The MCP server name the worker knows the browser by: tools are `mcp__browser__browser_*`.
@@ -175,6 +176,16 @@ pub fn claude_mcp_config(server: &McpServer) -> Value {
         return json!({"mcpServers": {}});
     };
     json!({"mcpServers": {server.name.clone(): {"command": command, "args": args}}})
+}
+
+/// Harness arguments a provisioned browser needs. Codex starts its first turn without an MCP
+/// server that is still starting (seen: Playwright MCP's tools were missing from the first
+/// requests, so the model's browser calls were "unsupported"); `required = true` makes it wait.
+pub fn harness_args(kind: HarnessKind) -> Vec<String> {
+    match kind {
+        HarnessKind::Codex => vec!["-c".into(), format!("mcp_servers.{SERVER}.required=true")],
+        HarnessKind::Claude => Vec::new(),
+    }
 }
 
 /// What provisioning wrote.
@@ -712,6 +723,15 @@ mod tests {
                 "/r/browser/playwright.json"
             ]
         );
+    }
+
+    #[test]
+    fn codex_waits_for_the_browser_server() {
+        assert_eq!(
+            harness_args(HarnessKind::Codex),
+            ["-c", "mcp_servers.browser.required=true"]
+        );
+        assert!(harness_args(HarnessKind::Claude).is_empty());
     }
 
     #[test]

@@ -428,6 +428,13 @@ async fn lifecycle(
     }
 
     // 6. Launch.
+    let extra: Vec<String> = match &provisioned {
+        Some(_) => crate::browser::harness_args(plan.kind)
+            .into_iter()
+            .chain(plan.extra.iter().cloned())
+            .collect(),
+        None => plan.extra.clone(),
+    };
     let spec = WorkerSpec {
         kind: plan.kind,
         bin: plan.bin.clone(),
@@ -442,7 +449,7 @@ async fn lifecycle(
             None => plan.mcp_servers.clone(),
         },
         guard_settings: guard_settings.as_deref(),
-        extra: &plan.extra,
+        extra: &extra,
     };
     let events_offset = std::fs::metadata(plan.paths.events())
         .map(|m| m.len())

@@ -6,8 +6,10 @@
 //!
 //! - `guard_wired`: the guard wired straight into the harness's settings/config (no supervisor),
 //!   proving the hook level on both harnesses.
+//! - `browser`: `persona run --browser playwright` in real Chromium against the staging app.
 //! - `harness_facts`: the fail-open and settings-skipping behaviours the design rests on.
 
+mod browser;
 mod fixtures;
 mod guard_wired;
 mod harness_facts;
