@@ -148,7 +148,12 @@ pub fn playwright_config(flow: &Flow, chromium: &Path, browser_dir: &Path, as_ro
 }
 
 /// The MCP server the worker launches: `env -i` with a minimal environment, then the server.
-pub fn mcp_server(bins: &BrowserBins, config: &Path, browser_dir: &Path) -> McpServer {
+pub fn mcp_server(
+    bins: &BrowserBins,
+    config: &Path,
+    browser_dir: &Path,
+    run_id: &str,
+) -> McpServer {
     let node_dir = bins
         .node
         .parent()
@@ -161,6 +166,9 @@ pub fn mcp_server(bins: &BrowserBins, config: &Path, browser_dir: &Path) -> McpS
                 "-i".into(),
                 format!("PATH={node_dir}:/usr/bin:/bin"),
                 format!("HOME={}", browser_dir.join("home").display()),
+                // Kept so Chromium (which Playwright starts in its own session, out of the
+                // worker's process group) is found and stopped by the run's id.
+                format!("{}={run_id}", crate::os::RUN_ID_ENV),
                 bins.playwright_mcp.display().to_string(),
                 "--config".into(),
                 config.display().to_string(),
@@ -221,7 +229,11 @@ pub fn provision(flow: &Flow, bins: &BrowserBins, run_dir: &Path) -> anyhow::Res
     let config_path = dir.join("playwright.json");
     let config = playwright_config(flow, &bins.chromium, &dir, as_root);
     crate::state::write_atomic(&config_path, pretty(&config).as_bytes())?;
-    let server = mcp_server(bins, &config_path, &dir);
+    let run_id = run_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let server = mcp_server(bins, &config_path, &dir, &run_id);
     let mcp_config = dir.join("mcp.json");
     crate::state::write_atomic(&mcp_config, pretty(&claude_mcp_config(&server)).as_bytes())?;
     Ok(Provisioned {
@@ -703,6 +715,7 @@ mod tests {
             &bins,
             Path::new("/r/browser/playwright.json"),
             Path::new("/r/browser"),
+            "r1",
         );
         let c = claude_mcp_config(&s);
         assert_eq!(c["mcpServers"]["browser"]["command"], "/usr/bin/env");
@@ -718,6 +731,7 @@ mod tests {
                 "-i",
                 "PATH=/opt/node/bin:/usr/bin:/bin",
                 "HOME=/r/browser/home",
+                "LEOPOLD_RUN_ID=r1",
                 "/c/pw/playwright-mcp",
                 "--config",
                 "/r/browser/playwright.json"

@@ -508,6 +508,18 @@ async fn lifecycle(
     )
     .await;
 
+    // Chromium runs in a session of its own (Playwright starts it detached): whatever of the
+    // browser outlived the worker's group carries the run's id.
+    if provisioned.is_some() {
+        let left = crate::os::kill_crashed_run(None, &run_id);
+        if !left.is_empty() {
+            out.warn(&format!(
+                "{} browser process(es) outlived the worker; stopped",
+                left.len()
+            ));
+        }
+    }
+
     // 8. Outcome.
     let worker_status = sup.status.map(|s| describe_status(&s));
     let (outcome, code, reason) = if sup.counts.violations > 0 {
