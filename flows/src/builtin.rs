@@ -46,6 +46,33 @@ pub const PAYMENT_TOOLS: &[&str] = &[
     r"(?i)^.*__(pay|charge|purchase|refund|payout|checkout|buy)(_.*)?$",
 ];
 
+/// Words one of which every `payment` tool pattern needs (lowercase substrings). The guard checks
+/// these before compiling the patterns: most calls name no such word, and compiling a
+/// case-insensitive `RegexSet` costs more than the rest of the decision. A property test holds
+/// the patterns to their words.
+const PAYMENT_TOOL_WORDS: &[&str] = &[
+    "stripe",
+    "pay",
+    "braintree",
+    "adyen",
+    "square",
+    "klarna",
+    "mollie",
+    "checkout",
+    "razorpay",
+    "plaid",
+    "wise",
+    "coinbase",
+    "charge",
+    "refund",
+    "transfer",
+    "invoice",
+    "order",
+    "purchase",
+    "subscription",
+    "buy",
+];
+
 /// Path prefixes of the `payment` set.
 pub const PAYMENT_PATHS: &[&str] = &[];
 
@@ -62,6 +89,20 @@ pub const DELETION_LABELS: &[&str] = &[
 pub const DELETION_TOOLS: &[&str] = &[
     r"(?i)^.*__(delete|destroy|drop|purge|erase|wipe|truncate|remove|deactivate|terminate)(_.*)?$",
     r"(?i)^.*__[a-z0-9_]*_(delete|destroy|drop|purge|erase|wipe|truncate)$",
+];
+
+/// Words one of which every `deletion` tool pattern needs (see [`PAYMENT_TOOL_WORDS`]).
+const DELETION_TOOL_WORDS: &[&str] = &[
+    "delete",
+    "destroy",
+    "drop",
+    "purge",
+    "erase",
+    "wipe",
+    "truncate",
+    "remove",
+    "deactivate",
+    "terminate",
 ];
 
 /// Path prefixes of the `deletion` set.
@@ -124,8 +165,23 @@ impl BuiltinSet {
         Some(self.hit("label", &c.labels.patterns()[i]))
     }
 
+    fn tool_words(self) -> &'static [&'static str] {
+        match self {
+            BuiltinSet::Payment => PAYMENT_TOOL_WORDS,
+            BuiltinSet::Deletion => DELETION_TOOL_WORDS,
+        }
+    }
+
     /// The first tool-name pattern of this set that matches.
     pub fn match_tool(self, tool: &str) -> Option<RuleHit> {
+        // The patterns are ASCII and case-insensitive; `(?i)` also folds a few non-ASCII letters
+        // to ASCII ones (KELVIN SIGN to `k`), so only an all-ASCII name may skip the set.
+        if tool.is_ascii() {
+            let lower = tool.to_ascii_lowercase();
+            if !self.tool_words().iter().any(|w| lower.contains(w)) {
+                return None;
+            }
+        }
         let c = compiled(self);
         let i = c.tools.matches(tool).into_iter().next()?;
         Some(self.hit("tool", &c.tools.patterns()[i]))
@@ -197,6 +253,50 @@ mod tests {
         ] {
             assert!(d.match_label(no).is_none(), "{no}");
         }
+    }
+
+    proptest::proptest! {
+        /// Names assembled from the patterns' own words, separators and noise: whenever a set's
+        /// patterns match, the pre-filter's words are there, so skipping the set is sound.
+        #[test]
+        fn tool_word_prefilter_never_hides_a_match(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::sample::select(pattern_words()),
+                    proptest::sample::select(
+                        ["mcp__", "__", "_", "-", "s", "x", "2", "_v1"].map(String::from).to_vec()
+                    ),
+                    "[a-zA-Z0-9_]{0,4}",
+                ],
+                1..8,
+            )
+        ) {
+            let name: String = pieces.concat();
+            for set in [BuiltinSet::Payment, BuiltinSet::Deletion] {
+                let lower = name.to_ascii_lowercase();
+                let matched = compiled(set).tools.is_match(&name);
+                let worded = set.tool_words().iter().any(|w| lower.contains(w));
+                proptest::prop_assert!(!matched || worded, "{name} matches {set:?}");
+                proptest::prop_assert_eq!(set.match_tool(&name).is_some(), matched);
+            }
+        }
+    }
+
+    fn pattern_words() -> Vec<String> {
+        let word = regex::Regex::new("[a-z]{2,}").unwrap();
+        let mut words: Vec<String> = PAYMENT_TOOLS
+            .iter()
+            .chain(DELETION_TOOLS)
+            .flat_map(|p| {
+                word.find_iter(p)
+                    .map(|m| m.as_str().to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        words.sort();
+        words.dedup();
+        words.extend(["mcp__stripe__".into(), "mcp__shop__".into()]);
+        words
     }
 
     #[test]
