@@ -32,8 +32,26 @@ pub enum PersonaCommand {
     /// Wired into the harness by `persona run` (or `persona wire`); not meant to be run by hand.
     Guard,
     /// Wire the persona guard into a harness's PreToolUse hooks.
+    ///
+    /// Adds one hook group, matcher `mcp__.*|WebFetch`, whose one command handler runs this
+    /// binary's guard: `'<path of leopold>' persona guard # leopold-persona-guard` (the tag is a
+    /// shell comment that marks the handler as Leopold's), with a timeout of 5 s and, for Claude
+    /// Code 2.1.295 and later, `"onFailure": "block"`.
+    ///
+    /// Claude: the project's `.claude/settings.json` (created if missing). Codex:
+    /// `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`), as `[[hooks.PreToolUse]]`.
+    /// Idempotent; everything else in the file is kept as it is, byte for byte. What the file was
+    /// before is recorded in `.leopold/persona/wiring/<harness>.json` for `persona unwire`.
+    /// A file that is not valid JSON/TOML, or whose hooks have an unexpected shape, is refused
+    /// and left untouched.
     Wire(WireArgs),
     /// Remove the persona guard's wiring (only handlers tagged `leopold-persona-guard`).
+    ///
+    /// If the settings file still holds exactly what `persona wire` wrote, it is restored byte for
+    /// byte (or removed again, with `.claude/`, if wire created them). Otherwise only the handlers
+    /// tagged `leopold-persona-guard` are removed (with a group, or a `hooks`/`PreToolUse` key
+    /// wire added, that this leaves empty), keeping your edits. Nothing wired: a no-op that
+    /// succeeds.
     Unwire(UnwireArgs),
     /// Clean up after a crashed run: stop its worker, unwire, archive its state.
     Recover(ProjectArgs),

@@ -77,6 +77,13 @@ pub fn wire(args: WireArgs) -> anyhow::Result<ExitCode> {
     for w in &outcome.warnings {
         eprintln!("leopold: warning: {w}");
     }
+    if kind == HarnessKind::Codex {
+        // HARNESS-FACTS §2: untrusted hooks are inert under `codex exec`.
+        println!(
+            "  note: `codex exec` runs this hook only once you trust it, or with \
+             --dangerously-bypass-hook-trust (which `leopold persona run` passes)"
+        );
+    }
     println!("  undo with: leopold persona unwire --harness {kind}");
     Ok(ExitCode::SUCCESS)
 }

@@ -9,9 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::json_text::{self, Kind, Node, Style, J};
-use super::{
-    match_line_endings, Added, Created, HookSpec, WiredHandler, WiringError, MATCHER, TAG,
-};
+use super::{Added, Created, HookSpec, WiredHandler, WiringError, MATCHER, TAG};
 
 /// The hook group `wire` adds, keys in the order written.
 pub(super) fn group(spec: &HookSpec) -> J {
@@ -246,7 +244,6 @@ pub(super) fn add(file: &Path, text: Option<&str>, spec: &HookSpec) -> Result<Ad
             Some(ptu) => json_text::append(text, &style, ptu, None, &g),
         },
     };
-    let new_text = match_line_endings(text, new_text);
 
     // The edit must be exactly "one more group at the end of hooks.PreToolUse".
     let hooks = expected.as_object_mut().map(|o| {

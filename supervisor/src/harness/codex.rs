@@ -236,7 +236,7 @@ pub(super) fn add(file: &Path, text: Option<&str>, spec: &HookSpec) -> Result<Ad
         }
         _ => return Err(internal(file, "the checked shape changed")),
     }
-    let new_text = match_line_endings(src, doc.to_string());
+    let new_text = keep_final_newline(src, match_line_endings(src, doc.to_string()));
 
     // The edit must be exactly "one more group, ours and current".
     let check = parse_checked(file, &new_text).map_err(|e| internal(file, &e.to_string()))?;
@@ -251,6 +251,18 @@ pub(super) fn add(file: &Path, text: Option<&str>, spec: &HookSpec) -> Result<Ad
         text: new_text,
         created,
     })
+}
+
+/// toml_edit ends every line it renders with a newline; a file that did not end with one keeps
+/// it that way.
+fn keep_final_newline(original: &str, mut new: String) -> String {
+    if !original.is_empty() && !original.ends_with('\n') && new.ends_with('\n') {
+        new.pop();
+        if new.ends_with('\r') {
+            new.pop();
+        }
+    }
+    new
 }
 
 /// Removes tagged handlers from one group; returns how many, and whether the group's handler
@@ -327,7 +339,7 @@ pub(super) fn strip(
     if removed == 0 {
         return Ok((text.to_owned(), 0));
     }
-    let new_text = match_line_endings(text, doc.to_string());
+    let new_text = keep_final_newline(text, match_line_endings(text, doc.to_string()));
     let check = parse_checked(file, &new_text).map_err(|e| internal(file, &e.to_string()))?;
     if !list_doc(
         file,

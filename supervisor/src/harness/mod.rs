@@ -382,6 +382,11 @@ struct Record {
     /// Exactly what wire wrote.
     written: String,
     created: Created,
+    /// Directories wire created to hold this record (e.g. `.leopold/persona` for a standalone
+    /// `persona wire`), deepest first; removed again with the record if left empty. Directories
+    /// that existed before (the supervisor's) are never removed.
+    #[serde(default)]
+    state_dirs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -496,16 +501,26 @@ fn save_record(ctx: &Context, kind: HarnessKind, record: &Record) -> Result<(), 
     atomic::write_own_file(&path, &bytes).map_err(io_err("write the wiring record", &path))
 }
 
-fn remove_record(ctx: &Context, kind: HarnessKind) -> Result<(), WiringError> {
+fn remove_record(
+    ctx: &Context,
+    kind: HarnessKind,
+    record: Option<&Record>,
+) -> Result<(), WiringError> {
     let path = ctx.record_path(kind);
     match std::fs::remove_file(&path) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(io_err("remove the wiring record", &path)(e)),
     }
-    if let Some(dir) = path.parent() {
-        // Only succeeds when empty, which is the point.
-        let _ = std::fs::remove_dir(dir);
+    // `wiring/` is ours alone; its parents only when wire created them. Each removal only
+    // succeeds on an empty directory, which is the point.
+    let mut dirs: Vec<PathBuf> = path.parent().map(Path::to_path_buf).into_iter().collect();
+    dirs.extend(record.map(|r| r.state_dirs.clone()).unwrap_or_default());
+    dirs.dedup();
+    for dir in dirs {
+        if std::fs::remove_dir(&dir).is_err() {
+            break;
+        }
     }
     Ok(())
 }
@@ -576,6 +591,25 @@ pub(crate) fn wire_with_hook(
         };
         let added = add(kind, &file, stripped.as_deref(), &spec)?;
         let created = added.created;
+        let record_dir = ctx.record_path(kind);
+        let state_dirs = match &old {
+            Some(r) => r.state_dirs.clone(),
+            None => {
+                // A record of the other harness may already have created them: inherit its
+                // list, so whichever unwire comes last removes them.
+                let mut dirs = record_dir.parent().map(missing_dirs).unwrap_or_default();
+                for other in HarnessKind::ALL.into_iter().filter(|k| *k != kind) {
+                    if let Some(r) = load_record(ctx, other, &mut Vec::new()) {
+                        for d in r.state_dirs {
+                            if !dirs.contains(&d) {
+                                dirs.push(d);
+                            }
+                        }
+                    }
+                }
+                dirs
+            }
+        };
         let restore = match old {
             Some(Record {
                 restore: Some(r),
@@ -598,6 +632,7 @@ pub(crate) fn wire_with_hook(
                 restore,
                 written: added.text.clone(),
                 created,
+                state_dirs,
             },
         )?;
         match atomic::replace_if_unchanged(
@@ -685,19 +720,19 @@ pub(crate) fn unwire_with_hook(
                         }
                     }
                 }
-                remove_record(ctx, kind)?;
+                remove_record(ctx, kind, record.as_ref())?;
                 return Ok(done(UnwireAction::Restored, warnings));
             }
         }
 
         let Some(text) = decode(&file, &state)? else {
-            remove_record(ctx, kind)?;
+            remove_record(ctx, kind, record.as_ref())?;
             return Ok(done(UnwireAction::NothingWired, warnings));
         };
         let created = record.as_ref().map(|r| r.created).unwrap_or_default();
         let (new_text, removed) = strip(kind, &file, &text, created)?;
         if removed == 0 {
-            remove_record(ctx, kind)?;
+            remove_record(ctx, kind, record.as_ref())?;
             return Ok(done(UnwireAction::NothingWired, warnings));
         }
         match atomic::replace_if_unchanged(&file, &state, Some(new_text.as_bytes()), before_rename)
@@ -713,7 +748,7 @@ pub(crate) fn unwire_with_hook(
                 file.display()
             ));
         }
-        remove_record(ctx, kind)?;
+        remove_record(ctx, kind, record.as_ref())?;
         return Ok(done(UnwireAction::RemovedHandlers(removed), warnings));
     }
     Err(WiringError::Contended {
@@ -736,20 +771,71 @@ pub fn wired_handlers(kind: HarnessKind, ctx: &Context) -> Result<Vec<WiredHandl
     }
 }
 
-/// If every line break of `original` is CRLF, makes the new lines of `new` CRLF too.
+/// Gives the lines of `new` the line endings they had in `original`.
+///
+/// `toml_edit` writes every line break as LF. A line of `new` that is one of `original`'s lines
+/// (matched in order, by a longest common subsequence of the lines' text) gets the ending it had
+/// there; a new line gets the file's dominant ending. So an all-CRLF file stays all-CRLF and a
+/// file with mixed endings keeps each untouched line's own; where several identical lines (blank
+/// ones, say) are candidates, which one is matched is a guess.
 pub(crate) fn match_line_endings(original: &str, new: String) -> String {
-    let crlf = original.matches("\r\n").count();
-    if crlf == 0 || crlf != original.matches('\n').count() {
+    if !original.contains('\r') {
         return new;
     }
-    let mut out = String::with_capacity(new.len() + 16);
-    let mut prev = '\0';
-    for c in new.chars() {
-        if c == '\n' && prev != '\r' {
-            out.push('\r');
+    let split = |text: &str| -> Vec<(String, bool, bool)> {
+        // (content, ended by CRLF, ended at all)
+        text.split_inclusive('\n')
+            .map(|l| match l.strip_suffix('\n') {
+                Some(l) => match l.strip_suffix('\r') {
+                    Some(l) => (l.to_owned(), true, true),
+                    None => (l.to_owned(), false, true),
+                },
+                None => (l.to_owned(), false, false),
+            })
+            .collect()
+    };
+    let old = split(original);
+    let new_lines = split(&new);
+    let crlf = old.iter().filter(|l| l.1).count();
+    let ended = old.iter().filter(|l| l.2).count();
+    let dominant_crlf = crlf * 2 >= ended;
+
+    let mut crlf_of: Vec<bool> = vec![dominant_crlf; new_lines.len()];
+    let (n, m) = (old.len(), new_lines.len());
+    // Bounded: settings files are small; a huge one just gets the dominant ending.
+    if n.saturating_mul(m) <= 4_000_000 {
+        let mut lcs = vec![0u32; (n + 1) * (m + 1)];
+        let at = |i: usize, j: usize| i * (m + 1) + j;
+        for i in (0..n).rev() {
+            for j in (0..m).rev() {
+                lcs[at(i, j)] = if old[i].0 == new_lines[j].0 {
+                    lcs[at(i + 1, j + 1)] + 1
+                } else {
+                    lcs[at(i + 1, j)].max(lcs[at(i, j + 1)])
+                };
+            }
         }
-        out.push(c);
-        prev = c;
+        let (mut i, mut j) = (0, 0);
+        while i < n && j < m {
+            if old[i].0 == new_lines[j].0 {
+                if old[i].2 {
+                    crlf_of[j] = old[i].1;
+                }
+                i += 1;
+                j += 1;
+            } else if lcs[at(i + 1, j)] >= lcs[at(i, j + 1)] {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+    }
+    let mut out = String::with_capacity(new.len() + new_lines.len());
+    for ((content, _, ended), crlf) in new_lines.iter().zip(crlf_of) {
+        out.push_str(content);
+        if *ended {
+            out.push_str(if crlf { "\r\n" } else { "\n" });
+        }
     }
     out
 }

@@ -1,0 +1,352 @@
+//! `leopold persona wire` / `unwire` as a user runs them, and the wired command as a harness runs
+//! it: through a shell, with a payload on stdin.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const LEOPOLD: &str = env!("CARGO_BIN_EXE_leopold");
+
+const FLOW: &str = "+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\"]\n+++\nbrief\n";
+
+struct Sandbox {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    project: PathBuf,
+    codex_home: PathBuf,
+}
+
+fn sandbox() -> Sandbox {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_path_buf();
+    let project = root.join("proj");
+    std::fs::create_dir_all(project.join("flows")).unwrap();
+    Sandbox {
+        _tmp: tmp,
+        codex_home: root.join("codex-home"),
+        project,
+        root,
+    }
+}
+
+impl Sandbox {
+    fn leopold(&self, args: &[&str]) -> Output {
+        Command::new(LEOPOLD)
+            .args(args)
+            .current_dir(&self.project)
+            .env("HOME", &self.root)
+            .env("CODEX_HOME", &self.codex_home)
+            // No `claude` on PATH unless a test passes --harness-bin.
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    /// A fake `claude` that reports `version`.
+    fn fake_claude(&self, version: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = self.root.join(format!("claude-{version}"));
+        std::fs::write(&p, format!("#!/bin/sh\necho '{version} (Claude Code)'\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    /// Makes a persona run of the `checkout` flow active, as the supervisor does.
+    fn activate(&self) {
+        std::fs::write(self.project.join("flows/checkout.md"), FLOW).unwrap();
+        std::fs::create_dir_all(self.project.join(".leopold/persona")).unwrap();
+        std::fs::write(
+            self.project.join(".leopold/persona/ACTIVE.json"),
+            r#"{"version":1,"active":true,"run_id":"r1","flow":"checkout","flow_path":"flows/checkout.md","harness":"claude"}"#,
+        )
+        .unwrap();
+    }
+
+    fn claude_settings(&self) -> PathBuf {
+        self.project.join(".claude/settings.json")
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[track_caller]
+fn ok(out: &Output) -> (String, String) {
+    let (o, e) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "status {}\nstdout:\n{o}\nstderr:\n{e}",
+        out.status
+    );
+    (o, e)
+}
+
+/// Runs a hook command the way both harnesses do (through a shell), payload on stdin.
+fn run_hook(command: &str, cwd: &Path, payload: &serde_json::Value) -> Output {
+    let mut child = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn navigate(cwd: &Path, url: &str) -> serde_json::Value {
+    serde_json::json!({
+        "session_id": "s1",
+        "cwd": cwd,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "mcp__browser__browser_navigate",
+        "tool_input": {"url": url},
+        "tool_use_id": "t1",
+    })
+}
+
+fn claude_command(settings: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(settings).unwrap();
+    let groups = v["hooks"]["PreToolUse"].as_array().unwrap();
+    let ours: Vec<&str> = groups
+        .iter()
+        .flat_map(|g| g["hooks"].as_array().unwrap())
+        .filter_map(|h| h["command"].as_str())
+        .filter(|c| c.contains("leopold-persona-guard"))
+        .collect();
+    assert_eq!(ours.len(), 1, "{settings}");
+    ours[0].to_owned()
+}
+
+fn codex_command(config: &str) -> String {
+    let doc: toml_edit::DocumentMut = config.parse().unwrap();
+    let groups = doc["hooks"]["PreToolUse"].as_array_of_tables().unwrap();
+    let ours: Vec<String> = groups
+        .iter()
+        .flat_map(|g| g["hooks"].as_array_of_tables().unwrap().iter())
+        .filter_map(|h| h["command"].as_str().map(str::to_owned))
+        .filter(|c| c.contains("leopold-persona-guard"))
+        .collect();
+    assert_eq!(ours.len(), 1, "{config}");
+    ours[0].clone()
+}
+
+#[test]
+fn the_wired_claude_command_runs_the_guard_and_denies_an_off_allowlist_navigation() {
+    let sb = sandbox();
+    sb.activate();
+    let claude = sb.fake_claude("2.1.332");
+    let out = sb.leopold(&[
+        "persona",
+        "wire",
+        "--harness",
+        "claude",
+        "--harness-bin",
+        claude.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = ok(&out);
+    assert!(
+        stdout.contains("wired the persona guard into claude"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("onFailure: block"), "{stdout}");
+    assert!(stderr.is_empty(), "{stderr}");
+    let settings = std::fs::read_to_string(sb.claude_settings()).unwrap();
+    assert!(settings.contains("\"onFailure\": \"block\""), "{settings}");
+    let command = claude_command(&settings);
+    assert_eq!(
+        command,
+        format!("'{LEOPOLD}' persona guard # leopold-persona-guard")
+    );
+
+    let denied = run_hook(
+        &command,
+        &sb.project,
+        &navigate(&sb.project, "https://evil.example/x?token=s3cret"),
+    );
+    assert_eq!(
+        denied.status.code(),
+        Some(2),
+        "stderr: {}",
+        text(&denied.stderr)
+    );
+    let reason = text(&denied.stderr);
+    assert!(reason.contains("evil.example"), "{reason}");
+    assert!(
+        !reason.contains("s3cret"),
+        "a deny reason must not carry the URL: {reason}"
+    );
+    assert!(denied.stdout.is_empty());
+
+    // Control: the same command lets an allowlisted navigation through, silently.
+    let allowed = run_hook(
+        &command,
+        &sb.project,
+        &navigate(&sb.project, "https://staging.example.com/cart"),
+    );
+    assert_eq!(
+        allowed.status.code(),
+        Some(0),
+        "stderr: {}",
+        text(&allowed.stderr)
+    );
+    assert!(allowed.stderr.is_empty() && allowed.stdout.is_empty());
+}
+
+#[test]
+fn the_wired_codex_command_runs_the_guard_and_denies_an_off_allowlist_navigation() {
+    let sb = sandbox();
+    sb.activate();
+    std::fs::create_dir_all(&sb.codex_home).unwrap();
+    let original =
+        "# my codex config\nmodel = \"o3\"\n\n[mcp_servers.browser]\ncommand = \"npx\"\n";
+    std::fs::write(sb.codex_home.join("config.toml"), original).unwrap();
+    let (stdout, _) = ok(&sb.leopold(&["persona", "wire", "--harness", "codex"]));
+    assert!(
+        stdout.contains("wired the persona guard into codex"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("onFailure"), "{stdout}");
+    assert!(
+        stdout.contains("--dangerously-bypass-hook-trust"),
+        "{stdout}"
+    );
+    let config = std::fs::read_to_string(sb.codex_home.join("config.toml")).unwrap();
+    assert!(config.starts_with(original), "{config}");
+    let command = codex_command(&config);
+
+    let denied = run_hook(
+        &command,
+        &sb.project,
+        &navigate(&sb.project, "https://evil.example/"),
+    );
+    assert_eq!(
+        denied.status.code(),
+        Some(2),
+        "stderr: {}",
+        text(&denied.stderr)
+    );
+    let allowed = run_hook(
+        &command,
+        &sb.project,
+        &navigate(&sb.project, "https://staging.example.com/"),
+    );
+    assert_eq!(
+        allowed.status.code(),
+        Some(0),
+        "stderr: {}",
+        text(&allowed.stderr)
+    );
+
+    let (stdout, _) = ok(&sb.leopold(&["persona", "unwire", "--harness", "codex"]));
+    assert!(stdout.contains("codex: restored"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(sb.codex_home.join("config.toml")).unwrap(),
+        original
+    );
+}
+
+#[test]
+fn wire_then_unwire_all_leaves_no_trace() {
+    let sb = sandbox();
+    let before = listing(&sb.root);
+    ok(&sb.leopold(&["persona", "wire", "--harness", "claude"]));
+    ok(&sb.leopold(&["persona", "wire", "--harness", "codex"]));
+    assert!(sb.claude_settings().exists());
+    assert!(sb.codex_home.join("config.toml").exists());
+    let (stdout, _) = ok(&sb.leopold(&["persona", "unwire", "--harness", "all"]));
+    assert!(stdout.contains("claude: restored"), "{stdout}");
+    assert!(stdout.contains("codex: restored"), "{stdout}");
+    assert_eq!(listing(&sb.root), before);
+    // Again: nothing wired, still success.
+    let (stdout, _) = ok(&sb.leopold(&["persona", "unwire", "--harness", "all"]));
+    assert!(stdout.contains("claude: nothing wired"), "{stdout}");
+    assert!(stdout.contains("codex: nothing wired"), "{stdout}");
+}
+
+#[test]
+fn wire_without_claude_on_path_warns_and_wires_without_on_failure() {
+    let sb = sandbox();
+    let out = sb.leopold(&["persona", "wire", "--harness", "claude"]);
+    let (_, stderr) = ok(&out);
+    assert!(
+        stderr.contains("cannot tell the version of Claude Code"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--harness-bin"), "{stderr}");
+    let settings = std::fs::read_to_string(sb.claude_settings()).unwrap();
+    assert!(!settings.contains("onFailure"), "{settings}");
+    // An old Claude: no onFailure either, and no warning.
+    let old = sb.fake_claude("2.1.200");
+    ok(&sb.leopold(&["persona", "unwire", "--harness", "claude"]));
+    let (_, stderr) = ok(&sb.leopold(&[
+        "persona",
+        "wire",
+        "--harness",
+        "claude",
+        "--harness-bin",
+        old.to_str().unwrap(),
+    ]));
+    assert!(stderr.is_empty(), "{stderr}");
+    assert!(!std::fs::read_to_string(sb.claude_settings())
+        .unwrap()
+        .contains("onFailure"));
+}
+
+#[test]
+fn a_malformed_settings_file_is_refused_and_left_as_it_was() {
+    let sb = sandbox();
+    std::fs::create_dir_all(sb.project.join(".claude")).unwrap();
+    let bad = "{\n  \"hooks\": {\n    \"PreToolUse\": {}\n  }\n}\n";
+    std::fs::write(sb.claude_settings(), bad).unwrap();
+    let out = sb.leopold(&["persona", "wire", "--harness", "claude"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr
+            .contains(".claude/settings.json` line 3, column 19: `hooks.PreToolUse` is an object"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint:"), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(std::fs::read_to_string(sb.claude_settings()).unwrap(), bad);
+    assert!(!sb.project.join(".leopold").exists());
+}
+
+#[test]
+fn help_explains_both_commands() {
+    let sb = sandbox();
+    let (wire, _) = ok(&sb.leopold(&["persona", "wire", "--help"]));
+    assert!(wire.contains("--harness"), "{wire}");
+    assert!(wire.contains("leopold-persona-guard"), "{wire}");
+    assert!(wire.contains("--harness-bin"), "{wire}");
+    let (unwire, _) = ok(&sb.leopold(&["persona", "unwire", "--help"]));
+    assert!(unwire.contains("all"), "{unwire}");
+    assert!(unwire.contains("byte for byte"), "{unwire}");
+}
+
+/// Every path under `dir`, relative, sorted.
+fn listing(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            out.push(e.path().strip_prefix(dir).unwrap().to_path_buf());
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
