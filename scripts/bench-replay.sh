@@ -23,29 +23,38 @@ jq_filter='select(.seq != null and .outcome != "denied")
                          and (.host | endswith(".staging.example.com") | not)))
   | {line: input_line_number, seq, host: first(.urls[].host)}'
 
-printf '%-10s %-8s %9s %14s %12s %11s\n' actions tool "wall (s)" "actions/s" "peak RSS" violations
+# Wall time is what a user waits; CPU time (user + sys) is steadier on a shared machine. Both
+# throughputs are printed, with the load average at the start of each size.
+printf '%-10s %-8s %8s %8s %12s %12s %10s %10s\n' actions tool "wall s" "cpu s" "act/s wall" "act/s cpu" "peak RSS" violations
 for n in "${sizes[@]}"; do
   f="$out/journal-$n.jsonl"
   [ -s "$f" ] || ./target/release/examples/gen_journal "$n" "$f"
   cat "$f" > /dev/null # warm the page cache for both
+  echo "# $n actions, $(du -h "$f" | cut -f1) on disk; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
   rc=0
-  /usr/bin/time -f '%e %M' -o "$out/time-leopold" \
+  /usr/bin/time -f '%e %M %U %S' -o "$out/time-leopold" \
     ./target/release/leopold persona replay "$f" --flow "$out/flow.md" > "$out/replay-$n.out" || rc=$?
   [ "$rc" = 1 ] || { echo "replay exited $rc (expected 1: violations)" >&2; exit 1; }
-  read -r l_wall l_rss < "$out/time-leopold"
+  read -r l_wall l_rss l_usr l_sys < <(tail -n1 "$out/time-leopold")
   l_viol=$(grep -c ': violation: ' "$out/replay-$n.out" || true)
 
-  /usr/bin/time -f '%e %M' -o "$out/time-jq" jq -c "$jq_filter" "$f" > "$out/jq-$n.out"
-  read -r j_wall j_rss < "$out/time-jq"
+  /usr/bin/time -f '%e %M %U %S' -o "$out/time-jq" jq -c "$jq_filter" "$f" > "$out/jq-$n.out"
+  read -r j_wall j_rss j_usr j_sys < <(tail -n1 "$out/time-jq")
   j_viol=$(wc -l < "$out/jq-$n.out")
 
   [ "$l_viol" = "$j_viol" ] || { echo "violations differ: leopold $l_viol, jq $j_viol" >&2; exit 1; }
   for t in leopold jq; do
-    if [ $t = leopold ]; then wall=$l_wall rss=$l_rss viol=$l_viol; else wall=$j_wall rss=$j_rss viol=$j_viol; fi
-    printf '%-10s %-8s %9s %14s %9s MiB %11s\n' "$n" "$t" "$wall" \
+    if [ $t = leopold ]; then
+      wall=$l_wall rss=$l_rss cpu=$(awk -v u="$l_usr" -v s="$l_sys" 'BEGIN { print u + s }') viol=$l_viol
+    else
+      wall=$j_wall rss=$j_rss cpu=$(awk -v u="$j_usr" -v s="$j_sys" 'BEGIN { print u + s }') viol=$j_viol
+    fi
+    printf '%-10s %-8s %8s %8s %12s %12s %6s MiB %10s\n' "$n" "$t" "$wall" "$cpu" \
       "$(awk -v n="$n" -v w="$wall" 'BEGIN { printf "%.0f", (w > 0 ? n / w : 0) }')" \
+      "$(awk -v n="$n" -v w="$cpu" 'BEGIN { printf "%.0f", (w > 0 ? n / w : 0) }')" \
       "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')" "$viol"
   done
-  awk -v a="$l_wall" -v b="$j_wall" 'BEGIN { if (a > 0) printf "           jq / leopold wall-time ratio: %.2f\n", b / a }'
+  awk -v a="$l_wall" -v b="$j_wall" -v c="$l_usr" -v d="$l_sys" -v e="$j_usr" -v f="$j_sys" \
+    'BEGIN { printf "           jq / leopold: wall %.1fx, cpu %.1fx\n", b / a, (e + f) / (c + d) }'
 done

@@ -472,3 +472,96 @@ fn codex_call(item_type: &str, item: &Value) -> Option<(String, Value)> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::action::ActionKind;
+
+    fn actions(events: Vec<AdapterEvent>) -> Vec<Action> {
+        events
+            .into_iter()
+            .filter_map(|e| match e {
+                AdapterEvent::Action(a) => Some(a),
+                AdapterEvent::Malformed { .. } => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn claude_error_without_a_hook_message_is_errored_not_denied() {
+        let mut a = ClaudeAdapter::default();
+        a.push_line(1, r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"mcp__b__browser_navigate","input":{"url":"https://x.example/"}}]}}"#);
+        let got = actions(a.push_line(2, r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"net::ERR_NAME_NOT_RESOLVED"}]}}"#));
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].outcome, Outcome::Errored);
+        assert_eq!(got[0].kind, ActionKind::Navigate);
+    }
+
+    #[test]
+    fn claude_permission_reject_is_denied() {
+        let mut a = ClaudeAdapter::default();
+        a.push_line(1, r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"WebFetch","input":{"url":"https://x.example/"}}]}}"#);
+        let got = actions(a.push_line(2, r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"Claude requested permissions to use WebFetch, but you haven't granted it yet."}]},"tool_result_meta":[{"id":"t1","permission_decision":{"decision":"reject"}}]}"#));
+        assert_eq!(got[0].outcome, Outcome::Denied);
+        assert_eq!(got[0].kind, ActionKind::Fetch);
+    }
+
+    #[test]
+    fn a_result_for_an_unknown_call_is_ignored() {
+        let mut a = ClaudeAdapter::default();
+        let got = a.push_line(1, r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"nope","content":"x"}]}}"#);
+        assert!(got.is_empty());
+    }
+
+    #[test]
+    fn codex_failed_items_are_errored_and_string_arguments_are_parsed() {
+        let mut a = CodexAdapter::default();
+        let got = actions(a.push_line(1, r#"{"type":"item.completed","item":{"id":"i1","type":"mcp_tool_call","server":"b","tool":"browser_navigate","arguments":"{\"url\":\"https://x.example/p?q=1\"}","result":null,"error":{"message":"boom"},"status":"failed"}}"#));
+        assert_eq!(got[0].outcome, Outcome::Errored);
+        assert_eq!(got[0].tool, "mcp__b__browser_navigate");
+        assert_eq!(got[0].first_host(), Some("x.example"));
+        assert_eq!(got[0].urls[0].path.as_deref(), Some("/p"));
+    }
+
+    #[test]
+    fn codex_command_execution_with_a_url_is_a_fetch() {
+        let mut a = CodexAdapter::default();
+        assert!(a.push_line(1, r#"{"type":"item.started","item":{"id":"i2","type":"command_execution","command":"curl -s https://x.example/a","status":"in_progress"}}"#).is_empty());
+        let got = actions(a.push_line(2, r#"{"type":"item.completed","item":{"id":"i2","type":"command_execution","command":"curl -s https://x.example/a","aggregated_output":"ok","exit_code":0,"status":"completed"}}"#));
+        assert_eq!(got[0].kind, ActionKind::Fetch);
+        assert_eq!(got[0].first_host(), Some("x.example"));
+        assert!(
+            a.finish().is_empty(),
+            "the completed call is no longer pending"
+        );
+    }
+
+    #[test]
+    fn pending_calls_are_bounded() {
+        let mut a = CodexAdapter::default();
+        let mut flushed = 0;
+        for i in 0..(MAX_PENDING + 10) {
+            let line = format!(
+                r#"{{"type":"item.started","item":{{"id":"i{i}","type":"mcp_tool_call","server":"s","tool":"click","arguments":{{}}}}}}"#
+            );
+            flushed += actions(a.push_line(i as u64 + 1, &line)).len();
+        }
+        assert_eq!(flushed, 10);
+        assert_eq!(a.finish().len(), MAX_PENDING);
+    }
+
+    #[test]
+    fn non_object_lines_are_malformed() {
+        let mut a = ClaudeAdapter::default();
+        assert_eq!(
+            a.push_line(7, "[1]"),
+            vec![AdapterEvent::Malformed {
+                line_no: 7,
+                error: "not a JSON object".into()
+            }]
+        );
+        assert!(a.push_line(8, "   ").is_empty());
+        assert_eq!(a.stats.malformed, 1);
+    }
+}

@@ -621,7 +621,7 @@ impl<'r, R: BufRead> LineReader<'r, R> {
 }
 
 fn memchr_newline(s: &[u8]) -> Option<usize> {
-    s.iter().position(|&b| b == b'\n')
+    memchr::memchr(b'\n', s)
 }
 
 #[cfg(test)]

@@ -125,3 +125,45 @@ proptest! {
         prop_assert_eq!(s2, s);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Whatever follows a valid header, replay never panics, and every line is accounted for:
+    /// an action, a malformed line, a torn last line, or blank.
+    #[test]
+    fn replay_survives_arbitrary_lines(lines in proptest::collection::vec("[ -~]{0,40}|\\{\"seq\":[0-9],[ -~]{0,30}", 0..20), torn in any::<bool>()) {
+        let flow = checkout();
+        let mut text = String::from("{\"leopold_journal\":1,\"run_id\":\"p\",\"flow\":\"checkout\",\"flow_path\":\"c.md\",\"harness\":\"codex\",\"started_at\":\"t\"}\n");
+        for l in &lines {
+            text.push_str(l);
+            text.push('\n');
+        }
+        if torn {
+            text.push_str("{\"seq\":");
+        }
+        let mut n_events = 0u64;
+        let s = replay_journal(&flow, text.as_bytes(), Path::new("j"), &mut |_| n_events += 1).unwrap();
+        let blank = lines.iter().filter(|l| l.trim().is_empty()).count() as u64;
+        prop_assert_eq!(s.actions + s.malformed + u64::from(s.torn_last_line) + blank, lines.len() as u64 + u64::from(torn));
+        prop_assert_eq!(s.torn_last_line, torn);
+    }
+
+    /// The adapters never panic on arbitrary lines, JSON or not.
+    #[test]
+    fn adapters_survive_arbitrary_lines(lines in proptest::collection::vec(
+        prop_oneof![
+            "[ -~]{0,60}",
+            Just(r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"a","name":"mcp__b__browser_click","input":{"ref":"e1"}}]}}"#.to_owned()),
+            Just(r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"a","content":"- button \"x [ref=e1]\n- /url: h"}]}}"#.to_owned()),
+            Just(r####"{"type":"item.completed","item":{"id":"a","type":"mcp_tool_call","server":"b","tool":"browser_click","arguments":{"target":"e1"},"result":{"content":[{"type":"text","text":"### Ran Playwright code\ngetByRole('b', { name: '"}]}}}"####.to_owned()),
+        ], 0..30)) {
+        for harness in [Harness::Claude, Harness::Codex] {
+            let mut a = leopold_journal::Adapter::new(harness);
+            for (i, l) in lines.iter().enumerate() {
+                a.push_line(i as u64 + 1, l);
+            }
+            a.finish();
+        }
+    }
+}
