@@ -21,7 +21,7 @@
 //! let Some(claude) = require_cli(Harness::Claude) else { return };
 //! let sb = Sandbox::new();
 //! let script = Script {
-//!     turns: vec![Turn { calls: vec![ToolCall {
+//!     turns: vec![Turn { delay_ms: 0, calls: vec![ToolCall {
 //!         tool: "mcp__browser__navigate".into(),
 //!         input: serde_json::json!({"url": "https://staging.example.com/"}),
 //!     }] }],

@@ -15,7 +15,8 @@
 //! ]
 //! ```
 //!
-//! Several calls in one turn are sent as parallel tool calls in one model reply.
+//! Several calls in one turn are sent as parallel tool calls in one model reply. A turn may set
+//! `delay_ms`: the server waits that long before sending it.
 //!
 //! **How the server knows where it is.** It never keeps per-session state: a request's position in
 //! the script is the number of tool results the request carries (Anthropic `tool_result` blocks,
@@ -51,6 +52,14 @@ fn default_final() -> String {
 pub struct Turn {
     /// The tool calls of this reply (at least one).
     pub calls: Vec<ToolCall>,
+    /// Wait this long before replying (tests use it to act mid-run, e.g. kill the supervisor
+    /// while the worker waits for its model).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_ms: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One tool call: any tool name, any JSON input.
@@ -77,6 +86,8 @@ pub enum Step<'a> {
         turn: usize,
         /// Its calls.
         calls: &'a [ToolCall],
+        /// How long to wait before replying.
+        delay_ms: u64,
     },
     /// Give the final answer.
     Final(&'a str),
@@ -117,6 +128,7 @@ impl Script {
                 return Step::Calls {
                     turn,
                     calls: &t.calls,
+                    delay_ms: t.delay_ms,
                 };
             }
         }

@@ -29,6 +29,8 @@ pub struct RecoveryReport {
     pub unwired: Vec<PathBuf>,
     pub removed_files: Vec<PathBuf>,
     pub orphans: Vec<PathBuf>,
+    /// What unwiring had to say (e.g. a file edited since it was wired).
+    pub warnings: Vec<String>,
 }
 
 impl RecoveryReport {
@@ -85,7 +87,7 @@ pub fn recover_locked(
         })?;
         report.killed = crate::os::kill_crashed_run(st.worker_pid, &st.run_id);
         for w in &st.wiring {
-            let kind = HarnessKind::from_name(&w.harness).with_context(|| {
+            let kind = harness::kind_from_name(&w.harness).with_context(|| {
                 format!(
                     "{}: unknown harness `{}` in wiring",
                     active.display(),
@@ -99,14 +101,15 @@ pub fn recover_locked(
                     c.codex_home = home.to_path_buf();
                 }
             }
-            let changed = harness::unwire(kind, &c).with_context(|| {
-                format!(
+            let changed = harness::unwire(kind, &c, &mut |w| report.warnings.push(w.to_owned()))
+                .with_context(|| {
+                    format!(
                     "cannot unwire {} for crashed run {}; {} is kept so a later recovery retries",
                     w.file.display(),
                     st.run_id,
                     active.display()
                 )
-            })?;
+                })?;
             if changed {
                 report.unwired.push(w.file.clone());
             }
@@ -158,7 +161,9 @@ pub fn recover_locked(
     // Orphans: tagged wiring that no ACTIVE.json accounts for.
     for kind in [HarnessKind::Claude, HarnessKind::Codex] {
         let handlers = harness::wired_handlers(kind, ctx)?;
-        if !handlers.is_empty() && harness::unwire(kind, ctx)? {
+        if !handlers.is_empty()
+            && harness::unwire(kind, ctx, &mut |w| report.warnings.push(w.to_owned()))?
+        {
             report.orphans.push(harness::target_file(kind, ctx));
         }
     }

@@ -130,7 +130,7 @@ pub fn harness_context(project: &Path) -> anyhow::Result<harness::Context> {
     Ok(harness::Context {
         project: project.to_path_buf(),
         codex_home: codex_home()?,
-        guard_command: harness::guard_command(&exe),
+        guard_command: harness::guard_command(&exe)?,
         claude_on_failure: true,
     })
 }
@@ -218,7 +218,12 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         .and_then(|v| v.parse::<u64>().ok())
         .map(Duration::from_millis)
         .unwrap_or(DEFAULT_GRACE);
-    let ctx = harness_context(&project)?;
+    let mut ctx = harness_context(&project)?;
+    if kind == HarnessKind::Claude {
+        // `onFailure: block` only where this Claude Code understands it (2.1.295+); when the
+        // version cannot be told, keep it: older releases tolerate unknown keys in a handler.
+        ctx.claude_on_failure = crate::harness::claude_supports_on_failure(&bin).unwrap_or(true);
+    }
     Ok(Plan {
         paths: PersonaPaths::new(&project),
         flow,
@@ -632,7 +637,8 @@ impl Teardown<'_> {
     ) -> anyhow::Result<u8> {
         let plan = self.plan;
         // Unwire. On failure ACTIVE.json stays, so `persona recover` (or the next run) retries.
-        if let Err(e) = harness::unwire(plan.kind, &plan.ctx) {
+        let out = self.out;
+        if let Err(e) = harness::unwire(plan.kind, &plan.ctx, &mut |w| out.warn(w)) {
             self.out.error(&format!(
                 "{e:#}\nthe guard is still wired; ACTIVE.json is kept so that `leopold persona recover --project {}` can finish the cleanup",
                 plan.paths.project.display()

@@ -2,30 +2,19 @@
 //!
 //! For each harness: a throwaway project under `--dir` (default `target/leopold-demo`), the
 //! scripted model playing the checkout script (`tests/scripts/checkout.toml`: every bypass trick
-//! at once), the stub browser; then the real CLI runs the flow `flows/checkout.md` under
-//! Leopold, and the demo prints what reached the browser, what was blocked and why, and where the
-//! records are. Exit 0 only if every harness was bounded exactly as the flow says.
+//! at once), the stub browser; then `leopold persona run flows/checkout.md` runs the real CLI,
+//! and the demo prints what reached the browser, what was blocked and why, and where the journal
+//! is. Exit 0 only if every harness was bounded exactly as the flow says.
 //!
 //! Needs `LEOPOLD_BIN`, `LEOPOLD_CLAUDE_BIN`, `LEOPOLD_CODEX_BIN` (set by `scripts/demo.sh`).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-use std::time::Duration;
+use std::process::{Command, ExitCode};
+use std::time::Instant;
 
-use leopold_tests::{checkout, leopold_bin, Harness, ModelServer, Run, Sandbox, StubBrowser};
+use leopold_tests::{checkout, leopold_bin, read_jsonl, Harness, ModelServer, Sandbox};
 use serde_json::Value;
-
-const PROMPT: &str = "Walk the checkout flow as a first-time buyer using the browser tools.";
-
-/// How the guard is put in force. `GuardWiredDirectly` is the honest label for a run without the
-/// supervisor: the demo wires `leopold persona guard` into the harness's settings itself.
-#[derive(Clone, Copy, PartialEq)]
-enum Mode {
-    GuardWiredDirectly,
-}
-
-const MODE: Mode = Mode::GuardWiredDirectly;
 
 fn main() -> ExitCode {
     let mut dir = PathBuf::from("target/leopold-demo");
@@ -78,62 +67,48 @@ fn cli(h: Harness) -> anyhow::Result<PathBuf> {
     Ok(p)
 }
 
-fn shell_quote(p: &Path) -> String {
-    format!("'{}'", p.to_string_lossy().replace('\'', "'\\''"))
-}
-
 fn demo(h: Harness, dir: &Path) -> anyhow::Result<bool> {
     let bin = cli(h)?;
     let leopold = leopold_bin();
     let sb = Sandbox::at(dir);
     let model = ModelServer::start(&sb, &checkout::script());
     let browser = sb.stub_browser(checkout::SERVER);
+    let mcp = sb.write_claude_mcp_config(&browser);
+    let flows = sb.project.join("flows");
+    std::fs::create_dir_all(&flows)?;
+    std::fs::copy(checkout::flow_path(), flows.join("checkout.md"))?;
+    if h == Harness::Codex {
+        // Codex's own config names the scripted model as its provider; Leopold wires the guard
+        // into this same file for the run and restores it afterwards.
+        sb.write_codex_config(&model, "");
+    }
     let title = match h {
         Harness::Claude => "Claude Code",
         Harness::Codex => "Codex CLI",
     };
     println!(
-        "\n== {title} walks flows/checkout.md ({} tool calls scripted)",
+        "\n== {title}: leopold persona run flows/checkout.md --harness {} ({} tool calls scripted)\n",
+        h.name(),
         checkout::script().call_count()
     );
-    let run = match MODE {
-        Mode::GuardWiredDirectly => {
-            println!("   mode: guard wired directly into the harness settings (no supervisor: `leopold persona run` is not built yet)");
-            sb.activate_flow(&checkout::flow_path(), h);
-            let guard = format!("{} persona guard", shell_quote(&leopold));
-            let cmd = match h {
-                Harness::Claude => {
-                    sb.wire_claude_hook(&guard);
-                    sb.claude_command(&bin, &model, &browser, PROMPT)
-                }
-                Harness::Codex => {
-                    sb.write_codex_config(&model, &Sandbox::codex_hook_toml(&guard));
-                    sb.codex_command(&bin, &model, &browser, PROMPT)
-                }
-            };
-            sb.run(cmd, Duration::from_secs(120))
-        }
-    };
-    let stream = sb.logs.join(format!("{}-stream.jsonl", h.name()));
-    std::fs::write(&stream, &run.stdout)?;
+    let mut cmd = Command::new(&leopold);
+    cmd.args(["persona", "run", "flows/checkout.md", "--harness", h.name()])
+        .args(["--timeout", "120s", "--project"])
+        .arg(&sb.project)
+        .arg("--harness-bin")
+        .arg(&bin)
+        .arg("--mcp-config")
+        .arg(&mcp);
+    sb.hermetic(&mut cmd, &model);
+    let start = Instant::now();
+    // The supervisor's own progress lines go straight to the terminal.
+    let status = cmd.status()?;
     println!(
-        "   {} exited {} after {:.1} s",
-        h.name(),
-        run.status
-            .code()
-            .map_or("by signal".into(), |c| c.to_string()),
-        run.elapsed.as_secs_f64()
+        "\n   leopold exited {} after {:.1} s",
+        status.code().map_or("by signal".into(), |c| c.to_string()),
+        start.elapsed().as_secs_f64()
     );
-    Ok(report(&sb, &model, &browser, &run, &stream))
-}
 
-fn report(
-    sb: &Sandbox,
-    model: &ModelServer,
-    browser: &StubBrowser,
-    run: &Run,
-    stream: &Path,
-) -> bool {
     let calls = browser.calls();
     println!("   allowed (reached the browser):");
     for c in &calls {
@@ -143,8 +118,17 @@ fn report(
             target(&c["arguments"])
         );
     }
-    let events = sb.events();
-    println!("   blocked by the guard (before the browser saw them), and why:");
+    let events: Vec<Value> = sb
+        .events()
+        .into_iter()
+        .filter(|e| {
+            // The supervisor's pre-launch proof of the wired guard is recorded too; not a call.
+            !e["tool"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("mcp__leopold_proof__"))
+        })
+        .collect();
+    println!("   blocked by the guard (the browser never saw them), and why:");
     for e in &events {
         let tool = e["tool"].as_str().unwrap_or("?");
         println!(
@@ -165,12 +149,32 @@ fn report(
             .map_or(told, |i| &told[i..]);
         println!("   what the model was told, e.g.:\n     {told}");
     }
+    let run_dir = std::fs::read_dir(sb.persona_dir().join("runs"))?
+        .flatten()
+        .map(|e| e.path())
+        .next();
+    match &run_dir {
+        Some(d) => {
+            let actions = read_jsonl(&d.join("journal.jsonl"))
+                .into_iter()
+                .filter(|l| l.get("seq").is_some())
+                .count();
+            println!(
+                "   the journal ({actions} actions): {}",
+                d.join("journal.jsonl").display()
+            );
+            println!(
+                "   re-check it any time:  leopold persona replay {}",
+                d.display()
+            );
+        }
+        None => println!("   no run directory was written"),
+    }
     println!(
-        "   the guard's events:   {}",
+        "   the guard's events:    {}",
         sb.persona_dir().join("events.jsonl").display()
     );
-    println!("   the harness's stream: {}", stream.display());
-    println!("   the browser's log:    {}", browser.log.display());
+    println!("   the browser's log:     {}", browser.log.display());
 
     let want: Vec<(String, Value)> = checkout::allowed_calls()
         .into_iter()
@@ -185,15 +189,18 @@ fn report(
             )
         })
         .collect();
-    let bounded = run.status.success() && seen == want && events.len() == checkout::BLOCKED_CALLS;
+    let bounded = status.success()
+        && seen == want
+        && events.len() == checkout::BLOCKED_CALLS
+        && run_dir.is_some();
     if !bounded {
         println!(
-            "   NOT as expected: want {} allowed and {} blocked calls and a clean exit",
+            "   NOT as expected: want {} allowed and {} blocked calls, a journal and exit 0",
             want.len(),
             checkout::BLOCKED_CALLS
         );
     }
-    bounded
+    Ok(bounded)
 }
 
 /// What a browser call targeted, hosts only: the host of every URL in the arguments, else the

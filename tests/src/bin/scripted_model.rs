@@ -320,6 +320,7 @@ async fn handle(mut sock: TcpStream, api: Api, state: &State) -> std::io::Result
         (Api::Anthropic, "POST", "/v1/messages") => {
             let n = anthropic_tool_results(&body);
             let step = state.script.step(n);
+            delay(&step).await;
             let turn = turn_of(&step);
             let kind = kind_of(&step);
             if streaming {
@@ -333,6 +334,7 @@ async fn handle(mut sock: TcpStream, api: Api, state: &State) -> std::io::Result
         (Api::OpenAi, "POST", "/v1/responses") => {
             let n = openai_tool_results(&body);
             let step = state.script.step(n);
+            delay(&step).await;
             let sse = openai_sse(&step, seq);
             (
                 "200 OK",
@@ -378,6 +380,14 @@ async fn handle(mut sock: TcpStream, api: Api, state: &State) -> std::io::Result
     sock.shutdown().await
 }
 
+async fn delay(step: &Step<'_>) {
+    if let Step::Calls { delay_ms, .. } = step {
+        if *delay_ms > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(*delay_ms)).await;
+        }
+    }
+}
+
 fn turn_of(step: &Step<'_>) -> Option<usize> {
     match step {
         Step::Calls { turn, .. } => Some(*turn),
@@ -421,7 +431,7 @@ fn sse(out: &mut String, event: &str, data: &Value) {
 
 fn anthropic_blocks(step: &Step<'_>, seq: u64) -> (Vec<Value>, &'static str) {
     match step {
-        Step::Calls { turn, calls } => (
+        Step::Calls { turn, calls, .. } => (
             calls
                 .iter()
                 .enumerate()
@@ -501,7 +511,7 @@ fn openai_sse(step: &Step<'_>, seq: u64) -> String {
         &json!({"type": "response.created", "response": {"id": id}}),
     );
     let items: Vec<Value> = match step {
-        Step::Calls { turn, calls } => calls
+        Step::Calls { turn, calls, .. } => calls
             .iter()
             .enumerate()
             .map(|(i, c)| {

@@ -18,6 +18,8 @@ fn recorded_streams_hold_no_machine_paths_or_keys() {
     for name in [
         "claude-checkout-guard-stream.jsonl",
         "codex-checkout-guard-stream.jsonl",
+        "claude-unrunnable-guard-stream.jsonl",
+        "codex-unrunnable-guard-stream.jsonl",
     ] {
         let (text, lines) = fixture(name);
         assert!(!lines.is_empty(), "{name} is empty");
@@ -58,4 +60,15 @@ fn recorded_codex_stream_shows_only_the_allowed_calls() {
         .map(|l| l["item"]["tool"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(tools, ["navigate", "type"]);
+}
+
+#[test]
+fn recorded_codex_fail_open_stream_shows_every_call_completed() {
+    let (_, lines) = fixture("codex-unrunnable-guard-stream.jsonl");
+    let hosts: Vec<String> = lines
+        .iter()
+        .filter(|l| l["type"] == "item.completed" && l["item"]["type"] == "mcp_tool_call")
+        .map(|l| l["item"]["status"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(hosts, vec!["completed"; 7]);
 }

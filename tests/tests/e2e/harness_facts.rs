@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use leopold_tests::{checkout, require_cli, Harness, ModelServer, Sandbox};
+use leopold_tests::{checkout, record_fixture, require_cli, Harness, ModelServer, Sandbox};
 
 const PROMPT: &str = "Walk the checkout flow.";
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -32,6 +32,10 @@ fn an_unrunnable_guard_blocks_on_claude_and_fails_open_on_codex() {
         };
         let run = sb.run(cmd, TIMEOUT);
         assert!(run.status.success(), "{run}");
+        record_fixture(
+            &format!("{}-unrunnable-guard-stream.jsonl", h.name()),
+            &sb.scrub(&run.stdout, &[&bin, &browser.bin]),
+        );
         let reached = browser.calls().len();
         match h {
             Harness::Claude => assert_eq!(reached, 0, "Claude let calls past a failed hook\n{run}"),

@@ -1,0 +1,177 @@
+//! `leopold-e2e-bench`: wall time of a whole checkout run on the real CLIs, three ways, measured
+//! side by side and alternating (these machines are noisy):
+//!
+//! - `bare`: the harness alone, no hook (the peer);
+//! - `guard`: `leopold persona guard` wired directly as the PreToolUse hook;
+//! - `persona run`: the whole `leopold persona run` lifecycle (lock, wire, prove, launch,
+//!   journal, unwire, archive).
+//!
+//! Each run is the checkout script (7 tool calls, 5 denied with a guard in force) against the
+//! scripted model and the stub browser. Only the measured process is timed, not the sandbox.
+//!
+//! ```text
+//! leopold-e2e-bench [--rounds N] [--harness claude|codex|all]
+//! ```
+//! Needs `LEOPOLD_BIN`, `LEOPOLD_CLAUDE_BIN`, `LEOPOLD_CODEX_BIN` (`scripts/bench-e2e.sh` sets them).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+use leopold_tests::{checkout, leopold_bin, run_bounded, Harness, ModelServer, Sandbox};
+
+#[derive(Clone, Copy, PartialEq)]
+enum Way {
+    Bare,
+    Guard,
+    PersonaRun,
+}
+
+impl Way {
+    const ALL: [Way; 3] = [Way::Bare, Way::Guard, Way::PersonaRun];
+    fn name(self) -> &'static str {
+        match self {
+            Way::Bare => "bare harness (peer)",
+            Way::Guard => "guard wired directly",
+            Way::PersonaRun => "leopold persona run",
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let mut rounds = 5usize;
+    let mut harnesses = Harness::ALL.to_vec();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match (a.as_str(), args.next()) {
+            ("--rounds", Some(n)) => match n.parse() {
+                Ok(n) if n > 0 => rounds = n,
+                _ => return usage(),
+            },
+            ("--harness", Some(h)) => {
+                harnesses = match h.as_str() {
+                    "claude" => vec![Harness::Claude],
+                    "codex" => vec![Harness::Codex],
+                    "all" => Harness::ALL.to_vec(),
+                    _ => return usage(),
+                }
+            }
+            _ => return usage(),
+        }
+    }
+    let leopold = leopold_bin();
+    println!("| harness | way | median | min | max | ratio to bare (median) |");
+    println!("|---|---|---|---|---|---|");
+    for h in harnesses {
+        let Some(cli) = std::env::var_os(h.env_var()).map(PathBuf::from) else {
+            eprintln!("{} is not set", h.env_var());
+            return ExitCode::from(2);
+        };
+        let mut times: Vec<Vec<Duration>> = vec![Vec::new(); Way::ALL.len()];
+        for _ in 0..rounds {
+            for (i, way) in Way::ALL.iter().enumerate() {
+                match once(h, *way, &cli, &leopold) {
+                    Ok(t) => times[i].push(t),
+                    Err(e) => {
+                        eprintln!("{} / {}: {e:#}", h.name(), way.name());
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+        }
+        let bare = median(&mut times[0].clone());
+        for (i, way) in Way::ALL.iter().enumerate() {
+            let t = &mut times[i];
+            let m = median(t);
+            println!(
+                "| {} | {} | {:.2} s | {:.2} s | {:.2} s | {:.2}x |",
+                h.name(),
+                way.name(),
+                m.as_secs_f64(),
+                t.iter().min().unwrap().as_secs_f64(),
+                t.iter().max().unwrap().as_secs_f64(),
+                m.as_secs_f64() / bare.as_secs_f64()
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn usage() -> ExitCode {
+    eprintln!("usage: leopold-e2e-bench [--rounds N] [--harness claude|codex|all]");
+    ExitCode::from(2)
+}
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn shell_quote(p: &Path) -> String {
+    format!("'{}'", p.to_string_lossy().replace('\'', "'\\''"))
+}
+
+/// One whole run; returns the measured process's wall time after checking it did its job.
+fn once(h: Harness, way: Way, cli: &Path, leopold: &Path) -> anyhow::Result<Duration> {
+    const PROMPT: &str = "Walk the checkout flow.";
+    let sb = Sandbox::new();
+    let model = ModelServer::start(&sb, &checkout::script());
+    let browser = sb.stub_browser(checkout::SERVER);
+    let guard = format!("{} persona guard", shell_quote(leopold));
+    let cmd = match way {
+        Way::Bare | Way::Guard => {
+            if way == Way::Guard {
+                sb.activate_flow(&checkout::flow_path(), h);
+            }
+            match h {
+                Harness::Claude => {
+                    if way == Way::Guard {
+                        sb.wire_claude_hook(&guard);
+                    }
+                    sb.claude_command(cli, &model, &browser, PROMPT)
+                }
+                Harness::Codex => {
+                    let hook = if way == Way::Guard {
+                        Sandbox::codex_hook_toml(&guard)
+                    } else {
+                        String::new()
+                    };
+                    sb.write_codex_config(&model, &hook);
+                    sb.codex_command(cli, &model, &browser, PROMPT)
+                }
+            }
+        }
+        Way::PersonaRun => {
+            let flows = sb.project.join("flows");
+            std::fs::create_dir_all(&flows)?;
+            std::fs::copy(checkout::flow_path(), flows.join("checkout.md"))?;
+            if h == Harness::Codex {
+                sb.write_codex_config(&model, "");
+            }
+            let mcp = sb.write_claude_mcp_config(&browser);
+            let mut cmd = Command::new(leopold);
+            cmd.args(["persona", "run", "flows/checkout.md", "--harness", h.name()])
+                .args(["--quiet", "--project"])
+                .arg(&sb.project)
+                .arg("--harness-bin")
+                .arg(cli)
+                .arg("--mcp-config")
+                .arg(&mcp);
+            sb.hermetic(&mut cmd, &model);
+            cmd
+        }
+    };
+    let run = run_bounded(cmd, Duration::from_secs(120));
+    anyhow::ensure!(run.status.success(), "run failed:\n{run}");
+    let reached = browser.calls().len();
+    let want = match way {
+        Way::Bare => checkout::script().call_count(),
+        Way::Guard | Way::PersonaRun => checkout::allowed_calls().len(),
+    };
+    anyhow::ensure!(
+        reached == want,
+        "{reached} calls reached the browser, want {want}"
+    );
+    Ok(run.elapsed)
+}

@@ -1,0 +1,584 @@
+//! The issue's scenarios through `leopold persona run`, on the real Claude Code and Codex CLIs
+//! (issue #6): the supervisor wires the guard, launches the harness, journals and validates.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use leopold_tests::script::Script;
+use leopold_tests::{
+    checkout, leopold_bin, read_jsonl, require_cli, run_bounded, Harness, ModelServer, Run,
+    Sandbox, StubBrowser,
+};
+use serde_json::Value;
+
+const TIMEOUT: Duration = Duration::from_secs(50);
+
+/// A user's own Claude settings, odd formatting included: must survive byte for byte.
+const USER_CLAUDE_SETTINGS: &str =
+    "{\n  \"permissions\": { \"allow\": [\"Bash(ls:*)\"] },\n    \"env\": {\"LEOPOLD_E2E_USER_KEY\": \"kept\"}\n}\n";
+/// The same with one field Claude rejects (`allow` must be a list): Claude skips the whole file.
+const INVALID_CLAUDE_SETTINGS: &str =
+    "{\n  \"permissions\": { \"allow\": 5 },\n  \"env\": {\"LEOPOLD_E2E_USER_KEY\": \"kept\"}\n}\n";
+/// Appended to the Codex config the sandbox writes: a user's comment and table.
+const USER_CODEX_TAIL: &str = "\n# my own notes, keep them\n[history]\npersistence = \"none\"\n";
+
+/// One harness, one sandbox, the scripted model and the stub browser, ready for `persona run`.
+struct World {
+    h: Harness,
+    cli: PathBuf,
+    sb: Sandbox,
+    model: ModelServer,
+    browser: StubBrowser,
+    leopold: PathBuf,
+    mcp_config: PathBuf,
+    /// The harness settings file a persona run wires (and must leave as it found it).
+    settings: PathBuf,
+}
+
+impl World {
+    fn new(h: Harness, script: &Script) -> Option<World> {
+        Self::with_settings(h, script, USER_CLAUDE_SETTINGS)
+    }
+
+    fn with_settings(h: Harness, script: &Script, claude_settings: &str) -> Option<World> {
+        let cli = require_cli(h)?;
+        let sb = Sandbox::new();
+        let model = ModelServer::start(&sb, script);
+        let browser = sb.stub_browser(checkout::SERVER);
+        let mcp_config = sb.write_claude_mcp_config(&browser);
+        let flows = sb.project.join("flows");
+        std::fs::create_dir_all(&flows).unwrap();
+        std::fs::copy(checkout::flow_path(), flows.join("checkout.md")).unwrap();
+        let settings = match h {
+            Harness::Claude => {
+                let dir = sb.project.join(".claude");
+                std::fs::create_dir_all(&dir).unwrap();
+                let p = dir.join("settings.json");
+                std::fs::write(&p, claude_settings).unwrap();
+                p
+            }
+            Harness::Codex => sb.write_codex_config(&model, USER_CODEX_TAIL),
+        };
+        Some(World {
+            h,
+            cli,
+            sb,
+            model,
+            browser,
+            leopold: leopold_bin(),
+            mcp_config,
+            settings,
+        })
+    }
+
+    /// `leopold persona run flows/checkout.md --harness <h> ...`, hermetic, from the project.
+    fn persona_run(&self, leopold: &Path) -> Command {
+        let mut cmd = Command::new(leopold);
+        cmd.args([
+            "persona",
+            "run",
+            "flows/checkout.md",
+            "--harness",
+            self.h.name(),
+        ])
+        .arg("--project")
+        .arg(&self.sb.project)
+        .arg("--harness-bin")
+        .arg(&self.cli)
+        .arg("--mcp-config")
+        .arg(&self.mcp_config);
+        self.sb.hermetic(&mut cmd, &self.model);
+        cmd
+    }
+
+    fn run(&self) -> Run {
+        run_bounded(self.persona_run(&self.leopold), TIMEOUT)
+    }
+
+    fn settings_bytes(&self) -> Vec<u8> {
+        std::fs::read(&self.settings).unwrap()
+    }
+
+    fn active_json(&self) -> PathBuf {
+        self.sb.persona_dir().join("ACTIVE.json")
+    }
+
+    /// The single run directory's journal actions (header line skipped) and `run.json`.
+    fn journal(&self) -> (Vec<Value>, Value) {
+        let runs = self.sb.persona_dir().join("runs");
+        let dirs: Vec<PathBuf> = std::fs::read_dir(&runs)
+            .unwrap_or_else(|e| panic!("{}: {e}", runs.display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(dirs.len(), 1, "run dirs: {dirs:?}");
+        let actions = read_jsonl(&dirs[0].join("journal.jsonl"))
+            .into_iter()
+            .filter(|l| l.get("leopold_journal").is_none())
+            .collect();
+        let run_json = serde_json::from_slice(
+            &std::fs::read(dirs[0].join("run.json")).expect("run.json archived"),
+        )
+        .unwrap();
+        (actions, run_json)
+    }
+
+    /// True once some run directory's journal holds an action line.
+    fn journal_has_actions(&self) -> bool {
+        let runs = self.sb.persona_dir().join("runs");
+        std::fs::read_dir(&runs)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|d| {
+                std::fs::read_to_string(d.path().join("journal.jsonl"))
+                    .is_ok_and(|t| t.lines().any(|l| l.contains("\"seq\"")))
+            })
+    }
+
+    fn assert_lock_free(&self) {
+        let lock = self.sb.persona_dir().join("run.lock");
+        if let Ok(f) = std::fs::File::open(&lock) {
+            fs2::FileExt::try_lock_exclusive(&f).expect("run.lock still held after the run");
+        }
+    }
+
+    fn assert_cleaned_up(&self, before: &[u8]) {
+        assert_eq!(
+            String::from_utf8_lossy(&self.settings_bytes()),
+            String::from_utf8_lossy(before),
+            "{} changed",
+            self.settings.display()
+        );
+        assert!(!self.active_json().exists(), "ACTIVE.json left behind");
+        self.assert_lock_free();
+    }
+}
+
+fn exit_code(run: &Run) -> Option<i32> {
+    run.status.code()
+}
+
+fn tools_and_outcomes(actions: &[Value]) -> Vec<(String, String)> {
+    actions
+        .iter()
+        .map(|a| {
+            (
+                a["tool"].as_str().unwrap_or("").to_owned(),
+                a["outcome"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn browser_seen(b: &StubBrowser) -> Vec<(String, Value)> {
+    b.calls()
+        .iter()
+        .map(|c| {
+            (
+                c["tool"].as_str().unwrap_or("").to_owned(),
+                c["arguments"].clone(),
+            )
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario 1: the checkout flow.
+
+fn scenario_checkout(h: Harness) {
+    let Some(w) = World::new(h, &checkout::script()) else {
+        return;
+    };
+    let before = w.settings_bytes();
+    let run = w.run();
+    assert_eq!(exit_code(&run), Some(0), "a clean run exits 0\n{run}");
+
+    // The browser saw exactly the allowed calls.
+    let want: Vec<(String, Value)> = checkout::allowed_calls()
+        .into_iter()
+        .map(|(t, a)| (t.to_owned(), a))
+        .collect();
+    assert_eq!(browser_seen(&w.browser), want, "{run}");
+
+    // One host-only events line per block. The supervisor proves the wired guard before launch
+    // with a synthetic probe, which the guard records too: exactly one such line, set apart.
+    let (proofs, events): (Vec<Value>, Vec<Value>) = w.sb.events().into_iter().partition(|e| {
+        e["tool"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("mcp__leopold_proof__"))
+    });
+    assert_eq!(proofs.len(), 1, "{proofs:#?}");
+    assert_eq!(events.len(), checkout::BLOCKED_CALLS, "{events:#?}");
+    let hosts: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "persona_guard_block")
+        .map(|e| e["host"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(hosts, checkout::BLOCKED_HOSTS);
+    let events_text = std::fs::read_to_string(w.sb.persona_dir().join("events.jsonl")).unwrap();
+    assert!(!events_text.contains("://"), "{events_text}");
+
+    // The journal lists every action with the right outcome, and no violation.
+    let (actions, run_json) = w.journal();
+    let b = "mcp__browser__";
+    let expect: Vec<(String, String)> = [
+        ("navigate", "completed"),
+        ("navigate", "denied"),
+        ("navigate", "denied"),
+        ("navigate", "denied"),
+        ("navigate", "denied"),
+        ("type", "completed"),
+        ("click", "denied"),
+    ]
+    .iter()
+    .map(|(t, o)| (format!("{b}{t}"), (*o).to_owned()))
+    .collect();
+    assert_eq!(tools_and_outcomes(&actions), expect, "{actions:#?}");
+    assert_eq!(run_json["end"]["outcome"], "clean", "{run_json:#}");
+    assert_eq!(run_json["end"]["counts"]["violations"], 0);
+    let journal_text = serde_json::to_string(&actions).unwrap();
+    assert!(!journal_text.contains("://"), "the journal holds a URL");
+
+    // The model received the guard's reason for each denied call.
+    let results = w.model.tool_results();
+    let denied: Vec<usize> = (0..results.len())
+        .filter(|&i| results[i].contains("Leopold persona guard: "))
+        .collect();
+    assert_eq!(denied, [1, 2, 3, 4, 6], "{results:#?}");
+
+    w.assert_cleaned_up(&before);
+}
+
+#[test]
+fn s1_claude_checkout_through_persona_run_is_bounded_journaled_and_clean() {
+    scenario_checkout(Harness::Claude);
+}
+
+#[test]
+fn s1_codex_checkout_through_persona_run_is_bounded_journaled_and_clean() {
+    scenario_checkout(Harness::Codex);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers for the mid-run scenarios.
+
+/// Starts `cmd` on a thread (bounded like every run); the handle yields its `Run`.
+fn spawn_run(cmd: Command) -> std::thread::JoinHandle<Run> {
+    std::thread::spawn(move || run_bounded(cmd, TIMEOUT))
+}
+
+/// Waits until the stub browser has logged `n` calls (the worker is then mid-run).
+fn wait_for_calls(b: &StubBrowser, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while b.calls().len() < n {
+        assert!(
+            Instant::now() < deadline,
+            "the browser never saw {n} call(s)"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Every file under `dir` with its bytes, sorted by path.
+fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap_or_default();
+                out.push((p, bytes));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Fails naming each file that appeared, vanished or changed between two [`tree`]s.
+fn assert_same_tree(before: &[(PathBuf, Vec<u8>)], after: &[(PathBuf, Vec<u8>)]) {
+    let mut diffs = Vec::new();
+    for (p, b) in before {
+        match after.iter().find(|(q, _)| q == p) {
+            None => diffs.push(format!("removed {}", p.display())),
+            Some((_, a)) if a != b => diffs.push(format!(
+                "changed {}:\n--- before\n{}\n--- after\n{}",
+                p.display(),
+                String::from_utf8_lossy(b),
+                String::from_utf8_lossy(a)
+            )),
+            _ => {}
+        }
+    }
+    for (p, _) in after {
+        if !before.iter().any(|(q, _)| q == p) {
+            diffs.push(format!("added {}", p.display()));
+        }
+    }
+    assert!(diffs.is_empty(), "files changed:\n{}", diffs.join("\n"));
+}
+
+/// True while `pid` is a live (not zombie) process.
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X'),
+        Err(_) => false,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario 2: fail-closed. The guard's binary is moved away mid-run.
+
+fn scenario_guard_moved_away(h: Harness) {
+    let mut script = checkout::script();
+    // The off-allowlist call waits while the test moves the guard away; the call after it waits
+    // long enough that a worker still running then was not stopped.
+    script.turns[1].delay_ms = 2_000;
+    script.turns[2].delay_ms = 8_000;
+    let Some(w) = World::new(h, &script) else {
+        return;
+    };
+    let before = w.settings_bytes();
+    // A private copy of leopold: the supervisor wires its own path as the guard command.
+    let bin_dir = w.sb.root.join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let copy = bin_dir.join("leopold");
+    std::fs::copy(&w.leopold, &copy).unwrap();
+    let handle = spawn_run(w.persona_run(&copy));
+    wait_for_calls(&w.browser, 1);
+    std::fs::rename(&copy, bin_dir.join("leopold.moved-away")).unwrap();
+    let run = handle.join().unwrap();
+
+    let seen: Vec<Value> = browser_seen(&w.browser)
+        .into_iter()
+        .map(|(_, a)| a)
+        .collect();
+    let (actions, run_json) = w.journal();
+    match h {
+        Harness::Claude => {
+            // `onFailure: block`: every later call is denied, nothing more reaches the browser.
+            assert_eq!(seen.len(), 1, "a call got past an unrunnable guard\n{run}");
+            assert_eq!(exit_code(&run), Some(0), "{run}");
+            assert_eq!(run_json["end"]["counts"]["violations"], 0, "{run_json:#}");
+            let outcomes: Vec<String> = tools_and_outcomes(&actions)
+                .into_iter()
+                .map(|(_, o)| o)
+                .collect();
+            assert_eq!(outcomes[0], "completed");
+            assert!(
+                outcomes[1..].iter().all(|o| o != "completed"),
+                "{actions:#?}"
+            );
+        }
+        Harness::Codex => {
+            // Codex fails open: the off-allowlist call reached the browser. The supervisor saw
+            // it completed in the stream, stopped the worker, and exits 1.
+            assert_eq!(
+                seen,
+                [
+                    serde_json::json!({"url": "https://staging.example.com/products/1"}),
+                    serde_json::json!({"url": "https://prod-dashboard.example.org/admin"}),
+                ],
+                "{run}"
+            );
+            assert_eq!(exit_code(&run), Some(1), "a violation exits 1\n{run}");
+            assert_eq!(run_json["end"]["outcome"], "violated", "{run_json:#}");
+            assert!(run_json["end"]["counts"]["violations"].as_u64() >= Some(1));
+            let violated: Vec<&Value> = actions
+                .iter()
+                .filter(|a| a["verdict"]["result"] == "violation")
+                .collect();
+            assert_eq!(violated.len(), 1, "{actions:#?}");
+            assert_eq!(violated[0]["tool"], "mcp__browser__navigate");
+            assert!(
+                run.elapsed < Duration::from_secs(2 + 8),
+                "the worker was not stopped before its next turn\n{run}"
+            );
+        }
+    }
+    w.assert_cleaned_up(&before);
+}
+
+#[test]
+fn s2_claude_guard_moved_away_mid_run_blocks_every_later_call() {
+    scenario_guard_moved_away(Harness::Claude);
+}
+
+#[test]
+fn s2_codex_guard_moved_away_mid_run_fails_open_and_the_supervisor_stops_the_worker() {
+    scenario_guard_moved_away(Harness::Codex);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario 3: an invalid project `.claude/settings.json`.
+
+#[test]
+fn s3_claude_invalid_project_settings_guard_still_fires_and_doctor_reports_the_file() {
+    let Some(w) = World::with_settings(
+        Harness::Claude,
+        &checkout::script(),
+        INVALID_CLAUDE_SETTINGS,
+    ) else {
+        return;
+    };
+    let before = w.settings_bytes();
+    let run = w.run();
+    assert_eq!(exit_code(&run), Some(0), "{run}");
+    let want: Vec<(String, Value)> = checkout::allowed_calls()
+        .into_iter()
+        .map(|(t, a)| (t.to_owned(), a))
+        .collect();
+    assert_eq!(
+        browser_seen(&w.browser),
+        want,
+        "the guard did not fire\n{run}"
+    );
+    w.assert_cleaned_up(&before);
+
+    let mut doctor = Command::new(&w.leopold);
+    doctor
+        .args(["doctor", "--json", "--project"])
+        .arg(&w.sb.project);
+    w.sb.hermetic(&mut doctor, &w.model);
+    let out = run_bounded(doctor, Duration::from_secs(30));
+    assert_eq!(
+        exit_code(&out),
+        Some(1),
+        "doctor must flag the problem\n{out}"
+    );
+    let findings: Vec<Value> = serde_json::from_str::<Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v.get("findings").cloned().or(Some(v)))
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_else(|| out.json_lines());
+    assert!(
+        findings.iter().any(|f| f["status"] == "problem"
+            && f["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(".claude/settings.json"))),
+        "doctor did not name the invalid file: {out}"
+    );
+    // Doctor only reads.
+    assert_eq!(w.settings_bytes(), before);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario 4: the supervisor is SIGKILLed mid-run.
+
+fn scenario_crash(h: Harness) {
+    let mut script = checkout::script();
+    script.turns[1].delay_ms = 30_000; // the worker waits on its model when the supervisor dies
+    let Some(w) = World::new(h, &script) else {
+        return;
+    };
+    let before = w.settings_bytes();
+    let mut cmd = w.persona_run(&w.leopold);
+    let mut sup = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start persona run");
+    wait_for_calls(&w.browser, 1);
+    let active: Value =
+        serde_json::from_slice(&std::fs::read(w.active_json()).expect("ACTIVE.json mid-run"))
+            .unwrap();
+    let worker = active["worker_pid"]
+        .as_u64()
+        .expect("worker_pid in ACTIVE.json") as u32;
+    assert!(alive(worker));
+    assert_ne!(w.settings_bytes(), before, "the guard is wired mid-run");
+
+    sup.kill().unwrap(); // SIGKILL: no cleanup code runs
+    sup.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(worker) {
+        assert!(
+            Instant::now() < deadline,
+            "worker {worker} outlived its supervisor by 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let mut recover = Command::new(&w.leopold);
+    recover
+        .args(["persona", "recover", "--project"])
+        .arg(&w.sb.project);
+    w.sb.hermetic(&mut recover, &w.model);
+    let out = run_bounded(recover, Duration::from_secs(30));
+    assert_eq!(exit_code(&out), Some(0), "{out}");
+    w.assert_cleaned_up(&before);
+    // Only the first call ever reached the browser.
+    assert_eq!(w.browser.calls().len(), 1);
+}
+
+#[test]
+fn s4_claude_supervisor_sigkill_worker_dies_and_recover_restores_every_byte() {
+    scenario_crash(Harness::Claude);
+}
+
+#[test]
+fn s4_codex_supervisor_sigkill_worker_dies_and_recover_restores_every_byte() {
+    scenario_crash(Harness::Codex);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario 5: a second run while one is active.
+
+fn scenario_busy(h: Harness) {
+    let mut script = checkout::script();
+    script.turns[1].delay_ms = 5_000; // run 1 holds the lock while run 2 tries
+    let Some(w) = World::new(h, &script) else {
+        return;
+    };
+    let first = spawn_run(w.persona_run(&w.leopold));
+    wait_for_calls(&w.browser, 1);
+    // ...and until run 1 journaled that call: from then on run 1 waits on its model.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !w.journal_has_actions() {
+        assert!(
+            Instant::now() < deadline,
+            "run 1 never journaled its first call"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let project_before = tree(&w.sb.project);
+    let settings_before = w.settings_bytes();
+
+    let second = run_bounded(w.persona_run(&w.leopold), Duration::from_secs(20));
+    assert_eq!(exit_code(&second), Some(4), "{second}");
+    assert!(
+        second.stderr.contains("checkout") || second.stdout.contains("checkout"),
+        "the message names the active run's flow\n{second}"
+    );
+    assert_same_tree(&project_before, &tree(&w.sb.project));
+    assert_eq!(w.settings_bytes(), settings_before);
+    assert_eq!(
+        w.browser.calls().len(),
+        1,
+        "the second run reached the browser"
+    );
+
+    let run = first.join().unwrap();
+    assert_eq!(
+        exit_code(&run),
+        Some(0),
+        "the first run still ends clean\n{run}"
+    );
+}
+
+#[test]
+fn s5_claude_second_run_while_active_exits_4_and_changes_nothing() {
+    scenario_busy(Harness::Claude);
+}
+
+#[test]
+fn s5_codex_second_run_while_active_exits_4_and_changes_nothing() {
+    scenario_busy(Harness::Codex);
+}
