@@ -19,7 +19,7 @@ with open(os.path.join(project, ".claude/settings.json"), "w") as f: f.write('{"
 script = os.path.join(root, "script"); open(script, "w").write("@exit 0\n")
 timings = os.path.join(root, "timings.json")
 env = dict(os.environ, HOME=home, CODEX_HOME=os.path.join(home, ".codex"), FAKE_WORKER_SCRIPT=script, __LEOPOLD_TIMINGS=timings)
-spawn, unwire, wall_run, wall_bare = [], [], [], []
+spawn, unwire, wall_run, wall_bare, marks = [], [], [], [], []
 for i in range(n):
     # Side by side: the bare worker, then the supervised run, alternating.
     t = time.perf_counter(); subprocess.run([fake, "-p", "x"], env=env, check=True, stdout=subprocess.DEVNULL); wall_bare.append(time.perf_counter() - t)
@@ -27,7 +27,7 @@ for i in range(n):
     r = subprocess.run([leopold, "persona", "run", flow, "--harness", "claude", "--project", project, "--harness-bin", fake, "--quiet"], env=env, stdout=subprocess.DEVNULL)
     wall_run.append(time.perf_counter() - t)
     assert r.returncode == 0, r
-    m = json.load(open(timings))
+    m = json.load(open(timings)); marks.append(m)
     spawn.append(m["worker_spawned"] / 1000); unwire.append((m["unwired"] - m["worker_exit_seen"]) / 1000)
 med = statistics.median
 print(f"runs: {n}")
@@ -35,5 +35,9 @@ print(f"start -> worker spawned (in-process):   median {med(spawn):.2f} ms, p90 
 print(f"worker exit -> fully unwired:           median {med(unwire):.2f} ms, p90 {sorted(unwire)[int(n*0.9)]:.2f} ms")
 print(f"whole `persona run` wall:               median {med(wall_run)*1000:.2f} ms")
 print(f"bare fake worker wall (peer):           median {med(wall_bare)*1000:.2f} ms")
+steps = ["planned", "locked", "recovered", "active_written", "wired", "settings_written", "proved", "worker_spawned"]
+prev = 0.0
+for s in steps:
+    t = med([x[s] / 1000 for x in marks]); print(f"  {s:<18} at {t:7.2f} ms (+{t - prev:6.2f})"); prev = t
 print(f"supervisor overhead per run:            {(med(wall_run)-med(wall_bare))*1000:.2f} ms ({med(wall_run)/med(wall_bare):.1f}x the bare worker)")
 PY

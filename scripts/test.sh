@@ -17,4 +17,6 @@ cargo build -p leopold
 target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
 export LEOPOLD_BIN="$target_dir/debug/leopold"
 
+# The fake worker the supervisor's lifecycle tests drive (they also build it on demand).
+cargo build -p leopold-tests --bin leopold-fake-worker
 cargo nextest run --workspace --no-fail-fast "$@"

@@ -26,6 +26,10 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum PersonaCommand {
     /// Run a persona flow under a harness, guarded, journaled and validated.
+    ///
+    /// Exit codes: 0 clean run; 1 violations (the worker was stopped); 2 usage or configuration
+    /// error (nothing left wired); 3 the worker failed, timed out or was interrupted; 4 another
+    /// persona run is active in this project (nothing touched). See README "Running a persona".
     Run(RunArgs),
     /// The PreToolUse hook: reads the harness payload on stdin; exit 0 allows, exit 2 denies.
     ///
@@ -54,6 +58,9 @@ pub enum PersonaCommand {
     /// succeeds.
     Unwire(UnwireArgs),
     /// Clean up after a crashed run: stop its worker, unwire, archive its state.
+    ///
+    /// Also removes tagged guard wiring no active run accounts for. Refuses (exit 4) while a live
+    /// run holds the lock. See README "Recovery".
     Recover(ProjectArgs),
     /// Re-validate a recorded journal (or a raw harness stream) against its flow.
     Replay(ReplayArgs),

@@ -16,8 +16,7 @@ use crate::exit::RunExit;
 use crate::state::{self, PersonaPaths};
 use crate::wiring_port::{self as harness, HarnessKind};
 
-/// Claude Code from which a hook entry's `"onFailure": "block"` is honoured (HARNESS-FACTS §1).
-const CLAUDE_ON_FAILURE_SINCE: (u64, u64, u64) = (2, 1, 295);
+use crate::harness::CLAUDE_ON_FAILURE_SINCE;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -35,7 +35,10 @@ pub struct RecoveryReport {
 
 impl RecoveryReport {
     pub fn is_empty(&self) -> bool {
-        self.crashed_run.is_none() && self.orphans.is_empty() && self.removed_files.is_empty()
+        self.crashed_run.is_none()
+            && self.orphans.is_empty()
+            && self.removed_files.is_empty()
+            && self.warnings.is_empty()
     }
 
     pub fn lines(&self) -> Vec<String> {
@@ -160,7 +163,15 @@ pub fn recover_locked(
     }
     // Orphans: tagged wiring that no ACTIVE.json accounts for.
     for kind in [HarnessKind::Claude, HarnessKind::Codex] {
-        let handlers = harness::wired_handlers(kind, ctx)?;
+        // A file that cannot be read or parsed is left as it is: it is reported here, and wiring
+        // refuses it with the full error if a run needs it.
+        let handlers = match harness::wired_handlers(kind, ctx) {
+            Ok(h) => h,
+            Err(e) => {
+                report.warnings.push(format!("orphan check skipped: {e:#}"));
+                continue;
+            }
+        };
         if !handlers.is_empty()
             && harness::unwire(kind, ctx, &mut |w| report.warnings.push(w.to_owned()))?
         {

@@ -278,6 +278,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     // 1. Everything resolved before any side effect; errors here exit 2 via main.
     let plan = plan(&args)?;
+    timings.mark("planned");
 
     // 2. The lock. Busy: say who holds it and touch nothing else.
     let holder = LockHolder {
@@ -300,6 +301,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(RunExit::BUSY));
         }
     };
+    timings.mark("locked");
     pause_point("locked");
 
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -335,8 +337,14 @@ async fn lifecycle(
 
     // 3. Recover a crashed earlier run, lock held.
     let report = super::recover::recover_locked(&plan.paths, &plan.ctx)?;
+    timings.mark("recovered");
     for line in report.lines() {
         out.info(&format!("leopold: recovered: {line}"));
+    }
+    if !report.is_empty() {
+        out.json(
+            json!({"event":"recovered","crashed_run":report.crashed_run,"lines":report.lines()}),
+        );
     }
 
     // 4. ACTIVE.json, naming what is about to be wired.
@@ -381,10 +389,15 @@ async fn lifecycle(
         flow: Some(format!("{} (run {run_id})", plan.flow.name)),
         ..holder
     });
+    timings.mark("active_written");
     pause_point("active-written");
 
+    // The guard appends its denials (the proof's included) to the project's events.jsonl; at the
+    // end they move into the run directory, so a run leaves nothing outside it.
+    let events_before = std::fs::metadata(plan.paths.events()).ok().map(|m| m.len());
     let mut run = Teardown {
         plan: &plan,
+        events_before,
         st,
         lock: Some(lock),
         out,
@@ -400,15 +413,18 @@ async fn lifecycle(
             run.st.wiring[0].file = outcome.record.file.clone();
             run.st.write_atomic(&plan.paths.active())?;
         }
+        timings.mark("wired");
         pause_point("wired");
         if let Some(gs) = &guard_settings {
             state::write_atomic(
                 gs,
                 harness::claude_guard_settings_json(&plan.ctx).as_bytes(),
             )?;
+            timings.mark("settings_written");
             pause_point("settings-written");
         }
         prove_guard(&plan)?;
+        timings.mark("proved");
         anyhow::Ok(())
     };
     let setup_result = setup.await;
@@ -459,6 +475,35 @@ async fn lifecycle(
     let events_offset = std::fs::metadata(plan.paths.events())
         .map(|m| m.len())
         .unwrap_or(0);
+    // The journal exists before the worker does: nothing it does goes unrecorded.
+    let journal_path = run_dir.join("journal.jsonl");
+    let mut observer = match crate::observe_impl::make_observer(
+        plan.kind,
+        &plan.flow,
+        &journal_path,
+        &run_id,
+        &plan.paths.events(),
+        events_offset,
+    ) {
+        Ok(o) => o,
+        Err(e) => {
+            let msg = format!("{e:#}");
+            out.error(&msg);
+            return run.finish(
+                "setup_failed",
+                RunExit::CONFIG,
+                Counts::default(),
+                None,
+                Some(msg),
+            );
+        }
+    };
+    if let Some(p) = &provisioned {
+        observer = Box::new(crate::browser::WithRefMap::new(
+            observer,
+            crate::browser::RefTracker::new(&p.state, &p.output_dir),
+        ));
+    }
     let cmd = worker::worker_command(&spec, &run_id);
     let mut child = match tokio::process::Command::from(cmd).spawn() {
         Ok(c) => c,
@@ -475,9 +520,22 @@ async fn lifecycle(
         }
     };
     timings.mark("worker_spawned");
-    let pgid = child.id().context("worker has no pid")?;
+    let pgid = child.id().unwrap_or(0);
     run.st.worker_pid = Some(pgid);
-    run.st.write_atomic(&plan.paths.active())?;
+    if let Err(e) = run.st.write_atomic(&plan.paths.active()) {
+        // Recovery could not find this worker by its recorded pid: stop it now.
+        let _ = crate::os::signal_group(pgid, libc::SIGKILL);
+        let _ = child.wait().await;
+        let msg = format!("{e:#}");
+        out.error(&msg);
+        return run.finish(
+            "setup_failed",
+            RunExit::CONFIG,
+            Counts::default(),
+            None,
+            Some(msg),
+        );
+    }
     out.info(&format!(
         "leopold: run {run_id}: flow `{}` under {} (worker pid {pgid})",
         plan.flow.name,
@@ -487,21 +545,6 @@ async fn lifecycle(
     pause_point("launched");
 
     // 7. Supervise.
-    let journal_path = run_dir.join("journal.jsonl");
-    let mut observer = crate::observe_impl::make_observer(
-        plan.kind,
-        &plan.flow,
-        &journal_path,
-        &run_id,
-        &plan.paths.events(),
-        events_offset,
-    )?;
-    if let Some(p) = &provisioned {
-        observer = Box::new(crate::browser::WithRefMap::new(
-            observer,
-            crate::browser::RefTracker::new(&p.state, &p.output_dir),
-        ));
-    }
     let sup = supervise(
         &mut child,
         pgid,
@@ -621,6 +664,8 @@ async fn pending_signal(
 /// Step 8's undo, shared by every way out once ACTIVE.json exists.
 struct Teardown<'a> {
     plan: &'a Plan,
+    /// Length of events.jsonl before the run (`None`: it did not exist).
+    events_before: Option<u64>,
     st: ActiveState,
     lock: Option<RunLock>,
     out: &'a Reporter,
@@ -638,7 +683,27 @@ impl Teardown<'_> {
         let plan = self.plan;
         // Unwire. On failure ACTIVE.json stays, so `persona recover` (or the next run) retries.
         let out = self.out;
-        if let Err(e) = harness::unwire(plan.kind, &plan.ctx, &mut |w| out.warn(w)) {
+        let unwired = harness::unwire(plan.kind, &plan.ctx, &mut |w| out.warn(w)).or_else(|e| {
+            // Wiring refused the file (malformed, not UTF-8, ...) and it carries nothing of ours:
+            // there is nothing to undo but wiring's own record of the attempt.
+            let file = harness::target_file(plan.kind, &plan.ctx);
+            let ours = std::fs::read(&file)
+                .map(|b| {
+                    b.windows(harness::TAG.len())
+                        .any(|w| w == harness::TAG.as_bytes())
+                })
+                .unwrap_or(false);
+            if ours {
+                return Err(e);
+            }
+            let record = plan.ctx.record_path(plan.kind);
+            let _ = std::fs::remove_file(&record);
+            if let Some(dir) = record.parent() {
+                let _ = std::fs::remove_dir(dir);
+            }
+            Ok(false)
+        });
+        if let Err(e) = unwired {
             self.out.error(&format!(
                 "{e:#}\nthe guard is still wired; ACTIVE.json is kept so that `leopold persona recover --project {}` can finish the cleanup",
                 plan.paths.project.display()
@@ -669,6 +734,11 @@ impl Teardown<'_> {
         fin.write_atomic(&run_dir.join("run.json"))?;
         std::fs::remove_file(plan.paths.active())
             .with_context(|| format!("cannot remove {}", plan.paths.active().display()))?;
+        // The guard is inert now (no ACTIVE.json) and the lock is still ours: nobody else
+        // appends to events.jsonl.
+        if let Err(e) = move_run_events(&plan.paths, self.events_before, &run_dir) {
+            self.out.warn(&format!("{e:#}"));
+        }
         drop(self.lock.take());
         let rel = run_dir
             .strip_prefix(&plan.paths.project)
@@ -685,6 +755,48 @@ impl Teardown<'_> {
         ));
         self.out.json(json!({"event":"run_ended","run_id":self.st.run_id,"outcome":outcome,"exit_code":code,"counts":counts,"reason":reason,"run_dir":rel}));
         Ok(code)
+    }
+}
+
+/// Moves what the guard appended to `events.jsonl` during the run into `<run_dir>/guard-events.jsonl`.
+fn move_run_events(
+    paths: &PersonaPaths,
+    before: Option<u64>,
+    run_dir: &Path,
+) -> anyhow::Result<()> {
+    use std::io::{Read as _, Seek as _};
+    let events = paths.events();
+    let dest = run_dir.join("guard-events.jsonl");
+    match before {
+        None => match std::fs::rename(&events, &dest) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e)
+                .with_context(|| format!("cannot move {} to {}", events.display(), dest.display())),
+        },
+        Some(len) => {
+            let mut f = match std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&events)
+            {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => {
+                    return Err(e).with_context(|| format!("cannot open {}", events.display()))
+                }
+            };
+            let mut tail = Vec::new();
+            f.seek(std::io::SeekFrom::Start(len))
+                .and_then(|_| f.read_to_end(&mut tail))
+                .with_context(|| format!("cannot read {}", events.display()))?;
+            if tail.is_empty() {
+                return Ok(());
+            }
+            state::write_atomic(&dest, &tail)?;
+            f.set_len(len)
+                .with_context(|| format!("cannot truncate {}", events.display()))
+        }
     }
 }
 

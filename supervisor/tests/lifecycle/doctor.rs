@@ -129,3 +129,50 @@ fn doctor_reports_a_claude_settings_file_claude_would_skip() {
         stdout(&out)
     );
 }
+
+#[test]
+fn doctor_says_when_claudes_on_failure_is_not_honoured() {
+    let sb = Sandbox::new();
+    let bin = sb.root.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(fake_worker(), bin.join("claude")).unwrap();
+    let project = sb.project().display().to_string();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    for (version, want_problem) in [
+        ("2.1.200 (Claude Code)", true),
+        ("2.1.332 (Claude Code)", false),
+    ] {
+        let out = sb
+            .leopold(&["doctor", "--project", &project, "--json"])
+            .env("PATH", &path)
+            .env("FAKE_WORKER_VERSION", version)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        let f = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["check"] == "on_failure")
+            .unwrap_or_else(|| panic!("{v}"));
+        assert_eq!(f["status"] == "problem", want_problem, "{version}: {f}");
+        assert_eq!(
+            out.status.code(),
+            Some(if want_problem { 1 } else { 0 }),
+            "{version}: {v}"
+        );
+        let binary = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["scope"] == "claude" && f["check"] == "binary")
+            .unwrap();
+        assert!(
+            binary["message"]
+                .as_str()
+                .unwrap()
+                .contains(version.split(' ').next().unwrap()),
+            "{binary}"
+        );
+    }
+}

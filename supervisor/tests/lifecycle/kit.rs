@@ -309,3 +309,12 @@ pub fn active_worker_pid(sb: &Sandbox) -> Option<u32> {
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     v["worker_pid"].as_u64().map(|p| p as u32)
 }
+
+/// What a finished run leaves under `.leopold/persona/`: the inert lock file and its run directory
+/// (the guard's events of the run, the proof's denial among them, its journal, its final state).
+pub const RUN_LISTING: [&str; 4] = [
+    "run.lock",
+    "runs/<run>/guard-events.jsonl",
+    "runs/<run>/journal.jsonl",
+    "runs/<run>/run.json",
+];

@@ -59,15 +59,18 @@ fn claude_run_wires_during_and_leaves_only_the_run_dir_after() {
 
     // After: byte-identical files, only the run dir (and the inert lock file) remain.
     assert_eq!(sb.snapshot(), before);
-    assert_eq!(
-        sb.persona_listing(),
-        [
-            "run.lock",
-            "runs/<run>/journal.jsonl",
-            "runs/<run>/run.json"
-        ]
-    );
+    assert_eq!(sb.persona_listing(), RUN_LISTING);
     assert!(!std::path::Path::new(&gs).exists());
+    // The proof ran the real wired guard: its denial of the probe host is the run's first event.
+    let events = std::fs::read_to_string(sb.only_run_dir().join("guard-events.jsonl")).unwrap();
+    assert!(
+        events
+            .lines()
+            .next()
+            .unwrap()
+            .contains("leopold-proof.invalid"),
+        "{events}"
+    );
     let rj = sb.run_json();
     assert_eq!(rj["active"], false);
     assert_eq!(rj["end"]["outcome"], "clean");
@@ -141,14 +144,7 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
         stderr(&out)
     );
     assert_eq!(sb.snapshot(), before);
-    assert_eq!(
-        sb.persona_listing(),
-        [
-            "run.lock",
-            "runs/<run>/journal.jsonl",
-            "runs/<run>/run.json"
-        ]
-    );
+    assert_eq!(sb.persona_listing(), RUN_LISTING);
     let argv: Vec<String> = serde_json::from_value(sb.worker_record()["argv"].clone()).unwrap();
     assert_eq!(
         &argv[..7],
@@ -274,4 +270,119 @@ fn a_bad_flow_or_missing_harness_is_a_usage_error_touching_nothing() {
         stderr(&out)
     );
     assert!(!sb.project().join(".leopold").exists());
+}
+
+#[test]
+fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_clean() {
+    // The fake worker does what Claude Code does with `--settings`: it runs every PreToolUse hook
+    // command in that file (the real `leopold persona guard`) before each call.
+    let sb = Sandbox::new();
+    sb.set_script(
+        "@guard mcp__personastub__navigate https://staging.example.com/welcome\n\
+         @guard mcp__personastub__navigate https://prod-dashboard.example.org/x\n\
+         @guard mcp__personastub__navigate https://staging.example.com.evil.io/\n",
+    );
+    let before = sb.snapshot();
+    let out = sb.run_cmd("claude", &[]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(sb.snapshot(), before);
+    let j = sb.journal();
+    let outcomes: Vec<&str> = j[1..]
+        .iter()
+        .map(|a| a["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["completed", "denied", "denied"], "{j:?}");
+    assert!(j[1..].iter().all(|a| a["verdict"]["result"] == "ok"));
+    let rj = sb.run_json();
+    assert_eq!(rj["end"]["counts"]["denied"], 2);
+    let events = std::fs::read_to_string(sb.only_run_dir().join("guard-events.jsonl")).unwrap();
+    assert!(
+        events.contains("prod-dashboard.example.org")
+            && events.contains("staging.example.com.evil.io"),
+        "{events}"
+    );
+    assert!(stdout(&out).contains("blocked"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_settings_file_wiring_refuses_stops_the_run_with_exit_2_and_leaves_it_byte_for_byte() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.project().join(".claude/settings.json"),
+        "{\"hooks\": [1, 2,\n",
+    )
+    .unwrap();
+    sb.set_script("@exit 0\n");
+    let before = sb.snapshot();
+    let out = sb.run_cmd("claude", &[]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("settings.json"),
+        "names the file: {}",
+        stderr(&out)
+    );
+    assert_eq!(sb.snapshot(), before);
+    assert!(!sb.active().exists());
+    assert!(!sb.record().exists(), "the worker must not start");
+    let rj = sb.run_json();
+    assert_eq!(rj["end"]["outcome"], "setup_failed");
+    assert_eq!(rj["end"]["exit_code"], 2);
+}
+
+#[test]
+fn codex_denials_leave_no_stream_item_and_are_merged_from_the_guards_events() {
+    // The fake worker runs the hook commands wired in $CODEX_HOME/config.toml, as Codex does; a
+    // denied call leaves no item in its stream (HARNESS-FACTS §5).
+    let sb = Sandbox::new();
+    sb.set_script(
+        "@guard-codex mcp__personastub__navigate https://staging.example.com/welcome\n\
+         @guard-codex mcp__personastub__navigate https://prod-dashboard.example.org/x\n\
+         @guard-codex mcp__personastub__navigate https://accounts.example.com/\n",
+    );
+    let before = sb.snapshot();
+    let out = sb.run_cmd("codex", &[]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(sb.snapshot(), before);
+    let j = sb.journal();
+    let seen: Vec<(String, String)> = j[1..]
+        .iter()
+        .map(|a| {
+            (
+                a["outcome"].as_str().unwrap().to_owned(),
+                a["urls"][0]["host"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        seen.contains(&("denied".into(), "prod-dashboard.example.org".into())),
+        "{seen:?}"
+    );
+    assert_eq!(
+        seen.iter().filter(|(o, _)| o == "completed").count(),
+        2,
+        "{seen:?}"
+    );
+    assert!(
+        !seen.iter().any(|(_, h)| h.contains("leopold-proof")),
+        "the proof is not a worker action: {seen:?}"
+    );
+    assert_eq!(sb.run_json()["end"]["counts"]["denied"], 1);
 }

@@ -142,14 +142,7 @@ fn sigint_during_a_run_cleans_up_fully() {
     assert!(!alive(g), "the whole group is stopped");
     let rj = sb.run_json();
     assert_eq!(rj["end"]["outcome"], "interrupted");
-    assert_eq!(
-        sb.persona_listing(),
-        [
-            "run.lock",
-            "runs/<run>/journal.jsonl",
-            "runs/<run>/run.json"
-        ]
-    );
+    assert_eq!(sb.persona_listing(), RUN_LISTING);
 }
 
 #[test]
@@ -222,4 +215,35 @@ fn a_grandchild_holding_stdout_after_the_worker_exits_is_killed() {
         .as_str()
         .unwrap()
         .contains("held its output"));
+}
+
+#[test]
+fn a_second_signal_skips_the_grace_period() {
+    let sb = Sandbox::new();
+    sb.set_script("@ignore-sigterm\n@sleep 60000\n");
+    let before = sb.snapshot();
+    let child = sb
+        .run_cmd("claude", &[])
+        .env("__LEOPOLD_STOP_GRACE_MS", "60000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(10, "the worker", || {
+        active_worker_pid(&sb).is_some() && sb.record().exists()
+    });
+    let pid = child.id();
+    signal(pid, "INT");
+    std::thread::sleep(Duration::from_millis(300));
+    let worker = sb.worker_record()["pid"].as_u64().unwrap() as u32;
+    assert!(
+        alive(worker),
+        "the worker ignores SIGTERM and the grace is a minute"
+    );
+    let t = Instant::now();
+    signal(pid, "INT");
+    let out = wait_output(child, 15);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert_eq!(out.status.code(), Some(3));
+    assert_clean_after(&sb, &before);
 }

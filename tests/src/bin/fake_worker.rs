@@ -14,7 +14,10 @@
 //! - `@exit N`: exit with N at once;
 //! - `@guard TOOL URL`: act as Claude Code would for one tool call: run every PreToolUse hook
 //!   command from the `--settings` file we were given through `sh -c` with the hook payload, then
-//!   print the `tool_use` and its `tool_result` (an error result if a hook exited 2).
+//!   print the `tool_use` and its `tool_result` (an error result if a hook exited 2);
+//! - `@guard-codex TOOL URL`: the same as Codex would: the hook commands come from
+//!   `$CODEX_HOME/config.toml`; a denied call leaves no item in the stream, an allowed one an
+//!   `mcp_tool_call` item.
 //!
 //! At start, if `FAKE_WORKER_RECORD` is set, it writes `{argv, pid, pgid, cwd, stdin_is_null,
 //! run_id}` there as JSON. With `--version` it prints `FAKE_WORKER_VERSION` (default a Claude
@@ -75,18 +78,42 @@ fn settings_hooks(argv: &[String]) -> Vec<String> {
     cmds
 }
 
-fn guard_call(argv: &[String], n: &mut u32, tool: &str, url: &str) {
-    *n += 1;
-    let id = format!("toolu_fake_{n}");
-    let input = serde_json::json!({"url": url});
-    out(&serde_json::json!({"type":"assistant","message":{"id":"msg_fake","type":"message","role":"assistant","content":[{"type":"tool_use","id":id,"name":tool,"input":input}]}}).to_string());
+fn codex_hooks() -> Vec<String> {
+    let Some(home) = std::env::var_os("CODEX_HOME") else {
+        return Vec::new();
+    };
+    let text = std::fs::read_to_string(Path::new(&home).join("config.toml")).unwrap_or_default();
+    let doc: toml::Value = toml::from_str(&text).unwrap_or(toml::Value::Boolean(false));
+    let mut cmds = Vec::new();
+    let groups = doc
+        .get("hooks")
+        .and_then(|h| h.get("PreToolUse"))
+        .and_then(|g| g.as_array());
+    for g in groups.into_iter().flatten() {
+        for h in g
+            .get("hooks")
+            .and_then(|h| h.as_array())
+            .into_iter()
+            .flatten()
+        {
+            if let Some(c) = h.get("command").and_then(|c| c.as_str()) {
+                cmds.push(c.to_owned());
+            }
+        }
+    }
+    cmds
+}
+
+/// Runs the hook commands on one call (as both harnesses do, through a shell, with
+/// `CLAUDE_PROJECT_DIR` set); the first deny's reason (exit 2) if one denied it.
+fn run_hooks(cmds: &[String], tool: &str, input: &serde_json::Value, id: &str) -> Option<String> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let payload = serde_json::json!({"session_id":"fake","hook_event_name":"PreToolUse","cwd":cwd,"tool_name":tool,"tool_input":input,"tool_use_id":id});
-    let mut denied: Option<String> = None;
-    for cmd in settings_hooks(argv) {
+    for cmd in cmds {
         let mut child = Command::new("sh")
             .arg("-c")
-            .arg(&cmd)
+            .arg(cmd)
+            .current_dir(&cwd)
             .env("CLAUDE_PROJECT_DIR", &cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -101,16 +128,38 @@ fn guard_call(argv: &[String], n: &mut u32, tool: &str, url: &str) {
         let o = child.wait_with_output().expect("hook output");
         eprintln!("fake-worker: hook exit {:?}", o.status.code());
         if o.status.code() == Some(2) {
-            denied = Some(format!(
-                "PreToolUse:{tool} hook error: [{cmd}]: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            ));
-            break;
+            return Some(String::from_utf8_lossy(&o.stderr).trim().to_owned());
         }
     }
-    let result = match denied {
-        Some(msg) => {
-            serde_json::json!({"type":"tool_result","tool_use_id":id,"content":msg,"is_error":true})
+    None
+}
+
+fn guard_call_codex(n: &mut u32, tool: &str, url: &str) {
+    *n += 1;
+    let id = format!("item_fake_{n}");
+    let input = serde_json::json!({"url": url});
+    if run_hooks(&codex_hooks(), tool, &input, &id).is_some() {
+        return;
+    }
+    let mut parts = tool.splitn(3, "__");
+    let (_, server, bare) = (
+        parts.next(),
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or(""),
+    );
+    let item = |status: &str| serde_json::json!({"id":id,"type":"mcp_tool_call","server":server,"tool":bare,"arguments":input,"status":status});
+    out(&serde_json::json!({"type":"item.started","item":item("in_progress")}).to_string());
+    out(&serde_json::json!({"type":"item.completed","item":item("completed")}).to_string());
+}
+
+fn guard_call(argv: &[String], n: &mut u32, tool: &str, url: &str) {
+    *n += 1;
+    let id = format!("toolu_fake_{n}");
+    let input = serde_json::json!({"url": url});
+    out(&serde_json::json!({"type":"assistant","message":{"id":"msg_fake","type":"message","role":"assistant","content":[{"type":"tool_use","id":id,"name":tool,"input":input}]}}).to_string());
+    let result = match run_hooks(&settings_hooks(argv), tool, &input, &id) {
+        Some(reason) => {
+            serde_json::json!({"type":"tool_result","tool_use_id":id,"content":format!("PreToolUse:{tool} hook error: {reason}"),"is_error":true})
         }
         None => {
             serde_json::json!({"type":"tool_result","tool_use_id":id,"content":[{"type":"text","text":"navigated"}]})
@@ -188,6 +237,10 @@ fn main() {
             }
             "crash" => std::process::abort(),
             "exit" => std::process::exit(arg.trim().parse().unwrap_or(1)),
+            "guard-codex" => {
+                let (tool, url) = arg.split_once(' ').unwrap_or((arg, ""));
+                guard_call_codex(&mut calls, tool.trim(), url.trim());
+            }
             "guard" => {
                 let (tool, url) = arg.split_once(' ').unwrap_or((arg, ""));
                 guard_call(&argv, &mut calls, tool.trim(), url.trim());
