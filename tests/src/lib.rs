@@ -450,9 +450,20 @@ impl Sandbox {
         self.project.join(".leopold/persona")
     }
 
-    /// The guard's `events.jsonl` lines.
+    /// The guard's `events.jsonl` lines: those finished runs moved into their run directories,
+    /// then what the project's `events.jsonl` still holds.
     pub fn events(&self) -> Vec<Value> {
-        read_jsonl(&self.persona_dir().join("events.jsonl"))
+        // A finished `persona run` moves its run's lines into `runs/<id>/guard-events.jsonl`.
+        let mut out = Vec::new();
+        if let Ok(dir) = std::fs::read_dir(self.persona_dir().join("runs")) {
+            let mut runs: Vec<PathBuf> = dir.flatten().map(|e| e.path()).collect();
+            runs.sort();
+            for r in runs {
+                out.extend(read_jsonl(&r.join("guard-events.jsonl")));
+            }
+        }
+        out.extend(read_jsonl(&self.persona_dir().join("events.jsonl")));
+        out
     }
 
     /// `text` with this machine's paths rewritten: the sandbox root becomes `/home/user/sandbox`,

@@ -28,6 +28,7 @@ fn call(tool: &str, input: Value) -> Turn {
             tool: format!("mcp__browser__{tool}"),
             input,
         }],
+        delay_ms: 0,
     }
 }
 
@@ -45,23 +46,27 @@ struct Scenario {
 }
 
 impl Scenario {
-    fn journal(&self) -> Vec<Value> {
+    fn run_dir(&self) -> PathBuf {
         let runs = self.sb.persona_dir().join("runs");
         let dirs: Vec<PathBuf> = std::fs::read_dir(&runs)
             .unwrap()
             .map(|e| e.unwrap().path())
             .collect();
         assert_eq!(dirs.len(), 1, "{dirs:?}");
+        dirs[0].clone()
+    }
+
+    fn journal(&self) -> Vec<Value> {
         // The header line has no `tool`.
-        read_jsonl(&dirs[0].join("journal.jsonl"))
+        read_jsonl(&self.run_dir().join("journal.jsonl"))
             .into_iter()
             .filter(|l| l.get("tool").is_some())
             .collect()
     }
 
+    /// The guard's denials of this run (the supervisor moves them into the run directory).
     fn events(&self) -> Vec<(String, String)> {
-        self.sb
-            .events()
+        read_jsonl(&self.run_dir().join("guard-events.jsonl"))
             .iter()
             .filter(|e| e["tool_use_id"] != "leopold-proof")
             .map(|e| {
@@ -242,7 +247,9 @@ fn ways_out_are_refused_by_the_browser(harness: Harness) {
         .iter()
         .find(|a| a["tool"] == "mcp__browser__browser_click")
         .unwrap();
-    assert_eq!(click["browser_blocked"]["host"], "127.0.0.1", "{click}");
+    // The error page's title names the refused host when Chromium has set it by then.
+    let named = &click["browser_blocked"]["host"];
+    assert!(named.is_null() || named == "127.0.0.1", "{click}");
     for a in &journal {
         assert_eq!(a["verdict"]["result"], "ok", "{a}");
         assert!(!a.to_string().contains("://"), "{a}");
