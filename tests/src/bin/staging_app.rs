@@ -48,7 +48,7 @@ fn respond(method: &str, path: &str, port: u16) -> (u16, Vec<(&'static str, Stri
             &format!(
                 "<h1>Shop</h1><ul>\
                  <li><a href=\"http://127.0.0.1:{port}/admin\">Admin dashboard</a></li>\
-                 <li><a href=\"/checkout\">Checkout</a></li>\
+                 <li><a href=\"/checkout\">Cart</a></li>\
                  <li><a href=\"/js-redirect\">Offers</a></li>\
                  <li><a href=\"/go-away\">Partners</a></li></ul>"
             ),
