@@ -13,8 +13,9 @@
 
 use std::sync::OnceLock;
 
-use regex::RegexSet;
+use regex_automata::meta;
 
+use crate::pattern::{build, build_ascii, first_match};
 use crate::RuleHit;
 
 /// A built-in rule set.
@@ -48,7 +49,7 @@ pub const PAYMENT_TOOLS: &[&str] = &[
 
 /// Words one of which every `payment` tool pattern needs (lowercase substrings). The guard checks
 /// these before compiling the patterns: most calls name no such word, and compiling a
-/// case-insensitive `RegexSet` costs more than the rest of the decision. A property test holds
+/// case-insensitive set of regexes costs more than the rest of the decision. A property test holds
 /// the patterns to their words.
 const PAYMENT_TOOL_WORDS: &[&str] = &[
     "stripe",
@@ -109,8 +110,22 @@ const DELETION_TOOL_WORDS: &[&str] = &[
 pub const DELETION_PATHS: &[&str] = &[];
 
 struct Compiled {
-    labels: RegexSet,
-    tools: RegexSet,
+    labels: meta::Regex,
+    tools: meta::Regex,
+}
+
+/// The label patterns without Unicode mode, for ASCII labels (see `pattern::build_ascii`).
+fn labels_ascii(set: BuiltinSet) -> &'static meta::Regex {
+    static PAYMENT: OnceLock<meta::Regex> = OnceLock::new();
+    static DELETION: OnceLock<meta::Regex> = OnceLock::new();
+    let cell = match set {
+        BuiltinSet::Payment => &PAYMENT,
+        BuiltinSet::Deletion => &DELETION,
+    };
+    cell.get_or_init(|| {
+        build_ascii(set.label_patterns())
+            .expect("built-in label patterns build in ASCII mode (tested)")
+    })
 }
 
 fn compiled(set: BuiltinSet) -> &'static Compiled {
@@ -121,8 +136,8 @@ fn compiled(set: BuiltinSet) -> &'static Compiled {
         BuiltinSet::Deletion => (&DELETION, DELETION_LABELS, DELETION_TOOLS),
     };
     cell.get_or_init(|| Compiled {
-        labels: RegexSet::new(labels).expect("built-in label patterns compile (tested)"),
-        tools: RegexSet::new(tools).expect("built-in tool patterns compile (tested)"),
+        labels: build(labels).expect("built-in label patterns compile (tested)"),
+        tools: build(tools).expect("built-in tool patterns compile (tested)"),
     })
 }
 
@@ -160,9 +175,26 @@ impl BuiltinSet {
 
     /// The first label pattern of this set that matches.
     pub fn match_label(self, label: &str) -> Option<RuleHit> {
-        let c = compiled(self);
-        let i = c.labels.matches(label).into_iter().next()?;
-        Some(self.hit("label", &c.labels.patterns()[i]))
+        let i = if label.is_ascii() {
+            first_match(labels_ascii(self), label)?
+        } else {
+            first_match(&compiled(self).labels, label)?
+        };
+        Some(self.hit("label", self.label_patterns()[i]))
+    }
+
+    fn label_patterns(self) -> &'static [&'static str] {
+        match self {
+            BuiltinSet::Payment => PAYMENT_LABELS,
+            BuiltinSet::Deletion => DELETION_LABELS,
+        }
+    }
+
+    fn tool_patterns(self) -> &'static [&'static str] {
+        match self {
+            BuiltinSet::Payment => PAYMENT_TOOLS,
+            BuiltinSet::Deletion => DELETION_TOOLS,
+        }
     }
 
     fn tool_words(self) -> &'static [&'static str] {
@@ -182,9 +214,8 @@ impl BuiltinSet {
                 return None;
             }
         }
-        let c = compiled(self);
-        let i = c.tools.matches(tool).into_iter().next()?;
-        Some(self.hit("tool", &c.tools.patterns()[i]))
+        let i = first_match(&compiled(self).tools, tool)?;
+        Some(self.hit("tool", self.tool_patterns()[i]))
     }
 
     /// The first path prefix of this set that matches an already lowercased, decoded path.
@@ -200,6 +231,36 @@ impl BuiltinSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn label_sets_agree_in_both_modes() {
+        for set in [BuiltinSet::Payment, BuiltinSet::Deletion] {
+            for label in [
+                "Place order",
+                "PLACE YOUR ORDER",
+                "Pay now",
+                "Pay $12",
+                "Buy now",
+                "Delete",
+                "Delete account",
+                "Empty trash",
+                "Add to cart",
+                "Cancel",
+                "paypal",
+                "Yes, delete",
+                "Subscribe",
+                "save card",
+                "x",
+                "",
+            ] {
+                assert_eq!(
+                    first_match(labels_ascii(set), label),
+                    first_match(&compiled(set).labels, label),
+                    "{set:?} {label}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn payment_labels() {
@@ -274,7 +335,7 @@ mod tests {
             let name: String = pieces.concat();
             for set in [BuiltinSet::Payment, BuiltinSet::Deletion] {
                 let lower = name.to_ascii_lowercase();
-                let matched = compiled(set).tools.is_match(&name);
+                let matched = compiled(set).tools.is_match(name.as_str());
                 let worded = set.tool_words().iter().any(|w| lower.contains(w));
                 proptest::prop_assert!(!matched || worded, "{name} matches {set:?}");
                 proptest::prop_assert_eq!(set.match_tool(&name).is_some(), matched);

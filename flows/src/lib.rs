@@ -28,11 +28,13 @@ pub mod browser;
 pub mod builtin;
 mod host;
 mod parse;
+mod pattern;
 
 use std::path::{Path, PathBuf};
 
 pub use host::{normalize_allowlist_entry, AllowEntry};
 pub use parse::FlowError;
+pub use pattern::Pattern;
 
 /// A parsed, validated flow.
 #[derive(Debug, Clone)]
@@ -66,12 +68,12 @@ pub struct Irreversible {
     /// Built-in rule sets switched on by `forbid`.
     pub forbid: Vec<builtin::BuiltinSet>,
     /// `click_labels`: regexes on a click/press/submit tool's label, text or element description.
-    pub click_labels: Vec<regex::Regex>,
+    pub click_labels: Vec<Pattern>,
     /// `url_paths`: path prefixes that must never be navigated to or submitted (normalised by
     /// [`normalize_path`]).
     pub url_paths: Vec<String>,
     /// `tools`: tool names that are irreversible outright (regexes, anchored at both ends).
-    pub tools: Vec<regex::Regex>,
+    pub tools: Vec<Pattern>,
 }
 
 /// What a flow says about one URL.
@@ -190,7 +192,7 @@ impl Flow {
     pub fn match_tool(&self, tool: &str) -> Option<RuleHit> {
         if let Some(re) = self.irreversible.tools.iter().find(|re| re.is_match(tool)) {
             return Some(RuleHit {
-                rule: format!("irreversible.tools {:?}", user_pattern(re)),
+                rule: format!("irreversible.tools {:?}", re.as_str()),
                 source: "tools",
             });
         }
@@ -261,14 +263,6 @@ impl Flow {
     pub fn has_label_rules(&self) -> bool {
         !self.irreversible.click_labels.is_empty() || !self.irreversible.forbid.is_empty()
     }
-}
-
-/// Tool regexes are compiled anchored (`^(?:…)$`); show the user's own pattern in messages.
-fn user_pattern(re: &regex::Regex) -> &str {
-    let s = re.as_str();
-    s.strip_prefix("^(?:")
-        .and_then(|s| s.strip_suffix(")$"))
-        .unwrap_or(s)
 }
 
 /// Normalises a URL path for prefix matching, erring towards a match: percent-decoded (once,

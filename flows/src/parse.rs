@@ -182,10 +182,10 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
         }
     }
     for (i, pat) in ir.click_labels.iter().enumerate() {
-        let re = regex::Regex::new(pat).map_err(|e| {
+        let re = crate::Pattern::new(pat, false).map_err(|e| {
             key_err(
                 format!("irreversible.click_labels[{i}]"),
-                format!("is not a valid regex: {}", one_line(&e.to_string())),
+                format!("is not a valid regex: {}", one_line(&e)),
                 "use Rust regex syntax (https://docs.rs/regex); `(?i)` makes it case-insensitive",
             )
         })?;
@@ -202,10 +202,10 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
         flow.irreversible.url_paths.push(crate::normalize_path(p));
     }
     for (i, pat) in ir.tools.iter().enumerate() {
-        let re = regex::Regex::new(&format!("^(?:{pat})$")).map_err(|e| {
+        let re = crate::Pattern::new(pat, true).map_err(|e| {
             key_err(
                 format!("irreversible.tools[{i}]"),
-                format!("is not a valid regex: {}", one_line(&e.to_string())),
+                format!("is not a valid regex: {}", one_line(&e)),
                 "a tool-name regex matched against the whole name, e.g. \"mcp__stripe__.*\"",
             )
         })?;

@@ -77,7 +77,7 @@ pub fn read_active(root: &Path) -> Result<ActiveState, Denial> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ActiveState::Inactive),
         Err(e) => return Err(unreadable(e)),
     };
-    let mut bytes = Vec::new();
+    let mut bytes = Vec::with_capacity(1024);
     file.take(MAX_ACTIVE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(unreadable)?;

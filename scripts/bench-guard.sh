@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Whole-process wall time of `leopold persona guard < payload` against `/bin/true < payload`, on
+# the same payload, alternating, in one run; and the guard's peak RSS. BENCHMARKS.md "The guard".
+#
+#   ./scripts/bench-guard.sh [RUNS]                    (default 2000 runs of each)
+#   BENCH_CALL=click ./scripts/bench-guard.sh [RUNS]   (an allowed click instead of a navigation)
+#
+# The payload is a realistic allowed navigation in an active project: the guard finds the project
+# root from the payload's cwd, reads ACTIVE.json and the flow (flows/checkout.md, with
+# irreversibility rules), judges the URL and exits 0.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS="${1:-2000}"
+cargo build --release -p leopold --quiet
+BIN="$PWD/target/release/leopold"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+proj="$work/proj"
+mkdir -p "$proj/.leopold/persona" "$proj/flows" "$proj/web/app"
+cp flows/checkout.md "$proj/flows/checkout.md"
+cat > "$proj/.leopold/persona/ACTIVE.json" <<JSON
+{"version":1,"active":true,"run_id":"bench","flow":"checkout","flow_path":"flows/checkout.md","harness":"claude","supervisor_pid":1,"started_at":"2026-01-01T00:00:00Z"}
+JSON
+if [ "${BENCH_CALL:-navigate}" = click ]; then
+    tool='mcp__browser__browser_click'
+    input='{"element":"Add to cart button","target":"e5"}'
+else
+    tool='mcp__browser__browser_navigate'
+    input='{"url":"https://staging.example.com/products/42?ref=home"}'
+fi
+cat > "$work/payload.json" <<JSON
+{"session_id":"0b6c0c1e-4a57-4c55-9d4b-3f1e2b1c9a10","transcript_path":"/root/.claude/projects/x/0b6c.jsonl","cwd":"$proj/web/app","prompt_id":"p1","permission_mode":"bypassPermissions","hook_event_name":"PreToolUse","tool_name":"$tool","tool_input":$input,"tool_use_id":"toolu_01ABCDEFGHIJKLMNOPQRSTUV","mcp_server":{"name":"browser","source":"dynamic"}}
+JSON
+
+# A third peer, for the floor of any Rust process: `fn main() {}` built with the same rustc.
+echo 'fn main() {}' > "$work/empty.rs"
+rustc -O -C panic=unwind -o "$work/empty-rust" "$work/empty.rs"
+
+# Sanity: the payload is allowed, silently.
+if ! out="$("$BIN" persona guard < "$work/payload.json" 2>&1)" || [ -n "$out" ]; then
+    echo "bench-guard: the benchmark payload was not allowed silently: $out" >&2
+    exit 1
+fi
+
+python3 - "$BIN" "$work/payload.json" "$RUNS" "$work/empty-rust" <<'PY'
+import os, sys, time, statistics
+bin_, payload, runs, empty = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+cmds = {"guard": [bin_, "persona", "guard"], "true": ["/bin/true"], "empty": [empty]}
+def once(argv):
+    fd = os.open(payload, os.O_RDONLY)
+    t0 = time.perf_counter_ns()
+    pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, fd, 0)])
+    _, status = os.waitpid(pid, 0)
+    t1 = time.perf_counter_ns()
+    os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, argv
+    return t1 - t0
+for _ in range(50):  # warm the page cache and the CPU
+    for argv in cmds.values():
+        once(argv)
+samples = {name: [] for name in cmds}
+orders = [("guard", "true", "empty"), ("true", "empty", "guard"), ("empty", "guard", "true")]
+for i in range(runs):
+    for name in orders[i % 3]:
+        samples[name].append(once(cmds[name]))
+med = {k: statistics.median(v) / 1000 for k, v in samples.items()}
+p90 = {k: statistics.quantiles(v, n=10)[8] / 1000 for k, v in samples.items()}
+print(f"call: {os.environ.get('BENCH_CALL', 'navigate')}; runs each: {runs}, alternating")
+print(f"leopold persona guard: median {med['guard']:.0f} us, p90 {p90['guard']:.0f} us")
+print(f"/bin/true:             median {med['true']:.0f} us, p90 {p90['true']:.0f} us")
+print(f"empty Rust main:       median {med['empty']:.0f} us, p90 {p90['empty']:.0f} us")
+print(f"ratio guard / true (median): {med['guard'] / med['true']:.2f}x")
+print(f"ratio empty Rust / true (median): {med['empty'] / med['true']:.2f}x")
+PY
+
+rss() { /usr/bin/time -f '%M' "$@" < "$work/payload.json" 2>&1 >/dev/null | tail -1; }
+echo "peak RSS: leopold persona guard $(rss "$BIN" persona guard) KiB, /bin/true $(rss /bin/true) KiB, empty Rust $(rss "$work/empty-rust") KiB"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
