@@ -121,6 +121,7 @@ fn main() -> std::io::Result<()> {
             element: None,
             typed_len,
             outcome,
+            denied_reason: (outcome == Outcome::Denied).then(|| "outside_allowlist".to_owned()),
             verdict: Some(verdict),
             browser_blocked: None,
         };

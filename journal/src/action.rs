@@ -164,6 +164,9 @@ pub struct Action {
     pub typed_len: Option<u64>,
     /// How the call ended.
     pub outcome: Outcome,
+    /// For a denial the guard recorded: its reason id (`outside_allowlist`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denied_reason: Option<String>,
     /// The validation verdict, once validated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,

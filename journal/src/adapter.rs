@@ -17,6 +17,8 @@ use crate::classify::{build_action, result_text, RefMap};
 /// What one input line produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
+// Actions are nearly every event; boxing them would cost an allocation each to shrink the rare one.
+#[allow(clippy::large_enum_variant)]
 pub enum AdapterEvent {
     /// A tool call whose outcome is now known (not yet validated; `seq` is 0).
     Action(Action),

@@ -352,6 +352,7 @@ pub fn build_action(
         element,
         typed_len,
         outcome,
+        denied_reason: None,
         verdict: None,
         browser_blocked: None,
     }

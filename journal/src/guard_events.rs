@@ -25,7 +25,17 @@ struct GuardEvent {
     #[serde(default)]
     host: Option<String>,
     #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
     tool_use_id: Option<String>,
+}
+
+/// The guard's reasons are short snake_case ids; anything else is not kept (the journal holds no
+/// free text from outside Leopold).
+fn is_reason_id(r: &str) -> bool {
+    (1..=64).contains(&r.len())
+        && r.bytes()
+            .all(|b| b.is_ascii_lowercase() || b == b'_' || b.is_ascii_digit())
 }
 
 /// Reads the guard's events from byte `from_offset` on and returns the denials as actions
@@ -106,6 +116,7 @@ pub fn denial_from_line(line: &[u8], harness: Harness) -> Option<Action> {
         element: None,
         typed_len: None,
         outcome: Outcome::Denied,
+        denied_reason: ev.reason.filter(|r| is_reason_id(r)),
         verdict: None,
         browser_blocked: None,
     })
@@ -140,11 +151,13 @@ mod tests {
         assert_eq!(got[0].outcome, Outcome::Denied);
         assert_eq!(got[0].kind, ActionKind::Navigate);
         assert_eq!(got[0].first_host(), Some("prod-dashboard.example.org"));
-        writeln!(f, r#"ersible","tool":"mcp__personastub__click","flow":"c","reason":"label","tool_use_id":"t9"}}"#).unwrap();
+        assert_eq!(got[0].denied_reason, None, "free text is not a reason id");
+        writeln!(f, r#"ersible","tool":"mcp__personastub__click","flow":"c","reason":"irreversible_label","tool_use_id":"t9"}}"#).unwrap();
         let (got2, off2) = guard_denials(&p, Harness::Codex, off).unwrap();
         assert_eq!(got2.len(), 1);
         assert_eq!(got2[0].tool_use_id.as_deref(), Some("t9"));
         assert_eq!(got2[0].kind, ActionKind::Click);
+        assert_eq!(got2[0].denied_reason.as_deref(), Some("irreversible_label"));
         assert!(off2 > off);
         assert_eq!(
             guard_denials(&p, Harness::Codex, off2).unwrap(),

@@ -220,16 +220,15 @@ pub fn replay(
         return Ok(s);
     }
 
-    let (journal, run_info) = if opts.input.is_dir() {
-        let run_json = opts.input.join("run.json");
-        (opts.input.join("journal.jsonl"), read_run_info(&run_json)?)
+    let journal = if opts.input.is_dir() {
+        opts.input.join("journal.jsonl")
     } else {
-        let beside = opts.input.parent().map(|p| p.join("run.json"));
-        let info = match beside {
-            Some(p) if p.is_file() => read_run_info(&p)?,
-            _ => None,
-        };
-        (opts.input.clone(), info)
+        opts.input.clone()
+    };
+    // `run.json` sits beside the journal in a run directory; with `--flow` it is not needed.
+    let run_info = match (&opts.flow, journal.parent()) {
+        (None, Some(dir)) => read_run_info(&dir.join("run.json"))?,
+        _ => None,
     };
     let mut reader = open(&journal)?;
     let mut lines = LineReader::new(&mut reader);

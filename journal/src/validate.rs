@@ -130,6 +130,7 @@ mod tests {
             element: None,
             typed_len: None,
             outcome,
+            denied_reason: None,
             verdict: None,
             browser_blocked: None,
         }

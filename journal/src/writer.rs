@@ -198,6 +198,7 @@ mod tests {
             element: None,
             typed_len: None,
             outcome: Outcome::Completed,
+            denied_reason: None,
             verdict: None,
             browser_blocked: None,
         };

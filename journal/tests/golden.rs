@@ -263,3 +263,20 @@ fn a_removed_line_shows_as_a_seq_gap_and_exit_2() {
         "a journal with a missing line is not clean"
     );
 }
+
+#[test]
+fn a_broken_run_json_is_unreadable_unless_flow_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(golden("clean.jsonl"), dir.path().join("journal.jsonl")).unwrap();
+    std::fs::write(dir.path().join("run.json"), "{\"flow_path\": ").unwrap();
+    let mut opts = ReplayOptions {
+        input: dir.path().to_path_buf(),
+        flow: None,
+        from: None,
+    };
+    let err = replay(&opts, &mut |_| {}).unwrap_err();
+    assert!(matches!(err, ReplayError::RunInfo { .. }), "{err}");
+    assert!(err.to_string().contains("run.json"), "{err}");
+    opts.flow = Some(golden("flow.md"));
+    assert_eq!(replay(&opts, &mut |_| {}).unwrap().exit_code(), 0);
+}

@@ -77,6 +77,7 @@ fn action() -> impl Strategy<Value = Action> {
             element: None,
             typed_len,
             outcome,
+            denied_reason: None,
             verdict: None,
             browser_blocked: None,
         })

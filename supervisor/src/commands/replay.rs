@@ -82,11 +82,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             line += ", torn last line skipped";
         }
         if summary.verdicts_changed > 0 {
-            line += &format!(
-                ", {} verdict{} differ from the recorded ones",
-                summary.verdicts_changed,
-                plural(summary.verdicts_changed)
-            );
+            let n = summary.verdicts_changed;
+            let verb = if n == 1 {
+                "differs from the recorded one"
+            } else {
+                "differ from the recorded ones"
+            };
+            line += &format!(", {n} verdict{} {verb}", plural(n));
         }
         writeln!(out, "{line}")?;
         if !summary.unknown_types.is_empty() {
