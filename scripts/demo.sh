@@ -13,8 +13,8 @@ bin="$(./scripts/install-clis.sh)"
 export LEOPOLD_CLAUDE_BIN="$bin/claude"
 export LEOPOLD_CODEX_BIN="$bin/codex"
 
-echo "demo: building leopold and the test kit..." >&2
-cargo build --quiet -p leopold -p leopold-tests
+echo "demo: building leopold and the test kit (a few minutes on a fresh clone)..." >&2
+cargo build -p leopold -p leopold-tests
 target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
 export LEOPOLD_BIN="$target_dir/debug/leopold"
 

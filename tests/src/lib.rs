@@ -450,20 +450,9 @@ impl Sandbox {
         self.project.join(".leopold/persona")
     }
 
-    /// The guard's `events.jsonl` lines: those finished runs moved into their run directories,
-    /// then what the project's `events.jsonl` still holds.
+    /// The guard's `events.jsonl` lines.
     pub fn events(&self) -> Vec<Value> {
-        // A finished `persona run` moves its run's lines into `runs/<id>/guard-events.jsonl`.
-        let mut out = Vec::new();
-        if let Ok(dir) = std::fs::read_dir(self.persona_dir().join("runs")) {
-            let mut runs: Vec<PathBuf> = dir.flatten().map(|e| e.path()).collect();
-            runs.sort();
-            for r in runs {
-                out.extend(read_jsonl(&r.join("guard-events.jsonl")));
-            }
-        }
-        out.extend(read_jsonl(&self.persona_dir().join("events.jsonl")));
-        out
+        read_jsonl(&self.persona_dir().join("events.jsonl"))
     }
 
     /// `text` with this machine's paths rewritten: the sandbox root becomes `/home/user/sandbox`,
@@ -605,6 +594,23 @@ pub fn record_fixture(name: &str, text: &str) -> bool {
     std::fs::create_dir_all(&dir).expect("fixtures dir");
     std::fs::write(dir.join(name), text).expect("write fixture");
     true
+}
+
+/// Appends `{"scenario","harness","secs"}` to the file named by `LEOPOLD_E2E_TIMINGS`, if set:
+/// the per-scenario wall times BENCHMARKS.md reports. One write per line (tests may run at once).
+pub fn note_timing(scenario: &str, harness: Harness, elapsed: Duration) {
+    let Some(path) = std::env::var_os("LEOPOLD_E2E_TIMINGS") else {
+        return;
+    };
+    let line = serde_json::json!({"scenario": scenario, "harness": harness.name(),
+        "secs": (elapsed.as_secs_f64() * 1000.0).round() / 1000.0});
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes());
+    }
 }
 
 /// A finished harness run.

@@ -118,8 +118,17 @@ fn demo(h: Harness, dir: &Path) -> anyhow::Result<bool> {
             target(&c["arguments"])
         );
     }
-    let events: Vec<Value> = sb
-        .events()
+    let run_dir = std::fs::read_dir(sb.persona_dir().join("runs"))?
+        .flatten()
+        .map(|e| e.path())
+        .next();
+    // The supervisor moves the guard's events of the run into the run directory at the end.
+    let events_path = run_dir
+        .as_ref()
+        .map(|d| d.join("guard-events.jsonl"))
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| sb.persona_dir().join("events.jsonl"));
+    let events: Vec<Value> = read_jsonl(&events_path)
         .into_iter()
         .filter(|e| {
             // The supervisor's pre-launch proof of the wired guard is recorded too; not a call.
@@ -149,10 +158,6 @@ fn demo(h: Harness, dir: &Path) -> anyhow::Result<bool> {
             .map_or(told, |i| &told[i..]);
         println!("   what the model was told, e.g.:\n     {told}");
     }
-    let run_dir = std::fs::read_dir(sb.persona_dir().join("runs"))?
-        .flatten()
-        .map(|e| e.path())
-        .next();
     match &run_dir {
         Some(d) => {
             let actions = read_jsonl(&d.join("journal.jsonl"))
@@ -170,10 +175,7 @@ fn demo(h: Harness, dir: &Path) -> anyhow::Result<bool> {
         }
         None => println!("   no run directory was written"),
     }
-    println!(
-        "   the guard's events:    {}",
-        sb.persona_dir().join("events.jsonl").display()
-    );
+    println!("   the guard's events:    {}", events_path.display());
     println!("   the browser's log:     {}", browser.log.display());
 
     let want: Vec<(String, Value)> = checkout::allowed_calls()

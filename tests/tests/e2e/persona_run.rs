@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use leopold_tests::script::Script;
 use leopold_tests::{
-    checkout, leopold_bin, read_jsonl, require_cli, run_bounded, Harness, ModelServer, Run,
-    Sandbox, StubBrowser,
+    checkout, leopold_bin, note_timing, read_jsonl, require_cli, run_bounded, Harness, ModelServer,
+    Run, Sandbox, StubBrowser,
 };
 use serde_json::Value;
 
@@ -104,14 +104,21 @@ impl World {
         self.sb.persona_dir().join("ACTIVE.json")
     }
 
-    /// The single run directory's journal actions (header line skipped) and `run.json`.
-    fn journal(&self) -> (Vec<Value>, Value) {
+    /// The single run directory.
+    fn run_dir(&self) -> PathBuf {
         let runs = self.sb.persona_dir().join("runs");
         let dirs: Vec<PathBuf> = std::fs::read_dir(&runs)
             .unwrap_or_else(|e| panic!("{}: {e}", runs.display()))
             .map(|e| e.unwrap().path())
             .collect();
         assert_eq!(dirs.len(), 1, "run dirs: {dirs:?}");
+        dirs[0].clone()
+    }
+
+    /// The single run directory's journal actions (header line skipped) and `run.json`.
+    fn journal(&self) -> (Vec<Value>, Value) {
+        let dir = self.run_dir();
+        let dirs = [dir];
         let actions = read_jsonl(&dirs[0].join("journal.jsonl"))
             .into_iter()
             .filter(|l| l.get("leopold_journal").is_none())
@@ -193,6 +200,7 @@ fn scenario_checkout(h: Harness) {
     let before = w.settings_bytes();
     let run = w.run();
     assert_eq!(exit_code(&run), Some(0), "a clean run exits 0\n{run}");
+    note_timing("s1 checkout (persona run)", h, run.elapsed);
 
     // The browser saw exactly the allowed calls.
     let want: Vec<(String, Value)> = checkout::allowed_calls()
@@ -201,13 +209,16 @@ fn scenario_checkout(h: Harness) {
         .collect();
     assert_eq!(browser_seen(&w.browser), want, "{run}");
 
-    // One host-only events line per block. The supervisor proves the wired guard before launch
-    // with a synthetic probe, which the guard records too: exactly one such line, set apart.
-    let (proofs, events): (Vec<Value>, Vec<Value>) = w.sb.events().into_iter().partition(|e| {
-        e["tool"]
-            .as_str()
-            .is_some_and(|t| t.starts_with("mcp__leopold_proof__"))
-    });
+    // One host-only events line per block, moved by the supervisor into the run directory at
+    // the end. It proves the wired guard before launch with a synthetic probe, which the guard
+    // records too: exactly one such line, set apart.
+    let events_path = w.run_dir().join("guard-events.jsonl");
+    let (proofs, events): (Vec<Value>, Vec<Value>) =
+        read_jsonl(&events_path).into_iter().partition(|e| {
+            e["tool"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("mcp__leopold_proof__"))
+        });
     assert_eq!(proofs.len(), 1, "{proofs:#?}");
     assert_eq!(events.len(), checkout::BLOCKED_CALLS, "{events:#?}");
     let hosts: Vec<&str> = events
@@ -216,8 +227,11 @@ fn scenario_checkout(h: Harness) {
         .map(|e| e["host"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(hosts, checkout::BLOCKED_HOSTS);
-    // The supervisor moves the run's lines into its run directory; none holds a URL.
-    let events_text = serde_json::to_string(&w.sb.events()).unwrap();
+    let events_text = std::fs::read_to_string(&events_path).unwrap();
+    assert!(
+        w.sb.events().is_empty(),
+        "the run's events were left in the project's events.jsonl"
+    );
     assert!(!events_text.contains("://"), "{events_text}");
 
     // The journal lists every action with the right outcome, and no violation.
@@ -356,6 +370,11 @@ fn scenario_guard_moved_away(h: Harness) {
     wait_for_calls(&w.browser, 1);
     std::fs::rename(&copy, bin_dir.join("leopold.moved-away")).unwrap();
     let run = handle.join().unwrap();
+    note_timing(
+        "s2 guard moved away mid-run (incl. 2 s scripted wait)",
+        h,
+        run.elapsed,
+    );
 
     let seen: Vec<Value> = browser_seen(&w.browser)
         .into_iter()
@@ -432,6 +451,11 @@ fn s3_claude_invalid_project_settings_guard_still_fires_and_doctor_reports_the_f
     let before = w.settings_bytes();
     let run = w.run();
     assert_eq!(exit_code(&run), Some(0), "{run}");
+    note_timing(
+        "s3 invalid project settings (persona run)",
+        Harness::Claude,
+        run.elapsed,
+    );
     let want: Vec<(String, Value)> = checkout::allowed_calls()
         .into_iter()
         .map(|(t, a)| (t.to_owned(), a))
@@ -449,6 +473,7 @@ fn s3_claude_invalid_project_settings_guard_still_fires_and_doctor_reports_the_f
         .arg(&w.sb.project);
     w.sb.hermetic(&mut doctor, &w.model);
     let out = run_bounded(doctor, Duration::from_secs(30));
+    note_timing("s3 leopold doctor", Harness::Claude, out.elapsed);
     assert_eq!(
         exit_code(&out),
         Some(1),
@@ -514,6 +539,7 @@ fn scenario_crash(h: Harness) {
     w.sb.hermetic(&mut recover, &w.model);
     let out = run_bounded(recover, Duration::from_secs(30));
     assert_eq!(exit_code(&out), Some(0), "{out}");
+    note_timing("s4 persona recover after SIGKILL", h, out.elapsed);
     w.assert_cleaned_up(&before);
     // Only the first call ever reached the browser.
     assert_eq!(w.browser.calls().len(), 1);
@@ -554,6 +580,7 @@ fn scenario_busy(h: Harness) {
 
     let second = run_bounded(w.persona_run(&w.leopold), Duration::from_secs(20));
     assert_eq!(exit_code(&second), Some(4), "{second}");
+    note_timing("s5 second run refused (exit 4)", h, second.elapsed);
     assert!(
         second.stderr.contains("checkout") || second.stdout.contains("checkout"),
         "the message names the active run's flow\n{second}"
