@@ -392,12 +392,8 @@ async fn lifecycle(
     timings.mark("active_written");
     pause_point("active-written");
 
-    // The guard appends its denials (the proof's included) to the project's events.jsonl; at the
-    // end they move into the run directory, so a run leaves nothing outside it.
-    let events_before = std::fs::metadata(plan.paths.events()).ok().map(|m| m.len());
     let mut run = Teardown {
         plan: &plan,
-        events_before,
         st,
         lock: Some(lock),
         out,
@@ -664,8 +660,6 @@ async fn pending_signal(
 /// Step 8's undo, shared by every way out once ACTIVE.json exists.
 struct Teardown<'a> {
     plan: &'a Plan,
-    /// Length of events.jsonl before the run (`None`: it did not exist).
-    events_before: Option<u64>,
     st: ActiveState,
     lock: Option<RunLock>,
     out: &'a Reporter,
@@ -734,11 +728,6 @@ impl Teardown<'_> {
         fin.write_atomic(&run_dir.join("run.json"))?;
         std::fs::remove_file(plan.paths.active())
             .with_context(|| format!("cannot remove {}", plan.paths.active().display()))?;
-        // The guard is inert now (no ACTIVE.json) and the lock is still ours: nobody else
-        // appends to events.jsonl.
-        if let Err(e) = move_run_events(&plan.paths, self.events_before, &run_dir) {
-            self.out.warn(&format!("{e:#}"));
-        }
         drop(self.lock.take());
         let rel = run_dir
             .strip_prefix(&plan.paths.project)
@@ -755,48 +744,6 @@ impl Teardown<'_> {
         ));
         self.out.json(json!({"event":"run_ended","run_id":self.st.run_id,"outcome":outcome,"exit_code":code,"counts":counts,"reason":reason,"run_dir":rel}));
         Ok(code)
-    }
-}
-
-/// Moves what the guard appended to `events.jsonl` during the run into `<run_dir>/guard-events.jsonl`.
-fn move_run_events(
-    paths: &PersonaPaths,
-    before: Option<u64>,
-    run_dir: &Path,
-) -> anyhow::Result<()> {
-    use std::io::{Read as _, Seek as _};
-    let events = paths.events();
-    let dest = run_dir.join("guard-events.jsonl");
-    match before {
-        None => match std::fs::rename(&events, &dest) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e)
-                .with_context(|| format!("cannot move {} to {}", events.display(), dest.display())),
-        },
-        Some(len) => {
-            let mut f = match std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(&events)
-            {
-                Ok(f) => f,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-                Err(e) => {
-                    return Err(e).with_context(|| format!("cannot open {}", events.display()))
-                }
-            };
-            let mut tail = Vec::new();
-            f.seek(std::io::SeekFrom::Start(len))
-                .and_then(|_| f.read_to_end(&mut tail))
-                .with_context(|| format!("cannot read {}", events.display()))?;
-            if tail.is_empty() {
-                return Ok(());
-            }
-            state::write_atomic(&dest, &tail)?;
-            f.set_len(len)
-                .with_context(|| format!("cannot truncate {}", events.display()))
-        }
     }
 }
 

@@ -224,3 +224,27 @@ fn the_next_run_recovers_a_crashed_one_itself() {
     assert_eq!(sb.run_dirs().len(), 2);
     assert!(!sb.active().exists());
 }
+
+#[test]
+fn an_active_json_this_version_cannot_read_is_left_in_place_with_a_hint() {
+    let sb = Sandbox::new();
+    sb.set_script("@exit 0\n");
+    std::fs::create_dir_all(sb.persona()).unwrap();
+    std::fs::write(sb.active(), "{\"version\": 99}").unwrap();
+    let before = sb.snapshot();
+    let out = sb.run_cmd("claude", &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("ACTIVE.json") && e.contains("move") && e.contains("aside"),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.active()).unwrap(),
+        "{\"version\": 99}"
+    );
+    assert_eq!(sb.snapshot(), before);
+    assert!(!sb.record().exists());
+    let out = sb.recover();
+    assert_eq!(out.status.code(), Some(2));
+}

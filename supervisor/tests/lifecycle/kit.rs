@@ -310,11 +310,12 @@ pub fn active_worker_pid(sb: &Sandbox) -> Option<u32> {
     v["worker_pid"].as_u64().map(|p| p as u32)
 }
 
-/// What a finished run leaves under `.leopold/persona/`: the inert lock file and its run directory
-/// (the guard's events of the run, the proof's denial among them, its journal, its final state).
+/// What a finished run leaves under `.leopold/persona/`: the project's event log (the guard's
+/// denials, the proof's among them), the inert lock file, and the run directory (journal, final
+/// state).
 pub const RUN_LISTING: [&str; 4] = [
+    "events.jsonl",
     "run.lock",
-    "runs/<run>/guard-events.jsonl",
     "runs/<run>/journal.jsonl",
     "runs/<run>/run.json",
 ];

@@ -61,8 +61,8 @@ fn claude_run_wires_during_and_leaves_only_the_run_dir_after() {
     assert_eq!(sb.snapshot(), before);
     assert_eq!(sb.persona_listing(), RUN_LISTING);
     assert!(!std::path::Path::new(&gs).exists());
-    // The proof ran the real wired guard: its denial of the probe host is the run's first event.
-    let events = std::fs::read_to_string(sb.only_run_dir().join("guard-events.jsonl")).unwrap();
+    // The proof ran the real wired guard: its denial of the probe host is the first event.
+    let events = std::fs::read_to_string(sb.persona().join("events.jsonl")).unwrap();
     assert!(
         events
             .lines()
@@ -301,7 +301,7 @@ fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_c
     assert!(j[1..].iter().all(|a| a["verdict"]["result"] == "ok"));
     let rj = sb.run_json();
     assert_eq!(rj["end"]["counts"]["denied"], 2);
-    let events = std::fs::read_to_string(sb.only_run_dir().join("guard-events.jsonl")).unwrap();
+    let events = std::fs::read_to_string(sb.persona().join("events.jsonl")).unwrap();
     assert!(
         events.contains("prod-dashboard.example.org")
             && events.contains("staging.example.com.evil.io"),

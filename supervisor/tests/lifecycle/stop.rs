@@ -247,3 +247,28 @@ fn a_second_signal_skips_the_grace_period() {
     assert_eq!(out.status.code(), Some(3));
     assert_clean_after(&sb, &before);
 }
+
+#[test]
+fn an_overlong_stream_line_is_skipped_and_noted_and_the_run_goes_on() {
+    let sb = Sandbox::new();
+    sb.set_script(&format!(
+        "@long {}\n{}\n{}\n",
+        17 * 1024 * 1024,
+        claude_tool_use(
+            "t1",
+            "mcp__personastub__navigate",
+            serde_json::json!({"url":"https://staging.example.com/a"})
+        ),
+        claude_tool_ok("t1")
+    ));
+    let out = sb.run_cmd("claude", &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rj = sb.run_json();
+    assert_eq!(rj["end"]["counts"]["unreadable_lines"], 1);
+    assert_eq!(rj["end"]["counts"]["actions"], 1);
+    assert!(
+        stdout(&out).contains("line 1: line longer than the limit"),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -10,6 +10,7 @@
 //! - `@ignore-sigterm`: from now on SIGTERM does nothing (the supervisor must SIGKILL);
 //! - `@grandchild SECS`: start a process that holds our stdout for SECS seconds, in our group
 //!   (its pid goes to `$FAKE_WORKER_RECORD.grandchild`);
+//! - `@long N`: print one line of N bytes (no newline inside);
 //! - `@crash`: abort (SIGABRT), as a crashing harness would;
 //! - `@exit N`: exit with N at once;
 //! - `@guard TOOL URL`: act as Claude Code would for one tool call: run every PreToolUse hook
@@ -235,6 +236,7 @@ fn main() {
                     std::fs::write(&p, child.id().to_string()).expect("write grandchild pid");
                 }
             }
+            "long" => out(&"x".repeat(arg.trim().parse().unwrap_or(0))),
             "crash" => std::process::abort(),
             "exit" => std::process::exit(arg.trim().parse().unwrap_or(1)),
             "guard-codex" => {
