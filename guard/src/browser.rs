@@ -28,8 +28,7 @@ use std::time::{Duration, Instant};
 
 use leopold_flows::browser::DANGEROUS_TOOLS;
 use leopold_flows::Flow;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 
 use crate::decide::HookInput;
 use crate::reason::{safe_text, Denial, Reason, Verdict};
@@ -40,9 +39,8 @@ pub const REF_MAP_WAIT: Duration = Duration::from_millis(1500);
 /// A ref map bigger than this is damage.
 const MAX_REF_MAP_BYTES: u64 = 8 << 20;
 
-/// `ACTIVE.json`'s `browser` object.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// `ACTIVE.json`'s `browser` object. (No serde derives: the guard's dependency tree stays small.)
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrowserState {
     /// `playwright`.
     pub kind: String,
@@ -53,9 +51,32 @@ pub struct BrowserState {
     pub ref_map: PathBuf,
 }
 
+impl BrowserState {
+    /// Reads the object strictly: exactly `kind`, `server` and `ref_map`, all strings, `ref_map`
+    /// absolute.
+    pub fn from_value(v: &Value) -> Option<BrowserState> {
+        let obj = v.as_object()?;
+        if obj.len() != 3 {
+            return None;
+        }
+        let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
+        let ref_map = PathBuf::from(s("ref_map")?);
+        ref_map.is_absolute().then_some(())?;
+        Some(BrowserState {
+            kind: s("kind")?,
+            server: s("server")?,
+            ref_map,
+        })
+    }
+
+    /// The object as `ACTIVE.json` holds it.
+    pub fn to_value(&self) -> Value {
+        json!({"kind": self.kind, "server": self.server, "ref_map": self.ref_map})
+    }
+}
+
 /// One element of the latest snapshot.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefEntry {
     /// ARIA role (`button`, `link`, ...).
     pub role: String,
@@ -64,15 +85,13 @@ pub struct RefEntry {
 }
 
 /// The ref map file: the supervisor writes it, the guard reads it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RefMapFile {
     /// Format version, 1.
     pub version: u32,
     /// How many snapshots the supervisor has folded in (for diagnostics).
     pub snapshots: u64,
     /// The host of the page the snapshot came from, when it was an http(s) page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_host: Option<String>,
     /// Reference → element.
     pub refs: BTreeMap<String, RefEntry>,
@@ -80,6 +99,55 @@ pub struct RefMapFile {
 
 /// The ref map format version.
 pub const REF_MAP_VERSION: u32 = 1;
+
+impl RefMapFile {
+    /// The file's JSON: `{"version","snapshots","page_host"?,"refs":{ref:{"role","name"}}}`.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut refs = Map::new();
+        for (r, e) in &self.refs {
+            refs.insert(r.clone(), json!({"role": e.role, "name": e.name}));
+        }
+        let mut obj = Map::new();
+        obj.insert("version".into(), json!(self.version));
+        obj.insert("snapshots".into(), json!(self.snapshots));
+        if let Some(h) = &self.page_host {
+            obj.insert("page_host".into(), json!(h));
+        }
+        obj.insert("refs".into(), Value::Object(refs));
+        serde_json::to_vec(&Value::Object(obj)).unwrap_or_default()
+    }
+
+    /// Parses the file strictly (unknown keys refused).
+    pub fn from_slice(bytes: &[u8]) -> Option<RefMapFile> {
+        let v: Value = serde_json::from_slice(bytes).ok()?;
+        let obj = v.as_object()?;
+        if obj
+            .keys()
+            .any(|k| !matches!(k.as_str(), "version" | "snapshots" | "page_host" | "refs"))
+        {
+            return None;
+        }
+        let mut refs = BTreeMap::new();
+        for (r, e) in obj.get("refs")?.as_object()? {
+            let e = e.as_object()?;
+            if e.len() != 2 {
+                return None;
+            }
+            let role = e.get("role")?.as_str()?.to_owned();
+            let name = e.get("name")?.as_str()?.to_owned();
+            refs.insert(r.clone(), RefEntry { role, name });
+        }
+        Some(RefMapFile {
+            version: u32::try_from(obj.get("version")?.as_u64()?).ok()?,
+            snapshots: obj.get("snapshots")?.as_u64()?,
+            page_host: match obj.get("page_host") {
+                None | Some(Value::Null) => None,
+                Some(h) => Some(h.as_str()?.to_owned()),
+            },
+            refs,
+        })
+    }
+}
 
 /// The part of a tool's name after its last `__`.
 fn bare(tool_name: &str) -> &str {
@@ -166,8 +234,7 @@ pub fn read_ref_map(path: &Path) -> Result<Option<RefMapFile>, Denial> {
     if bytes.len() as u64 > MAX_REF_MAP_BYTES {
         return Err(unreadable("over 8 MiB".into()));
     }
-    let map: RefMapFile =
-        serde_json::from_slice(&bytes).map_err(|_| unreadable("not a ref map".into()))?;
+    let map = RefMapFile::from_slice(&bytes).ok_or_else(|| unreadable("not a ref map".into()))?;
     if map.version != REF_MAP_VERSION {
         return Err(unreadable(format!("version {}", map.version)));
     }
@@ -247,6 +314,30 @@ mod tests {
             );
         }
         m
+    }
+
+    #[test]
+    fn the_files_round_trip_and_unknown_keys_are_refused() {
+        let m = map();
+        assert_eq!(RefMapFile::from_slice(&m.to_json()), Some(m));
+        assert_eq!(
+            RefMapFile::from_slice(br#"{"version":1,"snapshots":0,"refs":{},"extra":1}"#),
+            None
+        );
+        let b = BrowserState {
+            kind: "playwright".into(),
+            server: "browser".into(),
+            ref_map: "/p/refs.json".into(),
+        };
+        assert_eq!(BrowserState::from_value(&b.to_value()), Some(b));
+        for bad in [
+            json!({"kind": "playwright", "server": "browser", "ref_map": "refs.json"}),
+            json!({"kind": "playwright", "server": "browser"}),
+            json!({"kind": "playwright", "server": "browser", "ref_map": "/r", "x": 1}),
+            json!("playwright"),
+        ] {
+            assert_eq!(BrowserState::from_value(&bad), None, "{bad}");
+        }
     }
 
     #[test]
@@ -378,7 +469,7 @@ mod tests {
             std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(100));
                 let tmp = path.with_extension("tmp");
-                std::fs::write(&tmp, serde_json::to_vec(&map()).unwrap()).unwrap();
+                std::fs::write(&tmp, map().to_json()).unwrap();
                 std::fs::rename(tmp, path).unwrap();
             })
         };

@@ -103,9 +103,9 @@ pub fn read_active(root: &Path) -> Result<ActiveState, Denial> {
     };
     let browser = match map.get("browser") {
         None | Some(Value::Null) => None,
-        Some(v) => match serde_json::from_value::<crate::browser::BrowserState>(v.clone()) {
-            Ok(b) if b.ref_map.is_absolute() => Some(b),
-            _ => return Err(malformed("`browser` is not a provisioned-browser object")),
+        Some(v) => match crate::browser::BrowserState::from_value(v) {
+            Some(b) => Some(b),
+            None => return Err(malformed("`browser` is not a provisioned-browser object")),
         },
     };
     Ok(ActiveState::Active {

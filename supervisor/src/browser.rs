@@ -463,7 +463,7 @@ impl RefTracker {
             .prefix(".refs-")
             .tempfile_in(dir)
             .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-        tmp.write_all(&serde_json::to_vec(&self.map)?)?;
+        tmp.write_all(&self.map.to_json())?;
         tmp.persist(&self.path)
             .map_err(|e| e.error)
             .with_context(|| format!("cannot replace {}", self.path.display()))?;
@@ -796,8 +796,7 @@ mod tests {
                 }
             }
             assert!(seen_place_order, "{file}");
-            let on_disk: RefMapFile =
-                serde_json::from_slice(&std::fs::read(&state.ref_map).unwrap()).unwrap();
+            let on_disk = RefMapFile::from_slice(&std::fs::read(&state.ref_map).unwrap()).unwrap();
             assert_eq!(on_disk.version, REF_MAP_VERSION);
             // The last result is the confirm page: a new URL, so the old refs are gone.
             assert!(on_disk.refs.is_empty(), "{file}: {on_disk:?}");

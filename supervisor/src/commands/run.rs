@@ -381,7 +381,9 @@ async fn lifecycle(
             tag: harness::TAG.into(),
         }],
         guard_settings: guard_settings.clone(),
-        browser: provisioned.as_ref().map(|p| p.state.clone()),
+        browser: provisioned
+            .as_ref()
+            .map(|p| crate::state::BrowserActive::from(&p.state)),
         end: None,
     };
     st.write_atomic(&plan.paths.active())?;

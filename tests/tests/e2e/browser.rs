@@ -64,9 +64,16 @@ impl Scenario {
             .collect()
     }
 
-    /// The guard's denials of this run (the supervisor moves them into the run directory).
+    /// The guard's denials of this run (in the project's events.jsonl, or in the run directory
+    /// where a supervisor moves them there).
     fn events(&self) -> Vec<(String, String)> {
-        read_jsonl(&self.run_dir().join("guard-events.jsonl"))
+        let moved = self.run_dir().join("guard-events.jsonl");
+        let path = if moved.exists() {
+            moved
+        } else {
+            self.sb.persona_dir().join("events.jsonl")
+        };
+        read_jsonl(&path)
             .iter()
             .filter(|e| e["tool_use_id"] != "leopold-proof")
             .map(|e| {

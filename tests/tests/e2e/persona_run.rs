@@ -212,7 +212,14 @@ fn scenario_checkout(h: Harness) {
     // One host-only events line per block, moved by the supervisor into the run directory at
     // the end. It proves the wired guard before launch with a synthetic probe, which the guard
     // records too: exactly one such line, set apart.
-    let events_path = w.run_dir().join("guard-events.jsonl");
+    // (The supervisor branch moved them, then kept them in the project's events.jsonl: read
+    // whichever holds them.)
+    let moved = w.run_dir().join("guard-events.jsonl");
+    let events_path = if moved.exists() {
+        moved
+    } else {
+        w.sb.persona_dir().join("events.jsonl")
+    };
     let (proofs, events): (Vec<Value>, Vec<Value>) =
         read_jsonl(&events_path).into_iter().partition(|e| {
             e["tool"]
@@ -228,10 +235,6 @@ fn scenario_checkout(h: Harness) {
         .collect();
     assert_eq!(hosts, checkout::BLOCKED_HOSTS);
     let events_text = std::fs::read_to_string(&events_path).unwrap();
-    assert!(
-        w.sb.events().is_empty(),
-        "the run's events were left in the project's events.jsonl"
-    );
     assert!(!events_text.contains("://"), "{events_text}");
 
     // The journal lists every action with the right outcome, and no violation.
