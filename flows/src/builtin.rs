@@ -74,6 +74,35 @@ const PAYMENT_TOOL_WORDS: &[&str] = &[
     "buy",
 ];
 
+/// Words one of which every `payment` label pattern needs (lowercase substrings), checked on
+/// ASCII labels before the label patterns are built (see [`PAYMENT_TOOL_WORDS`]).
+const PAYMENT_LABEL_WORDS: &[&str] = &[
+    "order",
+    "purchase",
+    "payment",
+    "checkout",
+    "check out",
+    "booking",
+    "reservation",
+    "pay",
+    "buy",
+    "subscribe",
+    "donate",
+    "tip",
+    "subscription",
+    "plan",
+    "membership",
+    "trial",
+    "upgrade",
+    "charge",
+    "refund",
+    "payout",
+    "transfer",
+    "send",
+    "save",
+    "transaction",
+];
+
 /// Path prefixes of the `payment` set.
 pub const PAYMENT_PATHS: &[&str] = &[];
 
@@ -104,6 +133,23 @@ const DELETION_TOOL_WORDS: &[&str] = &[
     "remove",
     "deactivate",
     "terminate",
+];
+
+/// Words one of which every `deletion` label pattern needs (see [`PAYMENT_LABEL_WORDS`]).
+const DELETION_LABEL_WORDS: &[&str] = &[
+    "delete",
+    "erase",
+    "destroy",
+    "purge",
+    "wipe",
+    "remove",
+    "close",
+    "deactivate",
+    "terminate",
+    "cancel",
+    "permanently",
+    "empty",
+    "clear",
 ];
 
 /// Path prefixes of the `deletion` set.
@@ -176,6 +222,10 @@ impl BuiltinSet {
     /// The first label pattern of this set that matches.
     pub fn match_label(self, label: &str) -> Option<RuleHit> {
         let i = if label.is_ascii() {
+            let lower = label.to_ascii_lowercase();
+            if !self.label_words().iter().any(|w| lower.contains(w)) {
+                return None;
+            }
             first_match(labels_ascii(self), label)?
         } else {
             first_match(&compiled(self).labels, label)?
@@ -194,6 +244,13 @@ impl BuiltinSet {
         match self {
             BuiltinSet::Payment => PAYMENT_TOOLS,
             BuiltinSet::Deletion => DELETION_TOOLS,
+        }
+    }
+
+    fn label_words(self) -> &'static [&'static str] {
+        match self {
+            BuiltinSet::Payment => PAYMENT_LABEL_WORDS,
+            BuiltinSet::Deletion => DELETION_LABEL_WORDS,
         }
     }
 
@@ -343,13 +400,69 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Labels assembled from the label patterns' own words, spaces and noise: whenever a
+        /// set's label patterns match, the pre-filter's words are there.
+        #[test]
+        fn label_word_prefilter_never_hides_a_match(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::sample::select(label_pattern_words()),
+                    proptest::sample::select(
+                        [" ", "  ", ", ", "$", "12", "now", "my ", "the ", "X"].map(String::from).to_vec()
+                    ),
+                    "[a-zA-Z ]{0,4}",
+                ],
+                1..7,
+            )
+        ) {
+            // Words apart, as labels are, so `\b` patterns get their chance to match.
+            let label: String = pieces.join(" ");
+            for set in [BuiltinSet::Payment, BuiltinSet::Deletion] {
+                let matched = first_match(&compiled(set).labels, &label).is_some();
+                let lower = label.to_ascii_lowercase();
+                let worded = set.label_words().iter().any(|w| lower.contains(w));
+                proptest::prop_assert!(!matched || worded, "{label:?} matches {set:?}");
+                proptest::prop_assert_eq!(set.match_label(&label).is_some(), matched, "{:?}", label);
+            }
+        }
+    }
+
+    fn label_pattern_words() -> Vec<String> {
+        let word = regex::Regex::new("[a-z]{2,}").unwrap();
+        let escape = regex::Regex::new(r"\\[a-zA-Z]").unwrap();
+        let mut words: Vec<String> = PAYMENT_LABELS
+            .iter()
+            .chain(DELETION_LABELS)
+            .flat_map(|p| {
+                // Drop escapes (`\b`, `\s`) so their letters do not glue onto words.
+                let p = escape.replace_all(p, " ");
+                word.find_iter(&p)
+                    .map(|m| m.as_str().to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        words.sort();
+        words.dedup();
+        words.extend([
+            "check out".into(),
+            "finalise".into(),
+            "finalize".into(),
+            "recycle bin".into(),
+        ]);
+        words
+    }
+
     fn pattern_words() -> Vec<String> {
         let word = regex::Regex::new("[a-z]{2,}").unwrap();
+        let escape = regex::Regex::new(r"\\[a-zA-Z]").unwrap();
         let mut words: Vec<String> = PAYMENT_TOOLS
             .iter()
             .chain(DELETION_TOOLS)
             .flat_map(|p| {
-                word.find_iter(p)
+                // Drop escapes (`\b`, `\s`) so their letters do not glue onto words.
+                let p = escape.replace_all(p, " ");
+                word.find_iter(&p)
                     .map(|m| m.as_str().to_owned())
                     .collect::<Vec<_>>()
             })

@@ -278,8 +278,8 @@ pub fn is_click_like(tool_name: &str) -> bool {
 /// (see the module docs).
 pub fn looks_like_navigation(s: &str) -> bool {
     // WHATWG: strip leading C0 controls and spaces; remove tabs and newlines anywhere. Only the
-    // first few bytes matter, so build the stripped prefix lazily.
-    let mut head = [0u8; 24];
+    // first bytes matter (a scheme and two more), so build a bounded stripped prefix.
+    let mut head = [0u8; 256];
     let mut n = 0;
     let mut started = false;
     for &b in s.as_bytes() {
@@ -367,6 +367,7 @@ mod tests {
             "file:///etc/passwd",
             "//evil.example/",
             "\\\\evil.example",
+            "averyveryveryverylongschemename+x.y://evil.example/",
         ] {
             assert!(looks_like_navigation(yes), "{yes:?}");
         }
