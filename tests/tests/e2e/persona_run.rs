@@ -209,11 +209,9 @@ fn scenario_checkout(h: Harness) {
         .collect();
     assert_eq!(browser_seen(&w.browser), want, "{run}");
 
-    // One host-only events line per block, moved by the supervisor into the run directory at
-    // the end. It proves the wired guard before launch with a synthetic probe, which the guard
-    // records too: exactly one such line, set apart.
-    // (The supervisor branch moved them, then kept them in the project's events.jsonl: read
-    // whichever holds them.)
+    // One host-only events line per block, in the project's events.jsonl (or in the run
+    // directory, if the supervisor moves them there). It proves the wired guard before launch
+    // with a synthetic probe, which the guard records too: exactly one such line, set apart.
     let moved = w.run_dir().join("guard-events.jsonl");
     let events_path = if moved.exists() {
         moved
