@@ -8,6 +8,10 @@ bin="$(./scripts/install-clis.sh)"
 export LEOPOLD_CLAUDE_BIN="$bin/claude"
 export LEOPOLD_CODEX_BIN="$bin/codex"
 
+# The provisioned browser (Debian's chromium, pinned @playwright/mcp) for the browser suites.
+export LEOPOLD_PLAYWRIGHT_MCP="$(./scripts/install-browser.sh)"
+export LEOPOLD_CHROMIUM="${LEOPOLD_CHROMIUM:-/usr/bin/chromium}"
+
 # The `leopold` binary the end-to-end suites drive (another package: not built by nextest for them).
 cargo build -p leopold
 target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"

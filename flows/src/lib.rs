@@ -24,6 +24,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod browser;
 pub mod builtin;
 mod host;
 mod parse;
@@ -46,6 +47,15 @@ pub struct Flow {
     pub start_url: Option<String>,
     /// The irreversibility rules (`[irreversible]`).
     pub irreversible: Irreversible,
+    /// `browser = "playwright"`: the supervisor provisions the worker's browser itself (see
+    /// [`browser`]); `leopold persona run --browser` overrides it.
+    pub browser: Option<browser::BrowserKind>,
+    /// `[hosts]`: allowlisted hosts the provisioned browser reaches at a fixed address (local
+    /// staging), sorted by host.
+    pub hosts: Vec<browser::HostMapping>,
+    /// `allow_tools`: dangerous browser tools this flow opts into by name (see
+    /// [`browser::DANGEROUS_TOOLS`]); empty by default.
+    pub allow_tools: Vec<String>,
     /// The persona's brief: the Markdown after the front matter.
     pub brief: String,
     /// The file this flow was read from (as given to [`Flow::load`] or [`Flow::parse`]).

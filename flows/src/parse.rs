@@ -59,6 +59,11 @@ struct RawFlow {
     start_url: Option<String>,
     #[serde(default)]
     irreversible: RawIrreversible,
+    browser: Option<String>,
+    #[serde(default)]
+    hosts: toml::Table,
+    #[serde(default)]
+    allow_tools: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -98,8 +103,9 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
         path: path.clone(),
         // Lines are counted from the line after the opening `+++`; say so by offsetting.
         message: toml_message_at_file_line(&e, front),
-        hint: "the keys are `name`, `allowlist`, `start_url` and the table `[irreversible]` \
-               (`forbid`, `click_labels`, `url_paths`, `tools`); see README \"Flow files\""
+        hint: "the keys are `name`, `allowlist`, `start_url`, `browser`, `allow_tools`, the table \
+               `[irreversible]` (`forbid`, `click_labels`, `url_paths`, `tools`) and the table \
+               `[hosts]`; see README \"Flow files\""
             .into(),
     })?;
     let key_err = |key: String, problem: String, hint: &str| FlowError::Key {
@@ -144,6 +150,9 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
         allowlist,
         start_url: None,
         irreversible: Irreversible::default(),
+        browser: None,
+        hosts: Vec::new(),
+        allow_tools: Vec::new(),
         brief: brief.to_owned(),
         source: path.clone(),
     };
@@ -201,6 +210,50 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
             )
         })?;
         flow.irreversible.tools.push(re);
+    }
+
+    if let Some(b) = &raw.browser {
+        flow.browser = Some(crate::browser::BrowserKind::from_name(b).ok_or_else(|| {
+            key_err(
+                "browser".into(),
+                format!("is {b:?}, not a browser Leopold provisions"),
+                "the only provisioned browser is \"playwright\" (Playwright MCP with Chromium); \
+                 leave the key out to bring your own with `--mcp-config`",
+            )
+        })?);
+    }
+    for (host, to) in &raw.hosts {
+        let key = format!("hosts.{host:?}");
+        let to = to.as_str().ok_or_else(|| {
+            key_err(
+                key.clone(),
+                "is not a string".into(),
+                "map a host to an address and port, e.g. \"staging.example.com\" = \"127.0.0.1:8080\"",
+            )
+        })?;
+        let mapping = crate::browser::HostMapping::new(host, to)
+            .map_err(|(problem, hint)| key_err(key.clone(), problem, hint))?;
+        if !flow.host_str_allowed(&mapping.host) {
+            return Err(key_err(
+                key,
+                "maps a host that is not on the flow's allowlist".into(),
+                "only allowlisted hosts can be mapped; add the host to `allowlist` or drop the mapping",
+            ));
+        }
+        flow.hosts.push(mapping);
+    }
+    for (i, tool) in raw.allow_tools.iter().enumerate() {
+        if !crate::browser::DANGEROUS_TOOLS.contains(&tool.as_str()) {
+            return Err(key_err(
+                format!("allow_tools[{i}]"),
+                format!("is {tool:?}, not a browser tool Leopold turns off"),
+                "name a bare Playwright MCP tool among: browser_evaluate, browser_run_code_unsafe, \
+                 browser_file_upload, browser_drop",
+            ));
+        }
+        if !flow.allow_tools.contains(tool) {
+            flow.allow_tools.push(tool.clone());
+        }
     }
     Ok(flow)
 }

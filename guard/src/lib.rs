@@ -26,6 +26,7 @@
 //! waits, no work beyond the decision (BENCHMARKS.md "The guard").
 #![warn(missing_docs)]
 
+pub mod browser;
 mod decide;
 mod reason;
 mod state;
@@ -104,9 +105,13 @@ pub fn evaluate(stdin: impl Read, fallback_cwd: Option<&Path>) -> Evaluation {
         Ok(None) => return Evaluation::inert(None),
         Err(d) => return deny(d, None, None, None),
     };
-    let (flow_name, flow_path) = match read_active(&root) {
+    let (flow_name, flow_path, browser) = match read_active(&root) {
         Ok(ActiveState::Inactive) => return Evaluation::inert(Some(root)),
-        Ok(ActiveState::Active { flow, flow_path }) => (flow, flow_path),
+        Ok(ActiveState::Active {
+            flow,
+            flow_path,
+            browser,
+        }) => (flow, flow_path, browser),
         Err(d) => return deny(d, Some(root), None, None),
     };
     let input = match payload.and_then(HookInput::from_value) {
@@ -117,8 +122,12 @@ pub fn evaluate(stdin: impl Read, fallback_cwd: Option<&Path>) -> Evaluation {
         Ok(flow) => flow,
         Err(d) => return deny(d, Some(root), Some(flow_name), Some(input)),
     };
+    let mut verdict = decide(&flow, &input);
+    if let (Verdict::Allow, Some(b)) = (&verdict, &browser) {
+        verdict = browser::judge(&flow, b, &input, browser::REF_MAP_WAIT);
+    }
     Evaluation {
-        verdict: decide(&flow, &input),
+        verdict,
         root: Some(root),
         flow: Some(flow_name),
         tool: Some(input.tool_name),

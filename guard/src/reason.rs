@@ -103,6 +103,15 @@ pub enum Reason {
     FlowMismatch,
     /// The guard itself failed (a panic): deny.
     InternalError,
+    /// In a provisioned browser run, a tool that can do anything the page can
+    /// (`browser_evaluate`, ...) that the flow's `allow_tools` does not name.
+    DangerousBrowserTool,
+    /// In a provisioned browser run whose flow has click rules, an element reference the
+    /// supervisor's ref map does not know (stale, not yet seen, or a selector), so the element's
+    /// real name cannot be judged.
+    UnknownElementRef,
+    /// `ACTIVE.json`'s `browser` names a ref map that exists but cannot be read or parsed.
+    RefMapUnreadable,
 }
 
 impl Reason {
@@ -126,6 +135,9 @@ impl Reason {
         Reason::FlowInvalid,
         Reason::FlowMismatch,
         Reason::InternalError,
+        Reason::DangerousBrowserTool,
+        Reason::UnknownElementRef,
+        Reason::RefMapUnreadable,
     ];
 
     /// The stable snake_case id.
@@ -149,6 +161,9 @@ impl Reason {
             Reason::FlowInvalid => "flow_invalid",
             Reason::FlowMismatch => "flow_mismatch",
             Reason::InternalError => "internal_error",
+            Reason::DangerousBrowserTool => "dangerous_browser_tool",
+            Reason::UnknownElementRef => "unknown_element_ref",
+            Reason::RefMapUnreadable => "ref_map_unreadable",
         }
     }
 
@@ -246,6 +261,20 @@ pub fn message(denial: &Denial, flow: Option<&str>, tool: Option<&str>) -> Strin
             "the flow file named by .leopold/persona/ACTIVE.json is not the active flow {flow:?} ({detail})"
         ),
         Reason::InternalError => "the guard failed internally, so the call is denied".to_owned(),
+        Reason::DangerousBrowserTool => format!(
+            "tool {:?} can do anything the page can, so it is off in a provisioned browser unless \
+             flow {flow:?} names it in `allow_tools`",
+            tool.unwrap_or("(unknown)")
+        ),
+        Reason::UnknownElementRef => format!(
+            "the element reference {detail} is not in the latest page snapshot the supervisor \
+             saw, so its real name cannot be judged against the click rules of flow {flow:?}; \
+             take a fresh browser_snapshot and use its refs"
+        ),
+        Reason::RefMapUnreadable => format!(
+            "the run's element ref map cannot be read ({detail}), so clicks cannot be judged \
+             against the click rules of flow {flow:?}"
+        ),
     };
     let line = format!("{PREFIX}{what}{TAIL} (reason: {})", denial.reason.id());
     // One line, whatever a detail held.

@@ -20,7 +20,8 @@ pub const ACTIVE_PATH: &str = ".leopold/persona/ACTIVE.json";
 /// `events.jsonl`, relative to the project root.
 pub const EVENTS_PATH: &str = ".leopold/persona/events.jsonl";
 
-/// What the guard reads of `ACTIVE.json`: `active`, `flow`, `flow_path`; nothing else.
+/// What the guard reads of `ACTIVE.json`: `active`, `flow`, `flow_path`, and `browser` when the
+/// supervisor provisioned the browser (see [`crate::browser`]); nothing else.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ActiveState {
     /// No `ACTIVE.json`, or `"active": false`: the guard is inert.
@@ -31,6 +32,8 @@ pub enum ActiveState {
         flow: String,
         /// The flow file (`flow_path`), resolved against the project root when relative.
         flow_path: PathBuf,
+        /// `browser`: present when the supervisor provisioned the worker's browser.
+        browser: Option<crate::browser::BrowserState>,
     },
 }
 
@@ -98,7 +101,18 @@ pub fn read_active(root: &Path) -> Result<ActiveState, Denial> {
         Some(Value::String(s)) if !s.is_empty() && !s.contains('\0') => root.join(s),
         _ => return Err(malformed("`flow_path` is not a path")),
     };
-    Ok(ActiveState::Active { flow, flow_path })
+    let browser = match map.get("browser") {
+        None | Some(Value::Null) => None,
+        Some(v) => match crate::browser::BrowserState::from_value(v) {
+            Some(b) => Some(b),
+            None => return Err(malformed("`browser` is not a provisioned-browser object")),
+        },
+    };
+    Ok(ActiveState::Active {
+        flow,
+        flow_path,
+        browser,
+    })
 }
 
 /// Loads the active flow and checks it is the flow `ACTIVE.json` names.

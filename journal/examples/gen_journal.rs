@@ -123,6 +123,7 @@ fn main() -> std::io::Result<()> {
             outcome,
             denied_reason: (outcome == Outcome::Denied).then(|| "outside_allowlist".to_owned()),
             verdict: Some(verdict),
+            browser_blocked: None,
         };
         serde_json::to_writer(&mut w, &a)?;
         w.write_all(b"\n")?;

@@ -54,6 +54,19 @@ pub enum Outcome {
     Unfinished,
 }
 
+/// A navigation the browser refused, as Playwright reported it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BrowserBlock {
+    /// `error_page` (the page ended on `chrome-error://`) or `name_not_resolved`
+    /// (`net::ERR_NAME_NOT_RESOLVED`, e.g. a redirect to a refused host).
+    pub how: String,
+    /// The refused host, when the browser named it (an error page's title is the host); a
+    /// refused redirect's target is not named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
 /// Where a URL attached to an action comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -157,6 +170,10 @@ pub struct Action {
     /// The validation verdict, once validated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
+    /// The browser itself refused to go where the call led (a provisioned browser's resolver
+    /// rules): Playwright reported an error page or `net::ERR_NAME_NOT_RESOLVED`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_blocked: Option<Box<BrowserBlock>>,
 }
 
 impl Action {

@@ -245,7 +245,7 @@ impl ClaudeAdapter {
                     let result = (outcome == Outcome::Completed)
                         .then_some(text.as_deref())
                         .flatten();
-                    let action = build_action(
+                    let mut action = build_action(
                         Harness::Claude,
                         &call.tool,
                         Some(id.to_owned()),
@@ -255,6 +255,12 @@ impl ClaudeAdapter {
                         &self.refs,
                         ts.clone(),
                     );
+                    if outcome != Outcome::Denied {
+                        action.browser_blocked = text
+                            .as_deref()
+                            .and_then(crate::classify::browser_blocked)
+                            .map(Box::new);
+                    }
                     if let Some(t) = result {
                         self.refs.learn(t);
                     }
@@ -387,7 +393,7 @@ impl CodexAdapter {
                 let result = (outcome == Outcome::Completed)
                     .then_some(text.as_deref())
                     .flatten();
-                let action = build_action(
+                let mut action = build_action(
                     Harness::Codex,
                     &tool,
                     (!id.is_empty()).then_some(id),
@@ -397,6 +403,15 @@ impl CodexAdapter {
                     &self.refs,
                     now_rfc3339(),
                 );
+                action.browser_blocked = text
+                    .as_deref()
+                    .or_else(|| {
+                        item.get("error")
+                            .and_then(|e| e.get("message"))
+                            .and_then(Value::as_str)
+                    })
+                    .and_then(crate::classify::browser_blocked)
+                    .map(Box::new);
                 if let Some(t) = result {
                     self.refs.learn(t);
                 }

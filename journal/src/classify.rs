@@ -231,6 +231,46 @@ pub fn playwright_page_url(result: &str) -> Option<UrlRef> {
     u.is_web().then_some(u)
 }
 
+/// Whether a Playwright result (or error) says the browser refused to go where the call led:
+/// the page ended on `chrome-error://` (its title is then the refused host), or navigation
+/// failed with `net::ERR_NAME_NOT_RESOLVED`. Only a host-shaped title is kept.
+pub fn browser_blocked(text: &str) -> Option<crate::action::BrowserBlock> {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.trim_start().strip_prefix(name))
+            .map(str::trim)
+    };
+    if field("- Page URL:").is_some_and(|u| u.starts_with("chrome-error://")) {
+        let host = field("- Page Title:")
+            .filter(|t| {
+                !t.is_empty()
+                    && t.len() <= 253
+                    && t.bytes().all(|b| {
+                        b.is_ascii_alphanumeric()
+                            || matches!(b, b'.' | b'-' | b'_' | b':' | b'[' | b']')
+                    })
+            })
+            .map(|t| t.to_ascii_lowercase());
+        return Some(crate::action::BrowserBlock {
+            how: "error_page".into(),
+            host,
+        });
+    }
+    if text.contains("net::ERR_NAME_NOT_RESOLVED") {
+        return Some(crate::action::BrowserBlock {
+            how: "name_not_resolved".into(),
+            host: None,
+        });
+    }
+    // Playwright's navigation that ended on the browser's error page instead (a page script
+    // sent it to a refused host while `goto` waited).
+    text.contains("interrupted by another navigation to \"chrome-error://")
+        .then(|| crate::action::BrowserBlock {
+            how: "error_page".into(),
+            host: None,
+        })
+}
+
 /// Builds the action of one tool call. `result` is the tool's answer text, when it has one
 /// (errors and denials carry no snapshot); `refs` are the snapshot refs seen so far.
 #[allow(clippy::too_many_arguments)] // one flat call site per adapter reads better than a builder
@@ -314,6 +354,7 @@ pub fn build_action(
         outcome,
         denied_reason: None,
         verdict: None,
+        browser_blocked: None,
     }
 }
 
@@ -522,5 +563,35 @@ mod tests {
             vec!["https://a.example/x", "HTTP://b.example"]
         );
         assert!(scan_web_urls("echo httpd").is_empty());
+    }
+
+    #[test]
+    fn browser_refusals_are_recognised_without_keeping_urls() {
+        let b = browser_blocked(
+            "### Page\n- Page URL: chrome-error://chromewebdata/\n- Page Title: Evil.Example.net\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (b.how.as_str(), b.host.as_deref()),
+            ("error_page", Some("evil.example.net"))
+        );
+        let b = browser_blocked(
+            "### Error\nError: browserBackend.callTool: net::ERR_NAME_NOT_RESOLVED at http://staging.example.com/go-away",
+        )
+        .unwrap();
+        assert_eq!((b.how.as_str(), b.host), ("name_not_resolved", None));
+        let b = browser_blocked(
+            "### Error\nError: Navigation to \"http://staging.example.com/\" is interrupted by another navigation to \"chrome-error://chromewebdata/\"",
+        )
+        .unwrap();
+        assert_eq!((b.how.as_str(), b.host), ("error_page", None));
+        // A title that is not a host is not kept.
+        let b =
+            browser_blocked("- Page URL: chrome-error://x/\n- Page Title: a b/c://d\n").unwrap();
+        assert_eq!(b.host, None);
+        assert!(
+            browser_blocked("- Page URL: http://staging.example.com/\n- Page Title: Shop")
+                .is_none()
+        );
     }
 }

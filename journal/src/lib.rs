@@ -50,7 +50,9 @@ pub mod replay;
 mod validate;
 mod writer;
 
-pub use action::{now_rfc3339, Action, ActionKind, Harness, Outcome, UrlRef, UrlRole, Verdict};
+pub use action::{
+    now_rfc3339, Action, ActionKind, BrowserBlock, Harness, Outcome, UrlRef, UrlRole, Verdict,
+};
 pub use adapter::{Adapter, AdapterEvent, AdapterStats, ClaudeAdapter, CodexAdapter};
 pub use guard_events::{denial_from_line, guard_denials};
 pub use replay::{replay, ReplayError, ReplayEvent, ReplayOptions, ReplaySummary, RunInfo};

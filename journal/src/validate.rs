@@ -70,12 +70,15 @@ pub fn validate(flow: &Flow, action: &Action) -> Verdict {
         }
     }
 
+    // A link the browser refused to follow (its resolver rules sent the host nowhere) did not
+    // leave the allowlist: it is journaled as blocked by the browser, not a violation. A page
+    // that actually loaded off the allowlist (`Page` role) is never excused.
     if action.outcome != Outcome::Errored {
-        for u in action
-            .urls
-            .iter()
-            .filter(|u| matches!(u.role, UrlRole::Href | UrlRole::Page))
-        {
+        for u in action.urls.iter().filter(|u| match u.role {
+            UrlRole::Page => true,
+            UrlRole::Href => action.browser_blocked.is_none(),
+            UrlRole::Target => false,
+        }) {
             // Only web URLs are recorded for these roles' judgement: a browser's own error page
             // (`chrome-error://`) or `about:blank` is not a host the browser contacted.
             if u.is_web() && !u.host.as_deref().is_some_and(|h| flow.host_str_allowed(h)) {
@@ -129,6 +132,7 @@ mod tests {
             outcome,
             denied_reason: None,
             verdict: None,
+            browser_blocked: None,
         }
     }
 

@@ -200,6 +200,7 @@ mod tests {
             outcome: Outcome::Completed,
             denied_reason: None,
             verdict: None,
+            browser_blocked: None,
         };
         assert_eq!(w.append(&mut a).unwrap(), 1);
         assert_eq!(w.append(&mut a).unwrap(), 2);

@@ -142,7 +142,22 @@ fn claude_playwright_capture_resolves_the_blue_button_and_the_link() {
     let flow = checkout();
     let verdicts: Vec<_> = actions.iter().map(|a| rule(&validate(&flow, a))).collect();
     assert_eq!(&verdicts[..2], ["ok", "ok"]);
-    assert_eq!(verdicts[2], "left_allowlist");
+    // The browser refused the link (resolver rules): journaled as blocked by the browser, with
+    // the refused host from the error page's title, and not a violation.
+    assert_eq!(verdicts[2], "ok");
+    let blocked = link
+        .browser_blocked
+        .as_ref()
+        .expect("blocked by the browser");
+    assert_eq!(blocked.how, "error_page");
+    assert_eq!(blocked.host.as_deref(), Some("prod-dashboard.example.org"));
+    assert!(
+        actions
+            .iter()
+            .filter(|a| a.browser_blocked.is_some())
+            .count()
+            == 1
+    );
     assert_eq!(&verdicts[3..5], ["ok", "ok"]);
     assert!(verdicts[5].starts_with("builtin payment"), "{verdicts:?}");
     for a in &actions {

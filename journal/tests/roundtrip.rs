@@ -79,6 +79,7 @@ fn action() -> impl Strategy<Value = Action> {
             outcome,
             denied_reason: None,
             verdict: None,
+            browser_blocked: None,
         })
 }
 

@@ -132,6 +132,23 @@ pub struct RunArgs {
     /// An MCP config file (Claude `--mcp-config` format) giving the worker its browser tools.
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
+    /// Provision the worker's browser: Playwright MCP with Chromium, held to the flow's allowlist
+    /// by Chromium's own resolver (overrides the flow's `browser` key; README "The provisioned
+    /// browser").
+    #[arg(
+        long,
+        value_enum,
+        value_name = "BROWSER",
+        conflicts_with = "mcp_config"
+    )]
+    pub browser: Option<BrowserName>,
+    /// Chromium for the provisioned browser. Default: /usr/bin/chromium.
+    #[arg(long, value_name = "PATH")]
+    pub chromium: Option<PathBuf>,
+    /// The `playwright-mcp` executable. Default: $LEOPOLD_PLAYWRIGHT_MCP, else the one
+    /// `scripts/install-browser.sh` put in ${LEOPOLD_CACHE:-~/.cache/leopold}.
+    #[arg(long, value_name = "PATH")]
+    pub playwright_mcp: Option<PathBuf>,
     /// Print only the final summary.
     #[arg(long, conflicts_with = "json")]
     pub quiet: bool,
@@ -141,6 +158,12 @@ pub struct RunArgs {
     /// Extra arguments passed to the harness (refused if they would disable hooks).
     #[arg(last = true, value_name = "HARNESS ARGS")]
     pub extra: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BrowserName {
+    /// `@playwright/mcp` driving the system's Chromium.
+    Playwright,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -4,6 +4,7 @@
 //! logging, no runtime): it runs before every browser tool call.
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 
+mod browser;
 mod cli;
 mod commands;
 mod exit;

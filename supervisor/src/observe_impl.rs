@@ -61,6 +61,12 @@ fn summary(a: &Action) -> String {
     if let Some(n) = a.typed_len {
         parts.push(format!("({n} chars typed)"));
     }
+    if let Some(b) = &a.browser_blocked {
+        parts.push(match &b.host {
+            Some(h) => format!("[blocked by the browser: {h}]"),
+            None => "[blocked by the browser]".to_owned(),
+        });
+    }
     parts.join(" ")
 }
 

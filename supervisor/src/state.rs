@@ -103,9 +103,33 @@ pub struct ActiveState {
     /// The `claude --settings` file of this run, removed at the end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard_settings: Option<PathBuf>,
+    /// Present when the supervisor provisioned the worker's browser: the guard then turns the
+    /// dangerous browser tools off and judges clicks by the ref map (guard/src/browser.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser: Option<BrowserActive>,
     /// Present only in `run.json`: how the run ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<RunEnd>,
+}
+
+/// `browser` in ACTIVE.json; the guard reads the same three keys
+/// (`leopold_guard::browser::BrowserState`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct BrowserActive {
+    pub kind: String,
+    pub server: String,
+    pub ref_map: PathBuf,
+}
+
+impl From<&leopold_guard::browser::BrowserState> for BrowserActive {
+    fn from(b: &leopold_guard::browser::BrowserState) -> BrowserActive {
+        BrowserActive {
+            kind: b.kind.clone(),
+            server: b.server.clone(),
+            ref_map: b.ref_map.clone(),
+        }
+    }
 }
 
 /// How a run ended (in `run.json`).
@@ -395,6 +419,7 @@ mod tests {
                 tag: "leopold-persona-guard".into(),
             }],
             guard_settings: None,
+            browser: None,
             end: None,
         };
         s.write_atomic(&p).unwrap();

@@ -145,10 +145,9 @@ fn raw_streams_are_checked_with_from_and_flow() {
         &capture("claude-playwright-stream.jsonl"),
     );
     assert_eq!(code, 1, "{out}{err}");
-    assert!(
-        out.contains(":7: violation: left_allowlist (host prod-dashboard.example.org)"),
-        "{out}"
-    );
+    // The link click the browser refused (its resolver rules) is not a violation: it is
+    // journaled as blocked by the browser.
+    assert!(!out.contains("left_allowlist"), "{out}");
     assert!(out.contains(":13: violation: builtin payment"), "{out}");
     let (code, out, _) = replay(
         &["--from", "codex-json", "--flow", flow],

@@ -37,6 +37,7 @@
 
 pub mod checkout;
 pub mod script;
+pub mod staging;
 
 use std::ffi::OsString;
 use std::fmt;

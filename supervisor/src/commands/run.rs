@@ -116,6 +116,8 @@ struct Plan {
     bin: PathBuf,
     mcp_config: Option<PathBuf>,
     mcp_servers: Vec<worker::McpServer>,
+    /// The provisioned browser's programs, when the run provisions one.
+    browser: Option<crate::browser::BrowserBins>,
     extra: Vec<String>,
     timeout: Option<Duration>,
     grace: Duration,
@@ -184,6 +186,22 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         }
         None => (None, Vec::new()),
     };
+    let provision = args.browser.is_some()
+        || flow.browser == Some(leopold_flows::browser::BrowserKind::Playwright);
+    if provision && args.mcp_config.is_some() {
+        anyhow::bail!(
+            "flow `{}` provisions its browser (`browser = \"playwright\"`), and --mcp-config gives the worker another\n(hint: drop --mcp-config; the supervisor writes the browser's MCP config itself)",
+            flow.name
+        );
+    }
+    let browser = if provision {
+        Some(crate::browser::find_bins(
+            args.chromium.as_deref(),
+            args.playwright_mcp.as_deref(),
+        )?)
+    } else {
+        None
+    };
     let wanted = args
         .harness_bin
         .clone()
@@ -214,6 +232,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         bin,
         mcp_config,
         mcp_servers,
+        browser,
         extra: args.extra.clone(),
         timeout: args.timeout,
         grace,
@@ -335,6 +354,17 @@ async fn lifecycle(
         .with_context(|| format!("cannot create {}", run_dir.display()))?;
     let guard_settings =
         (plan.kind == HarnessKind::Claude).then(|| run_dir.join("guard-settings.json"));
+    // The provisioned browser's files, before ACTIVE.json names them for the guard.
+    let provisioned = match &plan.browser {
+        Some(bins) => {
+            let p = crate::browser::provision(&plan.flow, bins, &run_dir)?;
+            for n in &p.notes {
+                out.warn(&format!("the provisioned browser cannot reach {n}"));
+            }
+            Some(p)
+        }
+        None => None,
+    };
     let st = ActiveState {
         version: state::ACTIVE_VERSION,
         active: true,
@@ -351,6 +381,9 @@ async fn lifecycle(
             tag: harness::TAG.into(),
         }],
         guard_settings: guard_settings.clone(),
+        browser: provisioned
+            .as_ref()
+            .map(|p| crate::state::BrowserActive::from(&p.state)),
         end: None,
     };
     st.write_atomic(&plan.paths.active())?;
@@ -414,15 +447,28 @@ async fn lifecycle(
     }
 
     // 6. Launch.
+    let extra: Vec<String> = match &provisioned {
+        Some(_) => crate::browser::harness_args(plan.kind)
+            .into_iter()
+            .chain(plan.extra.iter().cloned())
+            .collect(),
+        None => plan.extra.clone(),
+    };
     let spec = WorkerSpec {
         kind: plan.kind,
         bin: plan.bin.clone(),
         project: &plan.paths.project,
         prompt: worker::build_prompt(&plan.flow),
-        mcp_config: plan.mcp_config.as_deref(),
-        mcp_servers: plan.mcp_servers.clone(),
+        mcp_config: provisioned
+            .as_ref()
+            .map(|p| p.mcp_config.as_path())
+            .or(plan.mcp_config.as_deref()),
+        mcp_servers: match &provisioned {
+            Some(p) => vec![p.server.clone()],
+            None => plan.mcp_servers.clone(),
+        },
         guard_settings: guard_settings.as_deref(),
-        extra: &plan.extra,
+        extra: &extra,
     };
     let events_offset = std::fs::metadata(plan.paths.events())
         .map(|m| m.len())
@@ -450,6 +496,12 @@ async fn lifecycle(
             );
         }
     };
+    if let Some(p) = &provisioned {
+        observer = Box::new(crate::browser::WithRefMap::new(
+            observer,
+            crate::browser::RefTracker::new(&p.state, &p.output_dir),
+        ));
+    }
     let cmd = worker::worker_command(&spec, &run_id);
     let mut child = match tokio::process::Command::from(cmd).spawn() {
         Ok(c) => c,
@@ -501,6 +553,18 @@ async fn lifecycle(
         timings,
     )
     .await;
+
+    // Chromium runs in a session of its own (Playwright starts it detached): whatever of the
+    // browser outlived the worker's group carries the run's id.
+    if provisioned.is_some() {
+        let left = crate::os::kill_crashed_run(None, &run_id);
+        if !left.is_empty() {
+            out.warn(&format!(
+                "{} browser process(es) outlived the worker; stopped",
+                left.len()
+            ));
+        }
+    }
 
     // 8. Outcome.
     let worker_status = sup.status.map(|s| describe_status(&s));

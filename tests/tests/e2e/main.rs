@@ -6,10 +6,12 @@
 //!
 //! - `guard_wired`: the guard wired straight into the harness's settings/config (no supervisor),
 //!   proving the hook level on both harnesses.
+//! - `browser`: `persona run --browser playwright` in real Chromium against the staging app.
 //! - `demo`: the README demo over both CLIs.
 //! - `persona_run`: the scenarios through `leopold persona run`.
 //! - `harness_facts`: the fail-open and settings-skipping behaviours the design rests on.
 
+mod browser;
 mod demo;
 mod fixtures;
 mod guard_wired;

@@ -1,0 +1,491 @@
+//! The guard's extra rules in a run whose browser the supervisor provisioned (Playwright MCP).
+//!
+//! `ACTIVE.json` then carries `"browser": {"kind": "playwright", "server": "browser",
+//! "ref_map": "<run dir>/browser/refs.json"}` ([`BrowserState`]). With it the guard:
+//!
+//! 1. denies the [`DANGEROUS_TOOLS`] (`browser_evaluate`, `browser_run_code_unsafe`,
+//!    `browser_file_upload`, `browser_drop`) unless the flow's `allow_tools` names them;
+//! 2. for a call that acts on an element by reference (`browser_click`, `browser_drag`,
+//!    `browser_drop`, `browser_select_option`, and `browser_type` with `submit: true`) on a flow
+//!    with click rules, looks the reference up in the supervisor's ref map and judges the
+//!    element's **real** accessible name, not the model's `element` description. A reference the
+//!    map does not know (stale, not seen yet, or a CSS/text selector instead of a ref) denies.
+//!
+//! # Timing
+//!
+//! The supervisor writes the ref map (atomically) when it reads a tool result carrying a
+//! snapshot from the worker's event stream. The harness prints that result before it asks the
+//! model for the next call, so the map is normally current before the next hook runs; but the
+//! supervisor reads the stream asynchronously, so when a reference is unknown the guard re-reads
+//! the map for up to [`REF_MAP_WAIT`] before it denies. What the map cannot know: an element
+//! renamed by the page's own script after the snapshot. The supervisor's journal still catches
+//! that after the fact, from Playwright's report of the locator it used.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use leopold_flows::browser::DANGEROUS_TOOLS;
+use leopold_flows::Flow;
+use serde_json::{json, Map, Value};
+
+use crate::decide::HookInput;
+use crate::reason::{safe_text, Denial, Reason, Verdict};
+
+/// How long the guard waits for the supervisor to catch up with a reference it does not know.
+pub const REF_MAP_WAIT: Duration = Duration::from_millis(1500);
+
+/// A ref map bigger than this is damage.
+const MAX_REF_MAP_BYTES: u64 = 8 << 20;
+
+/// `ACTIVE.json`'s `browser` object. (No serde derives: the guard's dependency tree stays small.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrowserState {
+    /// `playwright`.
+    pub kind: String,
+    /// The MCP server name the worker knows the browser by (`browser`): its tools are
+    /// `mcp__<server>__browser_*`.
+    pub server: String,
+    /// The ref map file the supervisor keeps (absolute).
+    pub ref_map: PathBuf,
+}
+
+impl BrowserState {
+    /// Reads the object strictly: exactly `kind`, `server` and `ref_map`, all strings, `ref_map`
+    /// absolute.
+    pub fn from_value(v: &Value) -> Option<BrowserState> {
+        let obj = v.as_object()?;
+        if obj.len() != 3 {
+            return None;
+        }
+        let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
+        let ref_map = PathBuf::from(s("ref_map")?);
+        ref_map.is_absolute().then_some(())?;
+        Some(BrowserState {
+            kind: s("kind")?,
+            server: s("server")?,
+            ref_map,
+        })
+    }
+
+    /// The object as `ACTIVE.json` holds it.
+    pub fn to_value(&self) -> Value {
+        json!({"kind": self.kind, "server": self.server, "ref_map": self.ref_map})
+    }
+}
+
+/// One element of the latest snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefEntry {
+    /// ARIA role (`button`, `link`, ...).
+    pub role: String,
+    /// Accessible name; empty when the snapshot gives none.
+    pub name: String,
+}
+
+/// The ref map file: the supervisor writes it, the guard reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RefMapFile {
+    /// Format version, 1.
+    pub version: u32,
+    /// How many snapshots the supervisor has folded in (for diagnostics).
+    pub snapshots: u64,
+    /// The host of the page the snapshot came from, when it was an http(s) page.
+    pub page_host: Option<String>,
+    /// Reference → element.
+    pub refs: BTreeMap<String, RefEntry>,
+}
+
+/// The ref map format version.
+pub const REF_MAP_VERSION: u32 = 1;
+
+impl RefMapFile {
+    /// The file's JSON: `{"version","snapshots","page_host"?,"refs":{ref:{"role","name"}}}`.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut refs = Map::new();
+        for (r, e) in &self.refs {
+            refs.insert(r.clone(), json!({"role": e.role, "name": e.name}));
+        }
+        let mut obj = Map::new();
+        obj.insert("version".into(), json!(self.version));
+        obj.insert("snapshots".into(), json!(self.snapshots));
+        if let Some(h) = &self.page_host {
+            obj.insert("page_host".into(), json!(h));
+        }
+        obj.insert("refs".into(), Value::Object(refs));
+        serde_json::to_vec(&Value::Object(obj)).unwrap_or_default()
+    }
+
+    /// Parses the file strictly (unknown keys refused).
+    pub fn from_slice(bytes: &[u8]) -> Option<RefMapFile> {
+        let v: Value = serde_json::from_slice(bytes).ok()?;
+        let obj = v.as_object()?;
+        if obj
+            .keys()
+            .any(|k| !matches!(k.as_str(), "version" | "snapshots" | "page_host" | "refs"))
+        {
+            return None;
+        }
+        let mut refs = BTreeMap::new();
+        for (r, e) in obj.get("refs")?.as_object()? {
+            let e = e.as_object()?;
+            if e.len() != 2 {
+                return None;
+            }
+            let role = e.get("role")?.as_str()?.to_owned();
+            let name = e.get("name")?.as_str()?.to_owned();
+            refs.insert(r.clone(), RefEntry { role, name });
+        }
+        Some(RefMapFile {
+            version: u32::try_from(obj.get("version")?.as_u64()?).ok()?,
+            snapshots: obj.get("snapshots")?.as_u64()?,
+            page_host: match obj.get("page_host") {
+                None | Some(Value::Null) => None,
+                Some(h) => Some(h.as_str()?.to_owned()),
+            },
+            refs,
+        })
+    }
+}
+
+/// The part of a tool's name after its last `__`.
+fn bare(tool_name: &str) -> &str {
+    tool_name.rsplit("__").next().unwrap_or(tool_name)
+}
+
+/// Rule 1: a dangerous tool the flow did not opt into.
+pub fn dangerous_tool(flow: &Flow, input: &HookInput) -> Option<Denial> {
+    if !input.tool_name.starts_with("mcp__") {
+        return None;
+    }
+    let b = bare(&input.tool_name);
+    (DANGEROUS_TOOLS.contains(&b) && !flow.allow_tools.iter().any(|t| t == b))
+        .then(|| Denial::new(Reason::DangerousBrowserTool))
+}
+
+/// The element references a call acts on, when it is a call that acts on an element in a way
+/// the click rules care about (see the module docs). Non-string values are returned as `None`
+/// entries: they cannot be looked up.
+pub fn acted_refs<'a>(server: &str, input: &'a HookInput) -> Vec<Option<&'a str>> {
+    let Some(rest) = input
+        .tool_name
+        .strip_prefix("mcp__")
+        .and_then(|r| r.strip_prefix(server))
+        .and_then(|r| r.strip_prefix("__"))
+    else {
+        return Vec::new();
+    };
+    let v = &input.tool_input;
+    let acts = match rest {
+        "browser_click" | "browser_drag" | "browser_drop" | "browser_select_option" => true,
+        "browser_type" => v.get("submit") == Some(&Value::Bool(true)),
+        _ => false,
+    };
+    if !acts {
+        return Vec::new();
+    }
+    ["target", "ref", "startTarget", "endTarget"]
+        .iter()
+        .filter_map(|k| v.get(*k))
+        .map(Value::as_str)
+        .collect()
+}
+
+/// Rule 2, pure: judges the acted-on references against the map.
+pub fn judge_refs(flow: &Flow, refs: &[Option<&str>], map: Option<&RefMapFile>) -> Verdict {
+    for r in refs {
+        let entry = r.and_then(|r| map.and_then(|m| m.refs.get(r)));
+        let Some(entry) = entry else {
+            let shown = r
+                .and_then(|r| safe_text(r, 40))
+                .map_or_else(|| "(not a string)".to_owned(), |r| format!("{r:?}"));
+            return Verdict::Deny(Denial::new(Reason::UnknownElementRef).with_detail(shown));
+        };
+        if let Some(hit) = flow.match_label(&entry.name) {
+            let name = safe_text(&entry.name, 80).unwrap_or_else(|| "(withheld)".into());
+            let role = safe_text(&entry.role, 24).unwrap_or_default();
+            return Verdict::Deny(Denial::new(Reason::IrreversibleLabel).with_detail(format!(
+                "ref {} is {role} {name:?} in the page snapshot; {}",
+                r.unwrap_or_default(),
+                hit.rule
+            )));
+        }
+    }
+    Verdict::Allow
+}
+
+/// Reads the ref map; a missing file is `None` (no snapshot seen yet).
+///
+/// # Errors
+///
+/// [`Reason::RefMapUnreadable`].
+pub fn read_ref_map(path: &Path) -> Result<Option<RefMapFile>, Denial> {
+    let unreadable = |what: String| Denial::new(Reason::RefMapUnreadable).with_detail(what);
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(unreadable(e.kind().to_string())),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_REF_MAP_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| unreadable(e.kind().to_string()))?;
+    if bytes.len() as u64 > MAX_REF_MAP_BYTES {
+        return Err(unreadable("over 8 MiB".into()));
+    }
+    let map = RefMapFile::from_slice(&bytes).ok_or_else(|| unreadable("not a ref map".into()))?;
+    if map.version != REF_MAP_VERSION {
+        return Err(unreadable(format!("version {}", map.version)));
+    }
+    Ok(Some(map))
+}
+
+/// Both rules, with the I/O: reads the ref map only when a call acts on an element of a flow
+/// with click rules, and waits up to `wait` for an unknown reference to appear.
+pub fn judge(flow: &Flow, browser: &BrowserState, input: &HookInput, wait: Duration) -> Verdict {
+    if let Some(d) = dangerous_tool(flow, input) {
+        return Verdict::Deny(d);
+    }
+    if !flow.has_label_rules() {
+        return Verdict::Allow;
+    }
+    let refs = acted_refs(&browser.server, input);
+    if refs.is_empty() {
+        return Verdict::Allow;
+    }
+    let deadline = Instant::now() + wait;
+    loop {
+        let map = match read_ref_map(&browser.ref_map) {
+            Ok(m) => m,
+            Err(d) => return Verdict::Deny(d),
+        };
+        let verdict = judge_refs(flow, &refs, map.as_ref());
+        let unknown = matches!(&verdict, Verdict::Deny(d) if d.reason == Reason::UnknownElementRef);
+        if !unknown || refs.contains(&None) || Instant::now() >= deadline {
+            return verdict;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn flow(extra: &str) -> Flow {
+        Flow::parse(
+            &format!(
+                "+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\"]\n{extra}\n\
+                 [irreversible]\nforbid = [\"payment\"]\n+++\nBrief.\n"
+            ),
+            Path::new("flows/checkout.md"),
+        )
+        .unwrap()
+    }
+
+    fn call(tool: &str, input: Value) -> HookInput {
+        HookInput {
+            tool_name: tool.into(),
+            tool_input: input,
+            cwd: None,
+            tool_use_id: None,
+        }
+    }
+
+    fn map() -> RefMapFile {
+        let mut m = RefMapFile {
+            version: REF_MAP_VERSION,
+            snapshots: 1,
+            page_host: Some("staging.example.com".into()),
+            refs: BTreeMap::new(),
+        };
+        for (r, role, name) in [
+            ("f2e5", "button", "Place order"),
+            ("f2e6", "button", "Add to cart"),
+        ] {
+            m.refs.insert(
+                r.into(),
+                RefEntry {
+                    role: role.into(),
+                    name: name.into(),
+                },
+            );
+        }
+        m
+    }
+
+    #[test]
+    fn the_files_round_trip_and_unknown_keys_are_refused() {
+        let m = map();
+        assert_eq!(RefMapFile::from_slice(&m.to_json()), Some(m));
+        assert_eq!(
+            RefMapFile::from_slice(br#"{"version":1,"snapshots":0,"refs":{},"extra":1}"#),
+            None
+        );
+        let b = BrowserState {
+            kind: "playwright".into(),
+            server: "browser".into(),
+            ref_map: "/p/refs.json".into(),
+        };
+        assert_eq!(BrowserState::from_value(&b.to_value()), Some(b));
+        for bad in [
+            json!({"kind": "playwright", "server": "browser", "ref_map": "refs.json"}),
+            json!({"kind": "playwright", "server": "browser"}),
+            json!({"kind": "playwright", "server": "browser", "ref_map": "/r", "x": 1}),
+            json!("playwright"),
+        ] {
+            assert_eq!(BrowserState::from_value(&bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn dangerous_tools_are_off_unless_named() {
+        let f = flow("");
+        for t in DANGEROUS_TOOLS {
+            let c = call(
+                &format!("mcp__browser__{t}"),
+                json!({"function": "() => 1"}),
+            );
+            let d = dangerous_tool(&f, &c).expect(t);
+            assert_eq!(d.reason, Reason::DangerousBrowserTool);
+        }
+        assert!(dangerous_tool(&f, &call("mcp__browser__browser_click", json!({}))).is_none());
+        let f = flow("allow_tools = [\"browser_evaluate\"]");
+        let c = call(
+            "mcp__browser__browser_evaluate",
+            json!({"function": "() => 1"}),
+        );
+        assert!(dangerous_tool(&f, &c).is_none());
+        let c = call(
+            "mcp__browser__browser_run_code_unsafe",
+            json!({"code": "x"}),
+        );
+        assert!(dangerous_tool(&f, &c).is_some());
+    }
+
+    #[test]
+    fn a_misleading_description_is_judged_by_the_real_name() {
+        let f = flow("");
+        let c = call(
+            "mcp__browser__browser_click",
+            json!({"element": "the blue button", "target": "f2e5"}),
+        );
+        let refs = acted_refs("browser", &c);
+        let Verdict::Deny(d) = judge_refs(&f, &refs, Some(&map())) else {
+            panic!("allowed")
+        };
+        assert_eq!(d.reason, Reason::IrreversibleLabel);
+        assert!(d.detail.unwrap().contains("\"Place order\""));
+        let c = call(
+            "mcp__browser__browser_click",
+            json!({"element": "Place order", "target": "f2e6"}),
+        );
+        // The description says "Place order" but the ref is "Add to cart": the ref map decides
+        // here; `decide` has already judged the description itself.
+        assert_eq!(
+            judge_refs(&f, &acted_refs("browser", &c), Some(&map())),
+            Verdict::Allow
+        );
+    }
+
+    #[test]
+    fn unknown_refs_selectors_and_no_map_deny() {
+        let f = flow("");
+        for target in [json!("e5"), json!("button#place"), json!(5)] {
+            let c = call("mcp__browser__browser_click", json!({ "target": target }));
+            let refs = acted_refs("browser", &c);
+            assert_eq!(refs.len(), 1);
+            let Verdict::Deny(d) = judge_refs(&f, &refs, Some(&map())) else {
+                panic!("allowed {target}")
+            };
+            assert_eq!(d.reason, Reason::UnknownElementRef);
+        }
+        let c = call("mcp__browser__browser_click", json!({"target": "f2e6"}));
+        assert!(matches!(
+            judge_refs(&f, &acted_refs("browser", &c), None),
+            Verdict::Deny(_)
+        ));
+    }
+
+    #[test]
+    fn which_calls_act_on_elements() {
+        let refs = |tool: &str, v: Value| acted_refs("browser", &call(tool, v)).len();
+        assert_eq!(
+            refs("mcp__browser__browser_click", json!({"target": "e1"})),
+            1
+        );
+        assert_eq!(
+            refs(
+                "mcp__browser__browser_drag",
+                json!({"startTarget": "e1", "endTarget": "e2"})
+            ),
+            2
+        );
+        assert_eq!(
+            refs("mcp__browser__browser_type", json!({"target": "e1"})),
+            0
+        );
+        assert_eq!(
+            refs(
+                "mcp__browser__browser_type",
+                json!({"target": "e1", "submit": true})
+            ),
+            1
+        );
+        assert_eq!(
+            refs("mcp__browser__browser_hover", json!({"target": "e1"})),
+            0
+        );
+        assert_eq!(
+            refs("mcp__other__browser_click", json!({"target": "e1"})),
+            0
+        );
+    }
+
+    #[test]
+    fn judge_reads_the_file_and_waits_for_a_late_map() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("refs.json");
+        let b = BrowserState {
+            kind: "playwright".into(),
+            server: "browser".into(),
+            ref_map: path.clone(),
+        };
+        let f = flow("");
+        let c = call(
+            "mcp__browser__browser_click",
+            json!({"element": "ok", "target": "f2e6"}),
+        );
+        // No map yet, no wait: deny.
+        assert!(matches!(
+            judge(&f, &b, &c, Duration::ZERO),
+            Verdict::Deny(_)
+        ));
+        // The map arrives while the guard waits.
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                let tmp = path.with_extension("tmp");
+                std::fs::write(&tmp, map().to_json()).unwrap();
+                std::fs::rename(tmp, path).unwrap();
+            })
+        };
+        assert_eq!(judge(&f, &b, &c, Duration::from_secs(5)), Verdict::Allow);
+        writer.join().unwrap();
+        std::fs::write(&path, b"{").unwrap();
+        let Verdict::Deny(d) = judge(&f, &b, &c, Duration::ZERO) else {
+            panic!("allowed")
+        };
+        assert_eq!(d.reason, Reason::RefMapUnreadable);
+        // A flow without click rules never reads the map.
+        let plain = Flow::parse(
+            "+++\nname = \"p\"\nallowlist = [\"staging.example.com\"]\n+++\n",
+            Path::new("p.md"),
+        )
+        .unwrap();
+        assert_eq!(judge(&plain, &b, &c, Duration::ZERO), Verdict::Allow);
+    }
+}

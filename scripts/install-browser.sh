@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs what a provisioned persona browser needs, if it is not there yet:
+#   - Debian's `chromium` (apt-get), only when /usr/bin/chromium is absent;
+#   - the pinned `@playwright/mcp` (npm) into ${LEOPOLD_CACHE:-$HOME/.cache/leopold}/playwright-mcp.
+# Idempotent and fast when present (no registry call then). Prints the path of the `playwright-mcp`
+# binary on stdout; everything else goes to stderr.
+#
+# Why pinned: the tool names, argument shapes and result text (`- Page URL:`, `[ref=e5]`) the guard,
+# the journal and the ref map rely on were observed on exactly this version (HARNESS-FACTS §8).
+# Playwright MCP is told where Chromium is (`executablePath`), so Playwright's own browser download
+# is never needed.
+set -euo pipefail
+
+PLAYWRIGHT_MCP_VERSION="0.0.83"
+CHROMIUM="${LEOPOLD_CHROMIUM:-/usr/bin/chromium}"
+
+prefix="${LEOPOLD_CACHE:-$HOME/.cache/leopold}/playwright-mcp"
+bin="$prefix/node_modules/.bin/playwright-mcp"
+
+if [[ ! -x "$CHROMIUM" ]]; then
+    if [[ "$CHROMIUM" != /usr/bin/chromium ]]; then
+        echo "install-browser: LEOPOLD_CHROMIUM=$CHROMIUM is not an executable file" >&2
+        exit 1
+    fi
+    command -v apt-get >/dev/null || {
+        echo "install-browser: /usr/bin/chromium is absent and apt-get is not available; install Chromium and pass --chromium PATH" >&2
+        exit 1
+    }
+    sudo=""
+    if [[ "$(id -u)" != 0 ]]; then
+        command -v sudo >/dev/null || { echo "install-browser: need root (or sudo) to apt-get install chromium" >&2; exit 1; }
+        sudo="sudo"
+    fi
+    echo "install-browser: installing Debian's chromium with apt-get" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq >&2
+    $sudo apt-get install -y -qq --no-install-recommends chromium >&2
+    [[ -x "$CHROMIUM" ]] || { echo "install-browser: apt-get finished but $CHROMIUM is still absent" >&2; exit 1; }
+fi
+
+installed_version() {
+    local pkg_json="$prefix/node_modules/@playwright/mcp/package.json"
+    [[ -f "$pkg_json" ]] || { echo ""; return; }
+    node -e 'process.stdout.write(require(process.argv[1]).version || "")' "$pkg_json"
+}
+
+if [[ ! -x "$bin" || "$(installed_version)" != "$PLAYWRIGHT_MCP_VERSION" ]]; then
+    command -v npm >/dev/null || { echo "install-browser: npm not found; install Node 20+ and npm" >&2; exit 1; }
+    echo "install-browser: installing @playwright/mcp@$PLAYWRIGHT_MCP_VERSION into $prefix" >&2
+    mkdir -p "$prefix"
+    # Playwright would otherwise fetch its own browsers at install time; we use the system Chromium.
+    PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error \
+        "@playwright/mcp@$PLAYWRIGHT_MCP_VERSION" >&2
+    [[ -x "$bin" && "$(installed_version)" == "$PLAYWRIGHT_MCP_VERSION" ]] || {
+        echo "install-browser: installed, but $bin is missing or not version $PLAYWRIGHT_MCP_VERSION" >&2
+        exit 1
+    }
+fi
+
+"$CHROMIUM" --version >/dev/null 2>&1 || { echo "install-browser: $CHROMIUM --version failed" >&2; exit 1; }
+
+echo "$bin"

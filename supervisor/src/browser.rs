@@ -1,0 +1,831 @@
+//! The provisioned browser: Playwright MCP with Chromium, held to the flow's allowlist at the
+//! browser's own resolver (README "The provisioned browser").
+//!
+//! A hook only sees the URL the model asks for; a link click, a redirect, a form post or page
+//! script navigates with no URL in any tool call. So when a flow says `browser = "playwright"`
+//! (or `persona run --browser playwright`), the supervisor writes into the run directory:
+//!
+//! - `browser/playwright.json`: Playwright MCP's config; Chromium runs headless from the system
+//!   (`/usr/bin/chromium` or `--chromium PATH`) with an isolated profile in the run directory,
+//!   background networking off, no proxy, and `--host-resolver-rules` that map the flow's
+//!   `[hosts]` to their addresses, let the rest of the allowlist resolve, and send every other
+//!   host, IP literals included, to `~NOTFOUND`;
+//! - `browser/mcp.json`: the worker's MCP config (Claude `--mcp-config`; Codex gets the same
+//!   server as `-c mcp_servers.browser.*` overrides), launching the server through `env -i` so
+//!   no `PLAYWRIGHT_MCP_*` or proxy variable of the caller's environment reaches it;
+//! - `browser/refs.json`: the ref map ([`RefTracker`]), read by the guard.
+//!
+//! The builders are pure; [`provision`] does the writing.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use leopold_flows::{AllowEntry, Flow};
+use leopold_guard::browser::{BrowserState, RefEntry, RefMapFile, REF_MAP_VERSION};
+use serde_json::{json, Value};
+
+use crate::observe::{Batch, Note, Observer};
+use crate::wiring_port::HarnessKind;
+use crate::worker::{McpServer, McpTransport};
+
+/// The MCP server name the worker knows the browser by: tools are `mcp__browser__browser_*`.
+pub const SERVER: &str = "browser";
+
+/// The Playwright MCP version the project's set-up installs (`scripts/install-browser.sh`).
+pub const PLAYWRIGHT_MCP_VERSION: &str = "0.0.83";
+
+/// Where the browser's programs are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrowserBins {
+    /// `playwright-mcp` (the npm package's bin).
+    pub playwright_mcp: PathBuf,
+    /// `node`, which runs it.
+    pub node: PathBuf,
+    /// Chromium.
+    pub chromium: PathBuf,
+}
+
+/// Chromium's `--host-resolver-rules` for a flow, and the allowlisted names they leave
+/// unreachable (with why).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolverRules {
+    pub rules: String,
+    pub unreachable: Vec<String>,
+}
+
+/// Host names that are safe inside Chromium's rule list: a comma or space would split a rule,
+/// `*` and `?` are wildcards there.
+fn rule_safe(host: &str) -> bool {
+    !host.is_empty()
+        && host.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'_')
+        })
+}
+
+/// Builds the resolver rules. Chromium checks `EXCLUDE` before any `MAP` (seen: an excluded
+/// name is never mapped), so an allowlisted name that would also cover a mapped host is not
+/// excluded: the mapped host wins, and the entry's other subdomains stay unreachable (fail
+/// closed) and are reported.
+pub fn resolver_rules(flow: &Flow) -> ResolverRules {
+    let mut rules: Vec<String> = flow
+        .hosts
+        .iter()
+        .map(|m| format!("MAP {} {}", m.host, m.to))
+        .collect();
+    rules.push("MAP * ~NOTFOUND".into());
+    let mut unreachable = Vec::new();
+    let mapped = |h: &str| flow.hosts.iter().any(|m| m.host == h);
+    for entry in &flow.allowlist {
+        match entry {
+            AllowEntry::Domain(d) if rule_safe(d) => {
+                if !mapped(d) {
+                    rules.push(format!("EXCLUDE {d}"));
+                }
+                let suffix = format!(".{d}");
+                if flow.hosts.iter().any(|m| m.host.ends_with(&suffix)) {
+                    unreachable.push(format!(
+                        "subdomains of {d} other than the mapped ones (a [hosts] entry lies under it)"
+                    ));
+                } else {
+                    rules.push(format!("EXCLUDE *.{d}"));
+                }
+            }
+            AllowEntry::Ipv4(a) => rules.push(format!("EXCLUDE {a}")),
+            other => unreachable.push(format!(
+                "{other} (not expressible in Chromium's resolver rules)"
+            )),
+        }
+    }
+    ResolverRules {
+        rules: rules.join(", "),
+        unreachable,
+    }
+}
+
+/// Chromium's arguments (Playwright adds `--headless` and the profile itself).
+pub fn chromium_args(flow: &Flow, as_root: bool) -> Vec<String> {
+    let mut args = vec![
+        format!("--host-resolver-rules={}", resolver_rules(flow).rules),
+        // With a proxy (even one from the environment) Chromium sends the host name to the
+        // proxy instead of resolving it: the rules would not apply (seen). No proxy, ever.
+        "--no-proxy-server".into(),
+        // WebRTC opens UDP sockets to IP literals without the host resolver.
+        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp".into(),
+        "--disable-background-networking".into(),
+        "--disable-component-update".into(),
+        "--disable-sync".into(),
+        "--disable-default-apps".into(),
+        "--disable-domain-reliability".into(),
+        "--no-first-run".into(),
+        "--no-default-browser-check".into(),
+        "--disable-gpu".into(),
+        "--disable-dev-shm-usage".into(),
+    ];
+    if as_root {
+        // Chromium refuses to start as root with its sandbox on.
+        args.push("--no-sandbox".into());
+    }
+    args
+}
+
+/// Playwright MCP's config file.
+pub fn playwright_config(flow: &Flow, chromium: &Path, browser_dir: &Path, as_root: bool) -> Value {
+    json!({
+        "browser": {
+            "browserName": "chromium",
+            "userDataDir": browser_dir.join("profile"),
+            "launchOptions": {
+                "executablePath": chromium,
+                "headless": true,
+                "args": chromium_args(flow, as_root),
+            },
+        },
+        "outputDir": browser_dir.join("output"),
+        "imageResponses": "omit",
+    })
+}
+
+/// The MCP server the worker launches: `env -i` with a minimal environment, then the server.
+pub fn mcp_server(
+    bins: &BrowserBins,
+    config: &Path,
+    browser_dir: &Path,
+    run_id: &str,
+) -> McpServer {
+    let node_dir = bins
+        .node
+        .parent()
+        .map_or_else(|| "/usr/bin".to_owned(), |p| p.display().to_string());
+    McpServer {
+        name: SERVER.into(),
+        transport: McpTransport::Stdio {
+            command: "/usr/bin/env".into(),
+            args: vec![
+                "-i".into(),
+                format!("PATH={node_dir}:/usr/bin:/bin"),
+                format!("HOME={}", browser_dir.join("home").display()),
+                // Kept so Chromium (which Playwright starts in its own session, out of the
+                // worker's process group) is found and stopped by the run's id.
+                format!("{}={run_id}", crate::os::RUN_ID_ENV),
+                bins.playwright_mcp.display().to_string(),
+                "--config".into(),
+                config.display().to_string(),
+            ],
+            env: Vec::new(),
+        },
+    }
+}
+
+/// The Claude-format MCP config holding one stdio server.
+pub fn claude_mcp_config(server: &McpServer) -> Value {
+    let McpTransport::Stdio { command, args, .. } = &server.transport else {
+        return json!({"mcpServers": {}});
+    };
+    json!({"mcpServers": {server.name.clone(): {"command": command, "args": args}}})
+}
+
+/// Harness arguments a provisioned browser needs. Codex starts its first turn without an MCP
+/// server that is still starting (seen: Playwright MCP's tools were missing from the first
+/// requests, so the model's browser calls were "unsupported"); `required = true` makes it wait.
+pub fn harness_args(kind: HarnessKind) -> Vec<String> {
+    match kind {
+        HarnessKind::Codex => vec!["-c".into(), format!("mcp_servers.{SERVER}.required=true")],
+        HarnessKind::Claude => Vec::new(),
+    }
+}
+
+/// What provisioning wrote.
+#[derive(Debug, Clone)]
+pub struct Provisioned {
+    pub mcp_config: PathBuf,
+    pub server: McpServer,
+    pub state: BrowserState,
+    pub output_dir: PathBuf,
+    pub notes: Vec<String>,
+}
+
+/// Writes the browser's files into `<run_dir>/browser/`.
+///
+/// # Errors
+///
+/// A file that cannot be written, with its path.
+pub fn provision(flow: &Flow, bins: &BrowserBins, run_dir: &Path) -> anyhow::Result<Provisioned> {
+    let dir = run_dir.join("browser");
+    for d in [
+        dir.clone(),
+        dir.join("profile"),
+        dir.join("output"),
+        dir.join("home"),
+    ] {
+        std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+    }
+    // `/proc/self` belongs to the process's effective user.
+    let as_root = {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata("/proc/self").map_or(true, |m| m.uid() == 0)
+    };
+    let config_path = dir.join("playwright.json");
+    let config = playwright_config(flow, &bins.chromium, &dir, as_root);
+    crate::state::write_atomic(&config_path, pretty(&config).as_bytes())?;
+    let run_id = run_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let server = mcp_server(bins, &config_path, &dir, &run_id);
+    let mcp_config = dir.join("mcp.json");
+    crate::state::write_atomic(&mcp_config, pretty(&claude_mcp_config(&server)).as_bytes())?;
+    Ok(Provisioned {
+        mcp_config,
+        server,
+        state: BrowserState {
+            kind: "playwright".into(),
+            server: SERVER.into(),
+            ref_map: dir.join("refs.json"),
+        },
+        output_dir: dir.join("output"),
+        notes: resolver_rules(flow).unreachable,
+    })
+}
+
+/// A path with a `/` as is, else the first match on `PATH`; must be an executable file.
+fn find_executable(name: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let is_exec = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if name.components().count() > 1 || name.is_absolute() {
+        return is_exec(name).then(|| name.to_path_buf());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| is_exec(p))
+}
+
+fn pretty(v: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(v).expect("json serialises");
+    s.push('\n');
+    s
+}
+
+/// Finds the browser's programs: `--chromium` or `/usr/bin/chromium`; `--playwright-mcp`,
+/// `$LEOPOLD_PLAYWRIGHT_MCP`, or the set-up's cache; `node` on PATH.
+///
+/// # Errors
+///
+/// Which program is missing and how to install it.
+pub fn find_bins(
+    chromium: Option<&Path>,
+    playwright_mcp: Option<&Path>,
+) -> anyhow::Result<BrowserBins> {
+    let hint =
+        "(hint: run ./scripts/install-browser.sh, or pass --chromium PATH / --playwright-mcp PATH)";
+    let chromium_want =
+        chromium.map_or_else(|| PathBuf::from("/usr/bin/chromium"), Path::to_path_buf);
+    let chromium = find_executable(&chromium_want)
+        .with_context(|| format!("Chromium not found at {}\n{hint}", chromium_want.display()))?;
+    let pw_want = match playwright_mcp {
+        Some(p) => p.to_path_buf(),
+        None => match std::env::var_os("LEOPOLD_PLAYWRIGHT_MCP").filter(|v| !v.is_empty()) {
+            Some(p) => PathBuf::from(p),
+            None => {
+                let cache = match std::env::var_os("LEOPOLD_CACHE").filter(|v| !v.is_empty()) {
+                    Some(c) => PathBuf::from(c),
+                    None => PathBuf::from(
+                        std::env::var_os("HOME")
+                            .context("HOME is not set: cannot find the Playwright MCP cache")?,
+                    )
+                    .join(".cache/leopold"),
+                };
+                cache.join("playwright-mcp/node_modules/.bin/playwright-mcp")
+            }
+        },
+    };
+    let playwright_mcp = find_executable(&pw_want).with_context(|| {
+        format!(
+            "Playwright MCP ({PLAYWRIGHT_MCP_VERSION}) not found at {}\n{hint}",
+            pw_want.display()
+        )
+    })?;
+    let playwright_mcp = std::path::absolute(&playwright_mcp)?;
+    let node = find_executable(Path::new("node")).context(
+        "`node` not found on PATH: Playwright MCP needs Node 18+\n(hint: install Node.js)",
+    )?;
+    Ok(BrowserBins {
+        playwright_mcp,
+        node,
+        chromium: std::path::absolute(&chromium)?,
+    })
+}
+
+/// Keeps the run's ref map current from the worker's event stream: every browser tool result
+/// that carries a snapshot (inline YAML, or a `[Snapshot](…)` file in the output directory) is
+/// folded in; a change of page URL starts the map afresh (refs of another page are stale).
+pub struct RefTracker {
+    path: PathBuf,
+    output_dir: PathBuf,
+    map: RefMapFile,
+    page: Option<String>,
+    /// Claude: `tool_use_id`s of browser calls, to recognise their results.
+    claude_ids: HashMap<String, ()>,
+}
+
+impl RefTracker {
+    pub fn new(state: &BrowserState, output_dir: &Path) -> RefTracker {
+        RefTracker {
+            path: state.ref_map.clone(),
+            output_dir: output_dir.to_path_buf(),
+            map: RefMapFile {
+                version: REF_MAP_VERSION,
+                ..RefMapFile::default()
+            },
+            page: None,
+            claude_ids: HashMap::new(),
+        }
+    }
+
+    /// The current map.
+    #[cfg(test)]
+    pub fn map(&self) -> &RefMapFile {
+        &self.map
+    }
+
+    /// Feeds one stream line (either harness's shape). Writes the map when it changed.
+    ///
+    /// # Errors
+    ///
+    /// The ref map could not be written.
+    pub fn line(&mut self, line: &str) -> anyhow::Result<()> {
+        // Cheap pre-filter: most lines are neither a browser call nor a tool result.
+        if !line.contains("mcp__")
+            && !line.contains("tool_result")
+            && !line.contains("mcp_tool_call")
+        {
+            return Ok(());
+        }
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            return Ok(());
+        };
+        let prefix = format!("mcp__{SERVER}__");
+        let mut texts: Vec<String> = Vec::new();
+        match v.get("type").and_then(Value::as_str) {
+            // Claude: the assistant's tool_use names the tool; the user's tool_result answers it.
+            Some("assistant") => {
+                for c in content(&v) {
+                    if c.get("type").and_then(Value::as_str) == Some("tool_use")
+                        && c.get("name")
+                            .and_then(Value::as_str)
+                            .is_some_and(|n| n.starts_with(&prefix))
+                    {
+                        if let Some(id) = c.get("id").and_then(Value::as_str) {
+                            if self.claude_ids.len() > 10_000 {
+                                self.claude_ids.clear();
+                            }
+                            self.claude_ids.insert(id.to_owned(), ());
+                        }
+                    }
+                }
+            }
+            Some("user") => {
+                for c in content(&v) {
+                    let ours = c.get("type").and_then(Value::as_str) == Some("tool_result")
+                        && c.get("tool_use_id")
+                            .and_then(Value::as_str)
+                            .is_some_and(|id| self.claude_ids.remove(id).is_some());
+                    if ours && c.get("is_error") != Some(&Value::Bool(true)) {
+                        texts.extend(result_texts(c.get("content")));
+                    }
+                }
+            }
+            // Codex: one completed item carries the call and its result.
+            Some("item.completed") => {
+                let item = &v["item"];
+                if item["type"] == "mcp_tool_call" && item["server"] == SERVER {
+                    texts.extend(result_texts(
+                        item.get("result").and_then(|r| r.get("content")),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        let mut changed = false;
+        for t in &texts {
+            changed |= self.result(t);
+        }
+        if changed {
+            self.write()?;
+        }
+        Ok(())
+    }
+
+    /// Folds one result text in; true when the map changed.
+    pub fn result(&mut self, text: &str) -> bool {
+        let mut changed = false;
+        if let Some(url) = text
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix("- Page URL:"))
+            .map(str::trim)
+        {
+            if self.page.as_deref() != Some(url) {
+                self.page = Some(url.to_owned());
+                self.map.refs.clear();
+                self.map.page_host = url::Url::parse(url)
+                    .ok()
+                    .filter(|u| matches!(u.scheme(), "http" | "https"))
+                    .and_then(|u| u.host_str().map(str::to_owned));
+                changed = true;
+            }
+        }
+        let snapshot = match inline_snapshot(text) {
+            Some(s) => Some(s.to_owned()),
+            None => snapshot_file(text).and_then(|name| read_bounded(&self.output_dir.join(name))),
+        };
+        if let Some(s) = snapshot {
+            let refs = parse_snapshot(&s);
+            if !refs.is_empty() {
+                self.map.snapshots += 1;
+                self.map.refs.extend(refs);
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    fn write(&self) -> anyhow::Result<()> {
+        // Atomic (temp file + rename in the same directory) so the guard reads a whole map; no
+        // fsync: the map is only useful while the run lives.
+        let dir = self
+            .path
+            .parent()
+            .context("ref map has no parent directory")?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".refs-")
+            .tempfile_in(dir)
+            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+        tmp.write_all(&self.map.to_json())?;
+        tmp.persist(&self.path)
+            .map_err(|e| e.error)
+            .with_context(|| format!("cannot replace {}", self.path.display()))?;
+        Ok(())
+    }
+}
+
+/// The run's observer with the ref map kept alongside: each line updates the map first (the
+/// guard may be waiting for it), then goes to the journal.
+pub struct WithRefMap {
+    inner: Box<dyn Observer>,
+    tracker: RefTracker,
+    warned: bool,
+}
+
+impl WithRefMap {
+    pub fn new(inner: Box<dyn Observer>, tracker: RefTracker) -> WithRefMap {
+        WithRefMap {
+            inner,
+            tracker,
+            warned: false,
+        }
+    }
+}
+
+impl Observer for WithRefMap {
+    fn line(&mut self, line_no: u64, line: &str) -> anyhow::Result<Batch> {
+        let refs = self.tracker.line(line);
+        let mut batch = self.inner.line(line_no, line)?;
+        if let Err(e) = refs {
+            // The guard then denies clicks it cannot judge (stale map): say so once.
+            if !self.warned {
+                self.warned = true;
+                batch.notes.push(Note {
+                    line_no,
+                    message: format!("ref map not updated: {e:#}"),
+                });
+            }
+        }
+        Ok(batch)
+    }
+    fn overlong(&mut self, line_no: u64) -> Batch {
+        self.inner.overlong(line_no)
+    }
+    fn finish(&mut self) -> anyhow::Result<Batch> {
+        self.inner.finish()
+    }
+}
+
+fn content(v: &Value) -> impl Iterator<Item = &Value> {
+    v.get("message")
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+fn result_texts(content: Option<&Value>) -> Vec<String> {
+    match content {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter(|i| i.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|i| i.get("text").and_then(Value::as_str).map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The YAML block after `### Snapshot`, when the result carries it inline.
+fn inline_snapshot(text: &str) -> Option<&str> {
+    let after = &text[text.find("### Snapshot")?..];
+    let start = after.find("```yaml\n")? + "```yaml\n".len();
+    let body = &after[start..];
+    Some(&body[..body.find("\n```").unwrap_or(body.len())])
+}
+
+/// `- [Snapshot](<path>/page-….yml)`: only the file name is used, looked up in the run's own
+/// output directory (a path from the stream is never followed).
+fn snapshot_file(text: &str) -> Option<&str> {
+    let after = &text[text.find("[Snapshot](")? + "[Snapshot](".len()..];
+    let path = &after[..after.find(')')?];
+    let name = path.rsplit('/').next()?;
+    (name.starts_with("page-")
+        && name.ends_with(".yml")
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_')))
+    .then_some(name)
+}
+
+fn read_bounded(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.len() > 8 << 20 {
+        return None;
+    }
+    std::fs::read_to_string(path).ok()
+}
+
+/// Parses snapshot lines `- <role> "<name>" [ref=<r>] …`. The name is read as a quoted string
+/// (with `\` escapes) before the ref is looked for, so a name that itself contains `[ref=e5]`
+/// cannot pass for another element's ref.
+pub fn parse_snapshot(yaml: &str) -> Vec<(String, RefEntry)> {
+    let mut out = Vec::new();
+    for line in yaml.lines() {
+        let Some(item) = line.trim_start().strip_prefix("- ") else {
+            continue;
+        };
+        let role_len = item
+            .find(|c: char| c.is_whitespace() || c == '[' || c == ':' || c == '"')
+            .unwrap_or(item.len());
+        let role = &item[..role_len];
+        if role.is_empty() || role.starts_with('/') {
+            continue;
+        }
+        let mut rest = item[role_len..].trim_start();
+        let mut name = String::new();
+        if let Some(q) = rest.strip_prefix('"') {
+            let mut chars = q.char_indices();
+            let mut end = None;
+            while let Some((i, c)) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some((_, e)) = chars.next() {
+                            name.push(e);
+                        }
+                    }
+                    '"' => {
+                        end = Some(i + 1);
+                        break;
+                    }
+                    c => name.push(c),
+                }
+            }
+            let Some(end) = end else { continue };
+            rest = &q[end..];
+        }
+        // The element's own attributes: `[level=1] [ref=e2] [cursor=pointer]` up to `:` or end.
+        let mut r = None;
+        let mut attrs = rest.trim_start();
+        while let Some(a) = attrs.strip_prefix('[') {
+            let Some(close) = a.find(']') else { break };
+            if let Some(v) = a[..close].strip_prefix("ref=") {
+                r = Some(v.to_owned());
+            }
+            attrs = a[close + 1..].trim_start();
+        }
+        if let Some(r) = r {
+            out.push((
+                r,
+                RefEntry {
+                    role: role.to_owned(),
+                    name,
+                },
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(extra: &str) -> Flow {
+        Flow::parse(
+            &format!(
+                "+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\", \"accounts.example.net\"]\n{extra}\n+++\nBrief.\n"
+            ),
+            Path::new("flows/checkout.md"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn rules_map_staging_block_everything_else_and_keep_allowlisted_names() {
+        let f = flow("[hosts]\n\"staging.example.com\" = \"127.0.0.1:8080\"");
+        let r = resolver_rules(&f);
+        assert_eq!(
+            r.rules,
+            "MAP staging.example.com 127.0.0.1:8080, MAP * ~NOTFOUND, EXCLUDE *.staging.example.com, \
+             EXCLUDE accounts.example.net, EXCLUDE *.accounts.example.net"
+        );
+        assert!(r.unreachable.is_empty());
+        // Without [hosts], every allowlisted name resolves normally, nothing else.
+        let r = resolver_rules(&flow(""));
+        assert_eq!(
+            r.rules,
+            "MAP * ~NOTFOUND, EXCLUDE staging.example.com, EXCLUDE *.staging.example.com, \
+             EXCLUDE accounts.example.net, EXCLUDE *.accounts.example.net"
+        );
+    }
+
+    #[test]
+    fn an_entry_covering_a_mapped_subdomain_is_not_excluded_wholesale() {
+        let f = Flow::parse(
+            "+++\nname = \"c\"\nallowlist = [\"example.com\", \"10.0.0.5\"]\n[hosts]\n\"staging.example.com\" = \"[::1]:9000\"\n+++\n",
+            Path::new("c.md"),
+        )
+        .unwrap();
+        let r = resolver_rules(&f);
+        assert_eq!(
+            r.rules,
+            "MAP staging.example.com [::1]:9000, MAP * ~NOTFOUND, EXCLUDE example.com, EXCLUDE 10.0.0.5"
+        );
+        assert_eq!(r.unreachable.len(), 1, "{:?}", r.unreachable);
+    }
+
+    #[test]
+    fn chromium_args_and_config() {
+        let f = flow("[hosts]\n\"staging.example.com\" = \"127.0.0.1:8080\"");
+        let args = chromium_args(&f, true);
+        for want in [
+            "--no-proxy-server",
+            "--disable-background-networking",
+            "--no-sandbox",
+            "--disable-gpu",
+        ] {
+            assert!(args.iter().any(|a| a == want), "{want} in {args:?}");
+        }
+        assert!(!chromium_args(&f, false).iter().any(|a| a == "--no-sandbox"));
+        let c = playwright_config(
+            &f,
+            Path::new("/usr/bin/chromium"),
+            Path::new("/run/x/browser"),
+            false,
+        );
+        assert_eq!(c["browser"]["launchOptions"]["headless"], true);
+        assert_eq!(
+            c["browser"]["launchOptions"]["executablePath"],
+            "/usr/bin/chromium"
+        );
+        assert_eq!(c["browser"]["userDataDir"], "/run/x/browser/profile");
+        assert_eq!(c["outputDir"], "/run/x/browser/output");
+        let args = c["browser"]["launchOptions"]["args"].as_array().unwrap();
+        assert!(args[0].as_str().unwrap().starts_with(
+            "--host-resolver-rules=MAP staging.example.com 127.0.0.1:8080, MAP * ~NOTFOUND"
+        ));
+    }
+
+    #[test]
+    fn the_worker_config_launches_the_server_with_a_clean_environment() {
+        let bins = BrowserBins {
+            playwright_mcp: "/c/pw/playwright-mcp".into(),
+            node: "/opt/node/bin/node".into(),
+            chromium: "/usr/bin/chromium".into(),
+        };
+        let s = mcp_server(
+            &bins,
+            Path::new("/r/browser/playwright.json"),
+            Path::new("/r/browser"),
+            "r1",
+        );
+        let c = claude_mcp_config(&s);
+        assert_eq!(c["mcpServers"]["browser"]["command"], "/usr/bin/env");
+        let args: Vec<&str> = c["mcpServers"]["browser"]["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "-i",
+                "PATH=/opt/node/bin:/usr/bin:/bin",
+                "HOME=/r/browser/home",
+                "LEOPOLD_RUN_ID=r1",
+                "/c/pw/playwright-mcp",
+                "--config",
+                "/r/browser/playwright.json"
+            ]
+        );
+    }
+
+    #[test]
+    fn codex_waits_for_the_browser_server() {
+        assert_eq!(
+            harness_args(HarnessKind::Codex),
+            ["-c", "mcp_servers.browser.required=true"]
+        );
+        assert!(harness_args(HarnessKind::Claude).is_empty());
+    }
+
+    #[test]
+    fn snapshot_lines_parse_and_a_name_cannot_smuggle_a_ref() {
+        let refs = parse_snapshot(
+            "- generic [active] [ref=e1]:\n  - heading \"Shop\" [level=1] [ref=e2]\n  \
+             - link \"Admin dashboard\" [ref=e3] [cursor=pointer]:\n    - /url: http://prod.example.org/admin\n  \
+             - button \"Continue [ref=e5]\" [ref=e4]\n  - button \"Say \\\"hi\\\"\" [ref=e6]\n  - button \"Place order\" [ref=e5]\n  - text: Total [ref=e9]",
+        );
+        let get = |r: &str| {
+            refs.iter()
+                .find(|(k, _)| k == r)
+                .map(|(_, e)| e.name.as_str())
+        };
+        assert_eq!(get("e1"), Some(""));
+        assert_eq!(get("e2"), Some("Shop"));
+        assert_eq!(get("e3"), Some("Admin dashboard"));
+        assert_eq!(get("e4"), Some("Continue [ref=e5]"));
+        assert_eq!(get("e5"), Some("Place order"));
+        assert_eq!(get("e6"), Some("Say \"hi\""));
+        assert_eq!(refs.iter().filter(|(k, _)| k == "e5").count(), 1);
+        assert_eq!(get("e9"), None, "text after `:` is not an attribute");
+    }
+
+    #[test]
+    fn the_tracker_follows_the_real_streams_and_writes_the_map() {
+        for (file, last) in [
+            ("claude-playwright-stream.jsonl", "f2e5"),
+            ("codex-playwright-stream.jsonl", "e5"),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let state = BrowserState {
+                kind: "playwright".into(),
+                server: SERVER.into(),
+                ref_map: dir.path().join("refs.json"),
+            };
+            let mut t = RefTracker::new(&state, &dir.path().join("output"));
+            let stream = std::fs::read_to_string(
+                concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/harness-streams/").to_owned()
+                    + file,
+            )
+            .unwrap();
+            let mut seen_place_order = false;
+            for line in stream.lines() {
+                t.line(line).unwrap();
+                if let Some(e) = t.map().refs.get(last) {
+                    seen_place_order |= e.name == "Place order" && e.role == "button";
+                }
+            }
+            assert!(seen_place_order, "{file}");
+            let on_disk = RefMapFile::from_slice(&std::fs::read(&state.ref_map).unwrap()).unwrap();
+            assert_eq!(on_disk.version, REF_MAP_VERSION);
+            // The last result is the confirm page: a new URL, so the old refs are gone.
+            assert!(on_disk.refs.is_empty(), "{file}: {on_disk:?}");
+            assert_eq!(on_disk.page_host.as_deref(), Some("staging.example.com"));
+            assert!(!std::fs::read_to_string(&state.ref_map)
+                .unwrap()
+                .contains("://"));
+        }
+    }
+
+    #[test]
+    fn snapshot_files_are_read_from_the_output_dir_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("output");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(
+            out.join("page-1.yml"),
+            "- button \"Place order\" [ref=e5]\n",
+        )
+        .unwrap();
+        let state = BrowserState {
+            kind: "playwright".into(),
+            server: SERVER.into(),
+            ref_map: dir.path().join("refs.json"),
+        };
+        let mut t = RefTracker::new(&state, &out);
+        assert!(t.result("### Page\n- Page URL: http://staging.example.com/\n### Snapshot\n- [Snapshot](../elsewhere/page-1.yml)"));
+        assert_eq!(t.map().refs["e5"].name, "Place order");
+        assert_eq!(snapshot_file("- [Snapshot](/etc/passwd)"), None);
+        assert_eq!(snapshot_file("- [Snapshot](x/page-../../a.yml)"), None);
+    }
+}

@@ -1,0 +1,231 @@
+//! `leopold-browser-bench`: wall time of a provisioned-browser walk on the real CLIs, two ways,
+//! alternating (these machines are noisy):
+//!
+//! - `bare`: the harness alone with the very same Playwright MCP server and Chromium config (the
+//!   peer): the `browser/mcp.json` the previous `persona run` wrote, no hook, no supervisor;
+//! - `persona run`: `leopold persona run --browser playwright` (lock, wire, prove, provision,
+//!   launch, guard on every call, ref map, journal, unwire, archive).
+//!
+//! The walk: navigate to the shop, snapshot, click the "Cart" link by its ref, snapshot; all
+//! four calls are allowed both ways, so both do the same browser work.
+//!
+//! ```text
+//! leopold-browser-bench [--rounds N] [--harness claude|codex|all]
+//! ```
+//! Needs `LEOPOLD_BIN`, `LEOPOLD_CLAUDE_BIN`, `LEOPOLD_CODEX_BIN`, `LEOPOLD_PLAYWRIGHT_MCP`
+//! (`scripts/bench-browser.sh` sets them).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use leopold_tests::script::{Script, ToolCall, Turn};
+use leopold_tests::staging::StagingApp;
+use leopold_tests::{leopold_bin, run_bounded, Harness, ModelServer, Sandbox};
+use serde_json::{json, Value};
+
+fn script() -> Script {
+    let call = |tool: &str, input: Value| Turn {
+        calls: vec![ToolCall {
+            tool: format!("mcp__browser__{tool}"),
+            input,
+        }],
+        delay_ms: 0,
+    };
+    Script {
+        turns: vec![
+            call(
+                "browser_navigate",
+                json!({"url": "http://staging.example.com/"}),
+            ),
+            call("browser_snapshot", json!({})),
+            call(
+                "browser_click",
+                json!({"element": "Cart link", "target": "e7"}),
+            ),
+            call("browser_snapshot", json!({})),
+        ],
+        final_answer: "Walked to the checkout.".into(),
+    }
+}
+
+fn main() -> ExitCode {
+    let mut rounds = 3usize;
+    let mut harnesses = Harness::ALL.to_vec();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match (a.as_str(), args.next()) {
+            ("--rounds", Some(n)) => match n.parse() {
+                Ok(n) if n > 0 => rounds = n,
+                _ => return usage(),
+            },
+            ("--harness", Some(h)) => {
+                harnesses = match h.as_str() {
+                    "claude" => vec![Harness::Claude],
+                    "codex" => vec![Harness::Codex],
+                    "all" => Harness::ALL.to_vec(),
+                    _ => return usage(),
+                }
+            }
+            _ => return usage(),
+        }
+    }
+    let Some(pw) = std::env::var_os("LEOPOLD_PLAYWRIGHT_MCP").map(PathBuf::from) else {
+        eprintln!("LEOPOLD_PLAYWRIGHT_MCP is not set");
+        return ExitCode::from(2);
+    };
+    let leopold = leopold_bin();
+    println!("| harness | way | median | min | max | ratio to bare (median) |");
+    println!("|---|---|---|---|---|---|");
+    for h in harnesses {
+        let Some(cli) = std::env::var_os(h.env_var()).map(PathBuf::from) else {
+            eprintln!("{} is not set", h.env_var());
+            return ExitCode::from(2);
+        };
+        let (mut bare, mut run) = (Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            match round(h, &cli, &leopold, &pw) {
+                Ok((r, b)) => {
+                    run.push(r);
+                    bare.push(b);
+                }
+                Err(e) => {
+                    eprintln!("{}: {e:#}", h.name());
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        let b = median(&mut bare);
+        for (name, t) in [
+            ("bare harness + same browser (peer)", &mut bare),
+            ("leopold persona run --browser playwright", &mut run),
+        ] {
+            let m = median(t);
+            println!(
+                "| {} | {name} | {:.2} s | {:.2} s | {:.2} s | {:.2}x |",
+                h.name(),
+                m.as_secs_f64(),
+                t.iter().min().unwrap().as_secs_f64(),
+                t.iter().max().unwrap().as_secs_f64(),
+                m.as_secs_f64() / b.as_secs_f64()
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn usage() -> ExitCode {
+    eprintln!("usage: leopold-browser-bench [--rounds N] [--harness claude|codex|all]");
+    ExitCode::from(2)
+}
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// One `persona run`, then the bare harness with the MCP config that run wrote; both timed.
+fn round(
+    h: Harness,
+    cli: &Path,
+    leopold: &Path,
+    pw: &Path,
+) -> anyhow::Result<(Duration, Duration)> {
+    let sb = Sandbox::new();
+    let app = StagingApp::start(&sb);
+    let model = ModelServer::start(&sb, &script());
+    if h == Harness::Codex {
+        sb.write_codex_config(&model, "");
+    }
+    let flows = sb.project.join("flows");
+    std::fs::create_dir_all(&flows)?;
+    std::fs::write(
+        flows.join("shop.md"),
+        format!(
+            "+++\nname = \"shop\"\nallowlist = [\"staging.example.com\"]\nbrowser = \"playwright\"\n\
+             [hosts]\n\"staging.example.com\" = \"127.0.0.1:{}\"\n\
+             [irreversible]\nforbid = [\"payment\"]\n+++\nWalk the shop.\n",
+            app.port
+        ),
+    )?;
+    let mut cmd = Command::new(leopold);
+    cmd.args(["persona", "run", "flows/shop.md", "--harness", h.name()])
+        .args(["--quiet", "--harness-bin"])
+        .arg(cli)
+        .arg("--playwright-mcp")
+        .arg(pw);
+    sb.hermetic(&mut cmd, &model);
+    let run = run_bounded(cmd, Duration::from_secs(120));
+    anyhow::ensure!(run.status.success(), "persona run failed:\n{run}");
+    let checkout_seen = |app: &StagingApp| {
+        app.seen()
+            .iter()
+            .filter(|(_, p, _)| p == "/checkout")
+            .count()
+    };
+    anyhow::ensure!(
+        checkout_seen(&app) == 1,
+        "persona run: the click did not reach /checkout"
+    );
+
+    // The peer: the same browser server, from the config the run wrote.
+    let runs = sb.persona_dir().join("runs");
+    let run_dir = std::fs::read_dir(&runs)?
+        .next()
+        .context("no run directory")??
+        .path();
+    let mcp = run_dir.join("browser/mcp.json");
+    let cfg: Value = serde_json::from_slice(&std::fs::read(&mcp)?)?;
+    let server = &cfg["mcpServers"]["browser"];
+    let mut bare = Command::new(cli);
+    match h {
+        Harness::Claude => {
+            bare.args([
+                "-p",
+                "Walk the shop.",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+            ])
+            .arg("--mcp-config")
+            .arg(&mcp)
+            .args(["--strict-mcp-config", "--allowedTools", "mcp__browser"]);
+        }
+        Harness::Codex => {
+            let args: Vec<String> = server["args"]
+                .as_array()
+                .context("args")?
+                .iter()
+                .map(|a| serde_json::to_string(a.as_str().unwrap_or_default()).unwrap())
+                .collect();
+            bare.args([
+                "exec",
+                "--json",
+                "--skip-git-repo-check",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "-C",
+            ])
+            .arg(&sb.project)
+            .arg("-c")
+            .arg(format!("mcp_servers.browser.command={}", server["command"]))
+            .arg("-c")
+            .arg(format!("mcp_servers.browser.args=[{}]", args.join(",")))
+            .args(["-c", "mcp_servers.browser.required=true", "Walk the shop."]);
+        }
+    }
+    // The scripted model counts tool results per conversation: a fresh one for the peer.
+    let model2 = ModelServer::start_with(&sb.logs.join("script.json"), &sb.root);
+    if h == Harness::Codex {
+        sb.write_codex_config(&model2, "");
+    }
+    sb.hermetic(&mut bare, &model2);
+    let peer = run_bounded(bare, Duration::from_secs(120));
+    anyhow::ensure!(peer.status.success(), "bare run failed:\n{peer}");
+    anyhow::ensure!(
+        checkout_seen(&app) == 2,
+        "bare run: the click did not reach /checkout"
+    );
+    Ok((run.elapsed, peer.elapsed))
+}
