@@ -52,8 +52,20 @@ pub fn make_observer(
 /// What a progress line shows of an action: kind, host, label; never a full URL, never typed text.
 fn summary(a: &Action) -> String {
     let mut parts = vec![format!("{:?}", a.kind).to_lowercase()];
-    if let Some(h) = a.first_host() {
-        parts.push(h.to_owned());
+    // Every distinct host, not only the first: in a batch the blocked host is often not first.
+    let mut hosts: Vec<&str> = Vec::new();
+    for h in a.urls.iter().filter_map(|u| u.host.as_deref()) {
+        if !hosts.contains(&h) {
+            hosts.push(h);
+        }
+    }
+    const SHOWN: usize = 4;
+    if !hosts.is_empty() {
+        let mut shown = hosts[..hosts.len().min(SHOWN)].join(", ");
+        if hosts.len() > SHOWN {
+            shown.push_str(&format!(" (+{} more)", hosts.len() - SHOWN));
+        }
+        parts.push(shown);
     }
     if let Some(l) = &a.label {
         parts.push(format!("{l:?}"));
@@ -150,5 +162,36 @@ impl Observer for JournalObserver {
         self.absorb(events, &mut batch)?;
         self.writer.sync()?;
         Ok(batch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_names_every_distinct_host_of_a_batch() {
+        let mut a: Action = serde_json::from_value(serde_json::json!({
+            "seq": 1, "ts": "2026-11-30T00:00:00Z", "harness": "claude",
+            "tool": "mcp__s__navigate", "kind": "navigate", "outcome": "denied",
+            "urls": [
+                {"role": "target", "scheme": "https", "host": "staging.example.com", "path": "/"},
+                {"role": "target", "scheme": "https", "host": "staging.example.com", "path": "/a"},
+                {"role": "target", "scheme": "https", "host": "evil.example", "path": "/"}
+            ]
+        }))
+        .unwrap();
+        assert_eq!(summary(&a), "navigate staging.example.com, evil.example");
+        for i in 0..4 {
+            a.urls.push(leopold_journal::UrlRef {
+                host: Some(format!("h{i}.example")),
+                ..a.urls[0].clone()
+            });
+        }
+        assert!(
+            summary(&a).ends_with("h1.example (+2 more)"),
+            "{}",
+            summary(&a)
+        );
     }
 }
