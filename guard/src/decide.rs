@@ -97,20 +97,31 @@ impl HookInput {
 
 /// Decides one tool call against the active flow. Pure: no I/O, no state.
 pub fn decide(flow: &Flow, input: &HookInput) -> Verdict {
-    let mut scan = Scan {
-        flow,
-        collect_labels: flow.has_label_rules(),
-        inside: Vec::new(),
-        labels: Vec::new(),
-        submit: false,
-    };
-    if let Err(denial) = scan.walk(&input.tool_input, false) {
+    let collect_labels = flow.has_label_rules();
+    let mut inside: Vec<(String, url::Url)> = Vec::new();
+    let mut labels: Vec<&str> = Vec::new();
+    let mut submit = false;
+    let walked = walk_call(&input.tool_input, &mut |item| match item {
+        CallItem::Url(raw) => judge(flow, raw, &mut inside),
+        CallItem::NonStringUrl => Err(Denial::new(Reason::NonStringUrl)),
+        CallItem::Label(s) => {
+            if collect_labels {
+                labels.push(s);
+            }
+            Ok(())
+        }
+        CallItem::Submit => {
+            submit = true;
+            Ok(())
+        }
+    });
+    if let Err(denial) = walked {
         return Verdict::Deny(denial);
     }
     if let Some(hit) = flow.match_tool(&input.tool_name) {
         return Verdict::Deny(Denial::new(Reason::IrreversibleTool).with_detail(hit.rule));
     }
-    for (host, url) in &scan.inside {
+    for (host, url) in &inside {
         if let Some(hit) = flow.match_path(url.path()) {
             return Verdict::Deny(
                 Denial::new(Reason::IrreversiblePath)
@@ -119,8 +130,8 @@ pub fn decide(flow: &Flow, input: &HookInput) -> Verdict {
             );
         }
     }
-    if scan.collect_labels && (scan.submit || is_click_like(&input.tool_name)) {
-        for label in &scan.labels {
+    if collect_labels && (submit || is_click_like(&input.tool_name)) {
+        for label in &labels {
             if let Some(hit) = flow.match_label(label) {
                 return Verdict::Deny(Denial::new(Reason::IrreversibleLabel).with_detail(hit.rule));
             }
@@ -129,89 +140,112 @@ pub fn decide(flow: &Flow, input: &HookInput) -> Verdict {
     Verdict::Allow
 }
 
-struct Scan<'a> {
-    flow: &'a Flow,
-    collect_labels: bool,
-    inside: Vec<(String, url::Url)>,
-    labels: Vec<&'a str>,
-    submit: bool,
+/// What [`walk_call`] meets in a tool call's input, in document order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallItem<'a> {
+    /// A string the call carries as a URL: under a URL-like key, or navigation-looking anywhere
+    /// (an object key included). Not yet judged.
+    Url(&'a str),
+    /// A URL-like key whose value is not a string (or an array of strings, for the plurals).
+    NonStringUrl,
+    /// A string under a label key (`element`, `label`, `text`, ...).
+    Label(&'a str),
+    /// `"submit": true` somewhere in the input.
+    Submit,
 }
 
-impl<'a> Scan<'a> {
-    // Depth is bounded by serde_json's recursion limit (128) on parse.
-    fn walk(&mut self, v: &'a Value, under_label_key: bool) -> Result<(), Denial> {
-        match v {
-            Value::String(s) => {
-                if looks_like_navigation(s) {
-                    self.judge(s)?;
-                }
-                if under_label_key && self.collect_labels {
-                    self.labels.push(s);
-                }
+/// Walks every value of a tool call's input (see the module docs for what counts as a URL) and
+/// hands each [`CallItem`] to `f`, stopping at its first error. The guard judges with it before
+/// a call runs; the journal extracts the same URLs from the calls that ran, so the two can never
+/// disagree about what a call carried.
+///
+/// # Errors
+///
+/// The first error `f` returns.
+pub fn walk_call<'a, E>(
+    input: &'a Value,
+    f: &mut dyn FnMut(CallItem<'a>) -> Result<(), E>,
+) -> Result<(), E> {
+    walk(input, false, f)
+}
+
+// Depth is bounded by serde_json's recursion limit (128) on parse.
+fn walk<'a, E>(
+    v: &'a Value,
+    under_label_key: bool,
+    f: &mut dyn FnMut(CallItem<'a>) -> Result<(), E>,
+) -> Result<(), E> {
+    match v {
+        Value::String(s) => {
+            if looks_like_navigation(s) {
+                f(CallItem::Url(s))?;
             }
-            Value::Array(items) => {
-                for item in items {
-                    self.walk(item, under_label_key)?;
-                }
+            if under_label_key {
+                f(CallItem::Label(s))?;
             }
-            Value::Object(map) => {
-                for (key, value) in map {
-                    if looks_like_navigation(key) {
-                        self.judge(key)?;
-                    }
-                    match url_key(key) {
-                        UrlKey::Single => match value {
-                            Value::String(s) => self.judge(s)?,
-                            _ => return Err(Denial::new(Reason::NonStringUrl)),
-                        },
-                        UrlKey::Plural => match value {
-                            Value::String(s) => self.judge(s)?,
-                            Value::Array(items) => {
-                                for item in items {
-                                    match item {
-                                        Value::String(s) => self.judge(s)?,
-                                        _ => return Err(Denial::new(Reason::NonStringUrl)),
-                                    }
+        }
+        Value::Array(items) => {
+            for item in items {
+                walk(item, under_label_key, f)?;
+            }
+        }
+        Value::Object(map) => {
+            for (key, value) in map {
+                if looks_like_navigation(key) {
+                    f(CallItem::Url(key))?;
+                }
+                match url_key(key) {
+                    UrlKey::Single => match value {
+                        Value::String(s) => f(CallItem::Url(s))?,
+                        _ => f(CallItem::NonStringUrl)?,
+                    },
+                    UrlKey::Plural => match value {
+                        Value::String(s) => f(CallItem::Url(s))?,
+                        Value::Array(items) => {
+                            for item in items {
+                                match item {
+                                    Value::String(s) => f(CallItem::Url(s))?,
+                                    _ => f(CallItem::NonStringUrl)?,
                                 }
                             }
-                            _ => return Err(Denial::new(Reason::NonStringUrl)),
-                        },
-                        UrlKey::No => {
-                            if value == &Value::Bool(true) && key.eq_ignore_ascii_case("submit") {
-                                self.submit = true;
-                            }
-                            self.walk(value, is_label_key(key))?;
                         }
+                        _ => f(CallItem::NonStringUrl)?,
+                    },
+                    UrlKey::No => {
+                        if value == &Value::Bool(true) && key.eq_ignore_ascii_case("submit") {
+                            f(CallItem::Submit)?;
+                        }
+                        walk(value, is_label_key(key), f)?;
                     }
                 }
             }
-            Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }
-        Ok(())
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
+    Ok(())
+}
 
-    fn judge(&mut self, raw: &str) -> Result<(), Denial> {
-        match self.flow.judge_url_parsed(raw) {
-            (UrlVerdict::Inside { host }, Some(url)) => {
-                self.inside.push((host, url));
-                Ok(())
-            }
-            (UrlVerdict::Outside { host }, _) => {
-                Err(Denial::new(Reason::OutsideAllowlist).with_host(host))
-            }
-            (UrlVerdict::NotWeb { scheme }, url) => {
-                let mut d = Denial::new(Reason::NotWebScheme).with_detail(format!("{scheme}:"));
-                if let Some(h) = url.as_ref().and_then(|u| u.host_str()) {
-                    if let Some(h) = crate::reason::safe_text(h, 253) {
-                        if !h.is_empty() {
-                            d = d.with_host(h);
-                        }
+fn judge(flow: &Flow, raw: &str, inside: &mut Vec<(String, url::Url)>) -> Result<(), Denial> {
+    match flow.judge_url_parsed(raw) {
+        (UrlVerdict::Inside { host }, Some(url)) => {
+            inside.push((host, url));
+            Ok(())
+        }
+        (UrlVerdict::Outside { host }, _) => {
+            Err(Denial::new(Reason::OutsideAllowlist).with_host(host))
+        }
+        (UrlVerdict::NotWeb { scheme }, url) => {
+            let mut d = Denial::new(Reason::NotWebScheme).with_detail(format!("{scheme}:"));
+            if let Some(h) = url.as_ref().and_then(|u| u.host_str()) {
+                if let Some(h) = crate::reason::safe_text(h, 253) {
+                    if !h.is_empty() {
+                        d = d.with_host(h);
                     }
                 }
-                Err(d)
             }
-            _ => Err(Denial::new(Reason::UnparseableUrl)),
+            Err(d)
         }
+        _ => Err(Denial::new(Reason::UnparseableUrl)),
     }
 }
 

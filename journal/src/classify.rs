@@ -285,12 +285,16 @@ pub fn build_action(
     ts: String,
 ) -> Action {
     let kind = classify(tool, args);
+    // Every URL the call carries, found exactly as the guard finds them (nested keys, batches,
+    // navigation-looking strings anywhere): a call that ran with one the guard would have judged
+    // outside means the hook failed open.
     let mut urls = Vec::new();
-    for key in ["url", "href", "uri"] {
-        if let Some(raw) = args.get(key).and_then(Value::as_str) {
+    let _ = leopold_guard::walk_call(args, &mut |item| {
+        if let leopold_guard::CallItem::Url(raw) = item {
             urls.push(UrlRef::from_raw(UrlRole::Target, raw));
         }
-    }
+        Ok::<(), ()>(())
+    });
     if let Some(cmd) = command_text(args) {
         for raw in scan_web_urls(cmd) {
             urls.push(UrlRef::from_raw(UrlRole::Target, raw));

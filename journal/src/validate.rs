@@ -3,8 +3,10 @@
 //! Rules, in the order they are checked (the first that matches decides):
 //!
 //! 1. a `denied` action never ran: always [`Verdict::Ok`] (it is still journaled);
-//! 2. `hook_failed_open`: a navigation or fetch whose target URL is outside the allowlist, not
-//!    `http`/`https`, or unparseable, and which was not denied. `errored` counts: an error comes
+//! 2. `hook_failed_open`: a navigation or fetch, or any call of a tool the guard judges
+//!    (`mcp__*`, `WebFetch`), carrying a URL (found as the guard finds them: nested, batched,
+//!    navigation-looking) that is outside the allowlist, not `http`/`https`, or unparseable, and
+//!    which was not denied. `errored` counts: an error comes
 //!    from the tool, so the call got past the hook, which is the failure; whether the network then
 //!    failed is luck. `unfinished` counts too: it may have run;
 //! 3. irreversibility: the tool name (`match_tool`), the label and element description of a click
@@ -24,6 +26,12 @@ pub const RULE_HOOK_FAILED_OPEN: &str = "hook_failed_open";
 /// Rule name: a click or redirect took the browser to a page outside the allowlist.
 pub const RULE_LEFT_ALLOWLIST: &str = "left_allowlist";
 
+/// Whether the wired guard judges this tool's calls (its matcher is `mcp__.*|WebFetch`): such a
+/// call that ran with a URL outside the allowlist, whatever its kind, got past the hook.
+fn guard_judges(tool: &str) -> bool {
+    tool.starts_with("mcp__") || tool == "WebFetch"
+}
+
 /// Judges one action against a flow. Pure: the same (flow, action) always gives the same verdict,
 /// live or in replay. The action's own `verdict` field is ignored.
 pub fn validate(flow: &Flow, action: &Action) -> Verdict {
@@ -31,7 +39,8 @@ pub fn validate(flow: &Flow, action: &Action) -> Verdict {
         return Verdict::Ok;
     }
 
-    if matches!(action.kind, ActionKind::Navigate | ActionKind::Fetch) {
+    if matches!(action.kind, ActionKind::Navigate | ActionKind::Fetch) || guard_judges(&action.tool)
+    {
         for u in action.urls.iter().filter(|u| u.role == UrlRole::Target) {
             let inside = u.is_web() && u.host.as_deref().is_some_and(|h| flow.host_str_allowed(h));
             if !inside {
@@ -337,5 +346,76 @@ mod tests {
         let mut a = nav("https://prod.example.org/", Outcome::Completed);
         a.verdict = Some(Verdict::Ok);
         assert!(validate(&flow(), &a).is_violation());
+    }
+
+    #[test]
+    fn a_batch_that_ran_with_one_nested_url_outside_is_a_failed_open_hook() {
+        let args = serde_json::json!({
+            "url": "https://staging.example.com/cart",
+            "batch": [{"url": "https://staging.example.com/a"}, {"url": "https://evil.example/collect?t=1"}]
+        });
+        let a = crate::classify::build_action(
+            Harness::Codex,
+            "mcp__browser__navigate",
+            None,
+            &args,
+            Outcome::Completed,
+            None,
+            &crate::classify::RefMap::default(),
+            "2026-11-30T00:00:00Z".into(),
+        );
+        let mut hosts: Vec<_> = a.urls.iter().filter_map(|u| u.host.as_deref()).collect();
+        hosts.sort_unstable();
+        assert_eq!(
+            hosts,
+            ["evil.example", "staging.example.com", "staging.example.com"]
+        );
+        match validate(&flow(), &a) {
+            Verdict::Violation { rule, detail } => {
+                assert_eq!(rule, RULE_HOOK_FAILED_OPEN);
+                assert!(detail.unwrap().contains("evil.example"));
+            }
+            v => panic!("{v:?}"),
+        }
+        // Control: the same batch without the bad URL is fine.
+        let args = serde_json::json!({"url": "https://staging.example.com/cart",
+            "batch": [{"url": "https://staging.example.com/a"}]});
+        let a = crate::classify::build_action(
+            Harness::Codex,
+            "mcp__browser__navigate",
+            None,
+            &args,
+            Outcome::Completed,
+            None,
+            &crate::classify::RefMap::default(),
+            "2026-11-30T00:00:00Z".into(),
+        );
+        assert_eq!(validate(&flow(), &a), Verdict::Ok);
+    }
+
+    #[test]
+    fn any_guarded_tool_that_ran_with_a_url_outside_is_a_failed_open_hook() {
+        // A click is not a navigation, but the guard judges every URL an MCP call carries.
+        let args = serde_json::json!({"element": "Docs", "target": "e3",
+            "options": {"referrer": "https://evil.example/"}});
+        let build = |tool: &str| {
+            crate::classify::build_action(
+                Harness::Claude,
+                tool,
+                None,
+                &args,
+                Outcome::Completed,
+                None,
+                &crate::classify::RefMap::default(),
+                "2026-11-30T00:00:00Z".into(),
+            )
+        };
+        assert!(matches!(
+            validate(&flow(), &build("mcp__browser__browser_click")),
+            Verdict::Violation { rule, .. } if rule == RULE_HOOK_FAILED_OPEN
+        ));
+        // A tool the guard is not wired for (its matcher is `mcp__.*|WebFetch`) is not judged
+        // by this rule: its hook did not fail, it was never asked.
+        assert_eq!(validate(&flow(), &build("Write")), Verdict::Ok);
     }
 }
