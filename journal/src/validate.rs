@@ -348,22 +348,27 @@ mod tests {
         assert!(validate(&flow(), &a).is_violation());
     }
 
+    /// The action the adapters build for a call that completed with these arguments.
+    fn ran(harness: Harness, tool: &str, args: &serde_json::Value) -> Action {
+        crate::classify::build_action(
+            harness,
+            tool,
+            None,
+            args,
+            Outcome::Completed,
+            None,
+            &crate::classify::RefMap::default(),
+            "2026-11-30T00:00:00Z".into(),
+        )
+    }
+
     #[test]
     fn a_batch_that_ran_with_one_nested_url_outside_is_a_failed_open_hook() {
         let args = serde_json::json!({
             "url": "https://staging.example.com/cart",
             "batch": [{"url": "https://staging.example.com/a"}, {"url": "https://evil.example/collect?t=1"}]
         });
-        let a = crate::classify::build_action(
-            Harness::Codex,
-            "mcp__browser__navigate",
-            None,
-            &args,
-            Outcome::Completed,
-            None,
-            &crate::classify::RefMap::default(),
-            "2026-11-30T00:00:00Z".into(),
-        );
+        let a = ran(Harness::Codex, "mcp__browser__navigate", &args);
         let mut hosts: Vec<_> = a.urls.iter().filter_map(|u| u.host.as_deref()).collect();
         hosts.sort_unstable();
         assert_eq!(
@@ -380,16 +385,7 @@ mod tests {
         // Control: the same batch without the bad URL is fine.
         let args = serde_json::json!({"url": "https://staging.example.com/cart",
             "batch": [{"url": "https://staging.example.com/a"}]});
-        let a = crate::classify::build_action(
-            Harness::Codex,
-            "mcp__browser__navigate",
-            None,
-            &args,
-            Outcome::Completed,
-            None,
-            &crate::classify::RefMap::default(),
-            "2026-11-30T00:00:00Z".into(),
-        );
+        let a = ran(Harness::Codex, "mcp__browser__navigate", &args);
         assert_eq!(validate(&flow(), &a), Verdict::Ok);
     }
 
@@ -398,18 +394,7 @@ mod tests {
         // A click is not a navigation, but the guard judges every URL an MCP call carries.
         let args = serde_json::json!({"element": "Docs", "target": "e3",
             "options": {"referrer": "https://evil.example/"}});
-        let build = |tool: &str| {
-            crate::classify::build_action(
-                Harness::Claude,
-                tool,
-                None,
-                &args,
-                Outcome::Completed,
-                None,
-                &crate::classify::RefMap::default(),
-                "2026-11-30T00:00:00Z".into(),
-            )
-        };
+        let build = |tool: &str| ran(Harness::Claude, tool, &args);
         assert!(matches!(
             validate(&flow(), &build("mcp__browser__browser_click")),
             Verdict::Violation { rule, .. } if rule == RULE_HOOK_FAILED_OPEN
