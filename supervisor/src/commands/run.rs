@@ -427,14 +427,7 @@ async fn lifecycle(
     };
     let setup_result = setup.await;
     if let Err(e) = setup_result {
-        out.error(&format!("{e:#}"));
-        return run.finish(
-            "setup_failed",
-            RunExit::CONFIG,
-            Counts::default(),
-            None,
-            Some(format!("{e:#}")),
-        );
+        return run.setup_failed(format!("{e:#}"));
     }
     if let Some(sig) = pending_signal(&mut sigint, &mut sigterm, &mut sighup).await {
         return run.finish(
@@ -486,14 +479,7 @@ async fn lifecycle(
         Ok(o) => o,
         Err(e) => {
             let msg = format!("{e:#}");
-            out.error(&msg);
-            return run.finish(
-                "setup_failed",
-                RunExit::CONFIG,
-                Counts::default(),
-                None,
-                Some(msg),
-            );
+            return run.setup_failed(msg);
         }
     };
     if let Some(p) = &provisioned {
@@ -507,14 +493,7 @@ async fn lifecycle(
         Ok(c) => c,
         Err(e) => {
             let msg = format!("cannot start the worker {}: {e}", plan.bin.display());
-            out.error(&msg);
-            return run.finish(
-                "setup_failed",
-                RunExit::CONFIG,
-                Counts::default(),
-                None,
-                Some(msg),
-            );
+            return run.setup_failed(msg);
         }
     };
     timings.mark("worker_spawned");
@@ -525,14 +504,7 @@ async fn lifecycle(
         let _ = crate::os::signal_group(pgid, libc::SIGKILL);
         let _ = child.wait().await;
         let msg = format!("{e:#}");
-        out.error(&msg);
-        return run.finish(
-            "setup_failed",
-            RunExit::CONFIG,
-            Counts::default(),
-            None,
-            Some(msg),
-        );
+        return run.setup_failed(msg);
     }
     out.info(&format!(
         "leopold: run {run_id}: flow `{}` under {} (worker pid {pgid})",
@@ -668,6 +640,18 @@ struct Teardown<'a> {
 }
 
 impl Teardown<'_> {
+    /// A step before the worker ran failed: say why, then undo as every other way out does.
+    fn setup_failed(&mut self, msg: String) -> anyhow::Result<u8> {
+        self.out.error(&msg);
+        self.finish(
+            "setup_failed",
+            RunExit::CONFIG,
+            Counts::default(),
+            None,
+            Some(msg),
+        )
+    }
+
     fn finish(
         &mut self,
         outcome: &str,
