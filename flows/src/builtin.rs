@@ -428,12 +428,12 @@ mod tests {
         }
     }
 
-    fn label_pattern_words() -> Vec<String> {
+    /// The words of the given patterns (escapes such as `\b` dropped), sorted, plus `extra`.
+    fn words_of(patterns: &[&str], extra: &[&str]) -> Vec<String> {
         let word = regex::Regex::new("[a-z]{2,}").unwrap();
         let escape = regex::Regex::new(r"\\[a-zA-Z]").unwrap();
-        let mut words: Vec<String> = PAYMENT_LABELS
+        let mut words: Vec<String> = patterns
             .iter()
-            .chain(DELETION_LABELS)
             .flat_map(|p| {
                 // Drop escapes (`\b`, `\s`) so their letters do not glue onto words.
                 let p = escape.replace_all(p, " ");
@@ -444,33 +444,22 @@ mod tests {
             .collect();
         words.sort();
         words.dedup();
-        words.extend([
-            "check out".into(),
-            "finalise".into(),
-            "finalize".into(),
-            "recycle bin".into(),
-        ]);
+        words.extend(extra.iter().map(|w| (*w).to_owned()));
         words
     }
 
+    fn label_pattern_words() -> Vec<String> {
+        words_of(
+            &[PAYMENT_LABELS, DELETION_LABELS].concat(),
+            &["check out", "finalise", "finalize", "recycle bin"],
+        )
+    }
+
     fn pattern_words() -> Vec<String> {
-        let word = regex::Regex::new("[a-z]{2,}").unwrap();
-        let escape = regex::Regex::new(r"\\[a-zA-Z]").unwrap();
-        let mut words: Vec<String> = PAYMENT_TOOLS
-            .iter()
-            .chain(DELETION_TOOLS)
-            .flat_map(|p| {
-                // Drop escapes (`\b`, `\s`) so their letters do not glue onto words.
-                let p = escape.replace_all(p, " ");
-                word.find_iter(&p)
-                    .map(|m| m.as_str().to_owned())
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        words.sort();
-        words.dedup();
-        words.extend(["mcp__stripe__".into(), "mcp__shop__".into()]);
-        words
+        words_of(
+            &[PAYMENT_TOOLS, DELETION_TOOLS].concat(),
+            &["mcp__stripe__", "mcp__shop__"],
+        )
     }
 
     #[test]
