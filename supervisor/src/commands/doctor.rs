@@ -28,7 +28,7 @@ pub enum Status {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
-    /// `claude`, `codex`, or `project`.
+    /// `claude`, `codex`, `project`, or `leopold` (this binary itself).
     pub scope: &'static str,
     pub check: &'static str,
     pub status: Status,
@@ -152,10 +152,55 @@ pub fn claude_settings_problems(text: &str) -> Vec<String> {
     out
 }
 
+/// The shared libraries mapped into a process, from the text of its `/proc/<pid>/maps`: none for
+/// a static build.
+pub fn shared_libraries(maps: &str) -> Vec<&str> {
+    let mut libs: Vec<&str> = maps
+        .lines()
+        // The path is the rest of the line from its first '/': no field before it has one, and
+        // a path may hold spaces.
+        .filter_map(|line| line.find('/').map(|at| &line[at..]))
+        .filter_map(|path| path.rsplit('/').next())
+        .filter(|name| name.ends_with(".so") || name.contains(".so."))
+        .collect();
+    libs.sort_unstable();
+    libs.dedup();
+    libs
+}
+
+/// Whether this binary, the one the wiring runs as the guard, starts without the dynamic loader:
+/// the guard is started before every browser tool call, and a dynamic start costs it about 2x.
+fn linking_finding() -> Option<Finding> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let libs = shared_libraries(&maps);
+    Some(if libs.is_empty() {
+        f(
+            "leopold",
+            "linking",
+            Status::Ok,
+            "leopold is statically linked: `leopold persona guard` starts without the dynamic loader"
+                .into(),
+            None,
+        )
+    } else {
+        f(
+            "leopold",
+            "linking",
+            Status::Note,
+            format!(
+                "leopold is dynamically linked ({}): `leopold persona guard`, started before every browser tool call, takes about twice as long to start as a static build",
+                libs.join(", ")
+            ),
+            Some("rebuild from the repository root with `cargo build --release` (its .cargo/config.toml links leopold statically), without LEOPOLD_DYNAMIC_LINK or another RUSTC_WORKSPACE_WRAPPER, with the static C library installed (libc6-dev, glibc-static)".into()),
+        )
+    })
+}
+
 pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
     let paths = PersonaPaths::new(project);
     let ctx = super::run::harness_context(project)?;
     let mut out = Vec::new();
+    out.extend(linking_finding());
 
     // Lock and ACTIVE.json.
     let holder = state::lock_is_held(&paths)?;
@@ -435,6 +480,33 @@ mod tests {
         assert_eq!(parse_version("2.1.332 (Claude Code)"), Some((2, 1, 332)));
         assert_eq!(parse_version("codex-cli 0.171.0"), Some((0, 171, 0)));
         assert_eq!(parse_version("unknown"), None);
+    }
+
+    #[test]
+    fn shared_libraries_are_read_from_proc_maps() {
+        let dynamic = "\
+00400000-00401000 r--p 00000000 fe:00 12 /work/target/release/leopold
+7f00-7f01 r-xp 00026000 fe:00 34 /usr/lib/x86_64-linux-gnu/libc.so.6
+7f02-7f03 r--p 00000000 fe:00 35 /opt/my libs/libgcc_s.so.1
+7f04-7f05 rw-p 00003000 fe:00 35 /opt/my libs/libgcc_s.so.1
+7f06-7f07 r--p 00000000 fe:00 36 /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2
+7f08-7f09 rw-p 00000000 00:00 0
+7ffd-7ffe rw-p 00000000 00:00 0 [stack]
+7ffe-7fff r-xp 00000000 00:00 0 [vdso]
+";
+        assert_eq!(
+            shared_libraries(dynamic),
+            ["ld-linux-x86-64.so.2", "libc.so.6", "libgcc_s.so.1"]
+        );
+        let static_ = "\
+00200000-0038f000 r--p 00000000 fe:00 12 /work/target/release/leopold
+00771000-00777000 rw-p 00571000 fe:00 12 /work/target/release/leopold
+7ffd-7ffe rw-p 00000000 00:00 0 [stack]
+7ffe-7fff r-xp 00000000 00:00 0 [vdso]
+";
+        assert!(shared_libraries(static_).is_empty());
+        // A project path that merely mentions ".so" is not a library.
+        assert!(shared_libraries("1-2 r--p 0 fe:00 1 /srv/a.solr/leopold\n").is_empty());
     }
 
     #[test]

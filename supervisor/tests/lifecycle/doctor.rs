@@ -176,3 +176,25 @@ fn doctor_says_when_claudes_on_failure_is_not_honoured() {
         );
     }
 }
+
+/// The binary under test was built by cargo through `.cargo/rustc-leopold.sh`, which links it
+/// statically so that each guard call starts without the dynamic loader (BENCHMARKS.md, "The
+/// guard"); doctor must say so. Building with the documented off switch is the one exception.
+#[cfg(target_os = "linux")]
+#[test]
+fn doctor_reports_the_binary_statically_linked() {
+    let sb = Sandbox::new();
+    let (_, v) = doctor(&sb);
+    let linking = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["scope"] == "leopold" && f["check"] == "linking")
+        .unwrap_or_else(|| panic!("no leopold/linking finding: {v}"));
+    let expected = if std::env::var_os("LEOPOLD_DYNAMIC_LINK").is_some() {
+        "note"
+    } else {
+        "ok"
+    };
+    assert_eq!(linking["status"], expected, "{linking}");
+}
