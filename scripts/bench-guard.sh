@@ -4,6 +4,11 @@
 #
 #   ./scripts/bench-guard.sh [RUNS]                    (default 2000 runs of each)
 #   BENCH_CALL=click ./scripts/bench-guard.sh [RUNS]   (an allowed click instead of a navigation)
+#   BENCH_DYNAMIC=1 ./scripts/bench-guard.sh [RUNS]     (adds the same code linked dynamically, as
+#                                                        LEOPOLD_DYNAMIC_LINK=1 builds it, as a peer;
+#                                                        first run builds it in target/bench-dynamic)
+#   BENCH_MMAP=1 ./scripts/bench-guard.sh [RUNS]        (adds the same binary written through a shared
+#                                                        mmap, as the linker leaves it, as a peer)
 #
 # The payload is a realistic allowed navigation in an active project: the guard finds the project
 # root from the payload's cwd, reads ACTIVE.json and the flow (flows/checkout.md, with
@@ -13,6 +18,12 @@ cd "$(dirname "$0")/.."
 RUNS="${1:-2000}"
 cargo build --release -p leopold --quiet
 BIN="$PWD/target/release/leopold"
+DYN=""
+if [ -n "${BENCH_DYNAMIC:-}" ]; then
+    LEOPOLD_DYNAMIC_LINK=1 CARGO_TARGET_DIR="$PWD/target/bench-dynamic" \
+        cargo build --release -p leopold --quiet
+    DYN="$PWD/target/bench-dynamic/release/leopold"
+fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -42,11 +53,39 @@ if ! out="$("$BIN" persona guard < "$work/payload.json" 2>&1)" || [ -n "$out" ];
     echo "bench-guard: the benchmark payload was not allowed silently: $out" >&2
     exit 1
 fi
+# Which binary is measured: static (the normal build) or dynamic (BENCHMARKS.md says why it matters).
+# (Doctor exits 1 on this project's findings, such as its ACTIVE.json without a lock holder.)
+{ "$BIN" doctor --json --project "$proj" || true; } | python3 -c '
+import json, sys
+for f in json.load(sys.stdin)["findings"]:
+    if f["scope"] == "leopold":
+        print("measured binary:", f["message"].split(":")[0])'
 
-python3 - "$BIN" "$work/payload.json" "$RUNS" "$work/empty-rust" <<'PY'
+MMAPPED=""
+if [ -n "${BENCH_MMAP:-}" ]; then
+    MMAPPED="$work/leopold-mmap-written"
+    # The same bytes, written the way rust-lld writes its output: into a shared mapping of the
+    # file, page by page. The page cache then holds it as 4 KiB pages, not large folios.
+    python3 - "$BIN" "$MMAPPED" <<'PY'
+import mmap, os, sys
+data = open(sys.argv[1], "rb").read()
+fd = os.open(sys.argv[2], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o755)
+os.ftruncate(fd, len(data))
+with mmap.mmap(fd, len(data), mmap.MAP_SHARED, mmap.PROT_WRITE) as m:
+    for at in range(0, len(data), 4096):
+        m[at:at + 4096] = data[at:at + 4096]
+os.close(fd)
+PY
+fi
+
+python3 - "$BIN" "$work/payload.json" "$RUNS" "$work/empty-rust" "$DYN" "$MMAPPED" <<'PY'
 import os, sys, time, statistics
-bin_, payload, runs, empty = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+bin_, payload, runs, empty, dyn, mmapped = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 cmds = {"guard": [bin_, "persona", "guard"], "true": ["/bin/true"], "empty": [empty]}
+if dyn:
+    cmds["dynamic"] = [dyn, "persona", "guard"]
+if mmapped:
+    cmds["mmapped"] = [mmapped, "persona", "guard"]
 def once(argv):
     fd = os.open(payload, os.O_RDONLY)
     t0 = time.perf_counter_ns()
@@ -60,9 +99,11 @@ for _ in range(50):  # warm the page cache and the CPU
     for argv in cmds.values():
         once(argv)
 samples = {name: [] for name in cmds}
-orders = [("guard", "true", "empty"), ("true", "empty", "guard"), ("empty", "guard", "true")]
+names = list(cmds)
 for i in range(runs):
-    for name in orders[i % 3]:
+    # Rotate the order each round, so no peer always runs right after the same other.
+    k = i % len(names)
+    for name in names[k:] + names[:k]:
         samples[name].append(once(cmds[name]))
 med = {k: statistics.median(v) / 1000 for k, v in samples.items()}
 p90 = {k: statistics.quantiles(v, n=10)[8] / 1000 for k, v in samples.items()}
@@ -70,10 +111,18 @@ print(f"call: {os.environ.get('BENCH_CALL', 'navigate')}; runs each: {runs}, alt
 print(f"leopold persona guard: median {med['guard']:.0f} us, p90 {p90['guard']:.0f} us")
 print(f"/bin/true:             median {med['true']:.0f} us, p90 {p90['true']:.0f} us")
 print(f"empty Rust main:       median {med['empty']:.0f} us, p90 {p90['empty']:.0f} us")
+if dyn:
+    print(f"same, linked dynamically: median {med['dynamic']:.0f} us, p90 {p90['dynamic']:.0f} us")
+if mmapped:
+    print(f"same, mmap-written: median {med['mmapped']:.0f} us, p90 {p90['mmapped']:.0f} us")
 print(f"ratio guard / true (median): {med['guard'] / med['true']:.2f}x")
 print(f"ratio empty Rust / true (median): {med['empty'] / med['true']:.2f}x")
+if dyn:
+    print(f"ratio dynamic guard / true (median): {med['dynamic'] / med['true']:.2f}x")
+if mmapped:
+    print(f"ratio mmap-written guard / true (median): {med['mmapped'] / med['true']:.2f}x")
 PY
 
 rss() { /usr/bin/time -f '%M' "$@" < "$work/payload.json" 2>&1 >/dev/null | tail -1; }
-echo "peak RSS: leopold persona guard $(rss "$BIN" persona guard) KiB, /bin/true $(rss /bin/true) KiB, empty Rust $(rss "$work/empty-rust") KiB"
+echo "peak RSS: leopold persona guard $(rss "$BIN" persona guard) KiB, /bin/true $(rss /bin/true) KiB, empty Rust $(rss "$work/empty-rust") KiB${DYN:+, dynamic $(rss "$DYN" persona guard) KiB}"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
