@@ -155,35 +155,30 @@ const DELETION_LABEL_WORDS: &[&str] = &[
 /// Path prefixes of the `deletion` set.
 pub const DELETION_PATHS: &[&str] = &[];
 
-struct Compiled {
-    labels: meta::Regex,
-    tools: meta::Regex,
+/// The compiled forms of a set's patterns.
+#[derive(Debug, Clone, Copy)]
+enum Compiled {
+    /// The label patterns, Unicode mode.
+    Labels,
+    /// The label patterns without Unicode mode, for ASCII labels (see `pattern::build_ascii`).
+    LabelsAscii,
+    /// The tool-name patterns.
+    Tools,
 }
 
-/// The label patterns without Unicode mode, for ASCII labels (see `pattern::build_ascii`).
-fn labels_ascii(set: BuiltinSet) -> &'static meta::Regex {
-    static PAYMENT: OnceLock<meta::Regex> = OnceLock::new();
-    static DELETION: OnceLock<meta::Regex> = OnceLock::new();
-    let cell = match set {
-        BuiltinSet::Payment => &PAYMENT,
-        BuiltinSet::Deletion => &DELETION,
-    };
-    cell.get_or_init(|| {
-        build_ascii(set.label_patterns())
-            .expect("built-in label patterns build in ASCII mode (tested)")
-    })
-}
-
-fn compiled(set: BuiltinSet) -> &'static Compiled {
-    static PAYMENT: OnceLock<Compiled> = OnceLock::new();
-    static DELETION: OnceLock<Compiled> = OnceLock::new();
-    let (cell, labels, tools) = match set {
-        BuiltinSet::Payment => (&PAYMENT, PAYMENT_LABELS, PAYMENT_TOOLS),
-        BuiltinSet::Deletion => (&DELETION, DELETION_LABELS, DELETION_TOOLS),
-    };
-    cell.get_or_init(|| Compiled {
-        labels: build(labels).expect("built-in label patterns compile (tested)"),
-        tools: build(tools).expect("built-in tool patterns compile (tested)"),
+/// One compiled form of a set, built on first use and on its own: the tool check every call
+/// makes never pays for building a label set, the costliest of them.
+fn compiled(set: BuiltinSet, which: Compiled) -> &'static meta::Regex {
+    static CELLS: [[OnceLock<meta::Regex>; 3]; 2] = [const { [const { OnceLock::new() }; 3] }; 2];
+    CELLS[set as usize][which as usize].get_or_init(|| match which {
+        Compiled::Labels => {
+            build(set.label_patterns()).expect("built-in label patterns compile (tested)")
+        }
+        Compiled::LabelsAscii => build_ascii(set.label_patterns())
+            .expect("built-in label patterns build in ASCII mode (tested)"),
+        Compiled::Tools => {
+            build(set.tool_patterns()).expect("built-in tool patterns compile (tested)")
+        }
     })
 }
 
@@ -226,9 +221,9 @@ impl BuiltinSet {
             if !self.label_words().iter().any(|w| lower.contains(w)) {
                 return None;
             }
-            first_match(labels_ascii(self), label)?
+            first_match(compiled(self, Compiled::LabelsAscii), label)?
         } else {
-            first_match(&compiled(self).labels, label)?
+            first_match(compiled(self, Compiled::Labels), label)?
         };
         Some(self.hit("label", self.label_patterns()[i]))
     }
@@ -271,7 +266,7 @@ impl BuiltinSet {
                 return None;
             }
         }
-        let i = first_match(&compiled(self).tools, tool)?;
+        let i = first_match(compiled(self, Compiled::Tools), tool)?;
         Some(self.hit("tool", self.tool_patterns()[i]))
     }
 
@@ -311,8 +306,8 @@ mod tests {
                 "",
             ] {
                 assert_eq!(
-                    first_match(labels_ascii(set), label),
-                    first_match(&compiled(set).labels, label),
+                    first_match(compiled(set, Compiled::LabelsAscii), label),
+                    first_match(compiled(set, Compiled::Labels), label),
                     "{set:?} {label}"
                 );
             }
@@ -392,7 +387,7 @@ mod tests {
             let name: String = pieces.concat();
             for set in [BuiltinSet::Payment, BuiltinSet::Deletion] {
                 let lower = name.to_ascii_lowercase();
-                let matched = compiled(set).tools.is_match(name.as_str());
+                let matched = compiled(set, Compiled::Tools).is_match(name.as_str());
                 let worded = set.tool_words().iter().any(|w| lower.contains(w));
                 proptest::prop_assert!(!matched || worded, "{name} matches {set:?}");
                 proptest::prop_assert_eq!(set.match_tool(&name).is_some(), matched);
@@ -419,7 +414,7 @@ mod tests {
             // Words apart, as labels are, so `\b` patterns get their chance to match.
             let label: String = pieces.join(" ");
             for set in [BuiltinSet::Payment, BuiltinSet::Deletion] {
-                let matched = first_match(&compiled(set).labels, &label).is_some();
+                let matched = first_match(compiled(set, Compiled::Labels), &label).is_some();
                 let lower = label.to_ascii_lowercase();
                 let worded = set.label_words().iter().any(|w| lower.contains(w));
                 proptest::prop_assert!(!matched || worded, "{label:?} matches {set:?}");

@@ -247,8 +247,10 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
             return Err(key_err(
                 format!("allow_tools[{i}]"),
                 format!("is {tool:?}, not a browser tool Leopold turns off"),
-                "name a bare Playwright MCP tool among: browser_evaluate, browser_run_code_unsafe, \
-                 browser_file_upload, browser_drop",
+                &format!(
+                    "name a bare Playwright MCP tool among: {}",
+                    crate::browser::DANGEROUS_TOOLS.join(", ")
+                ),
             ));
         }
         if !flow.allow_tools.contains(tool) {

@@ -108,35 +108,30 @@ impl Pattern {
 /// to it). `None` when a pattern needs Unicode mode (`\p{…}`, a negated class that could match a
 /// non-ASCII byte): then the Unicode build is used.
 pub(crate) fn build_ascii(patterns: &[&str]) -> Option<meta::Regex> {
-    meta::Builder::new()
+    cheap_builder()
         .syntax(regex_automata::util::syntax::Config::new().unicode(false))
-        .configure(
-            meta::Config::new()
-                .match_kind(regex_automata::MatchKind::All)
-                // Haystacks are a tool name or a label: a literal prefilter costs more to build
-                // than it could ever save.
-                .auto_prefilter(false)
-                .dfa(false)
-                .onepass(false),
-        )
         .build_many(patterns)
         .ok()
 }
 
 /// Builds a regex of one or more patterns with the cheap engines only.
 pub(crate) fn build(patterns: &[&str]) -> Option<meta::Regex> {
-    meta::Builder::new()
-        .configure(
-            meta::Config::new()
-                .match_kind(regex_automata::MatchKind::All)
-                // Haystacks are a tool name or a label: a literal prefilter costs more to build
-                // than it could ever save.
-                .auto_prefilter(false)
-                .dfa(false)
-                .onepass(false),
-        )
-        .build_many(patterns)
-        .ok()
+    cheap_builder().build_many(patterns).ok()
+}
+
+/// The builder both builds share: every pattern reported, only the cheap engines.
+fn cheap_builder() -> meta::Builder {
+    let mut builder = meta::Builder::new();
+    builder.configure(
+        meta::Config::new()
+            .match_kind(regex_automata::MatchKind::All)
+            // Haystacks are a tool name or a label: a literal prefilter costs more to build
+            // than it could ever save.
+            .auto_prefilter(false)
+            .dfa(false)
+            .onepass(false),
+    );
+    builder
 }
 
 /// The lowest index of the patterns in `re` that match `haystack`.

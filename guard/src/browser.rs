@@ -30,7 +30,7 @@ use leopold_flows::browser::DANGEROUS_TOOLS;
 use leopold_flows::Flow;
 use serde_json::{json, Map, Value};
 
-use crate::decide::HookInput;
+use crate::decide::{bare, HookInput};
 use crate::reason::{safe_text, Denial, Reason, Verdict};
 
 /// How long the guard waits for the supervisor to catch up with a reference it does not know.
@@ -147,11 +147,6 @@ impl RefMapFile {
             refs,
         })
     }
-}
-
-/// The part of a tool's name after its last `__`.
-fn bare(tool_name: &str) -> &str {
-    tool_name.rsplit("__").next().unwrap_or(tool_name)
 }
 
 /// Rule 1: a dangerous tool the flow did not opt into.

@@ -299,10 +299,14 @@ fn is_label_key(key: &str) -> bool {
     LABEL_KEYS.iter().any(|k| k.as_bytes() == &folded[..n])
 }
 
+/// The part of a tool's name after its last `__`.
+pub(crate) fn bare(tool_name: &str) -> &str {
+    tool_name.rsplit("__").next().unwrap_or(tool_name)
+}
+
 /// A click, press or submit: the part of the tool's name after its last `__` says so.
 pub fn is_click_like(tool_name: &str) -> bool {
-    let bare = tool_name.rsplit("__").next().unwrap_or(tool_name);
-    let bare = bare.to_ascii_lowercase();
+    let bare = bare(tool_name).to_ascii_lowercase();
     ["click", "press", "submit", "tap"]
         .iter()
         .any(|w| bare.contains(w))

@@ -52,6 +52,23 @@ impl AdapterStats {
         };
         *self.unknown_types.entry(key).or_default() += 1;
     }
+
+    /// The start of both adapters' `push_line`: counts the line and parses it as a JSON object.
+    /// `Err` holds what the line produces instead: nothing for a blank line, a
+    /// [`AdapterEvent::Malformed`] (counted) for anything else that is not an object.
+    fn parse_line(&mut self, line_no: u64, line: &str) -> Result<Value, Vec<AdapterEvent>> {
+        self.lines += 1;
+        if line.trim().is_empty() {
+            return Err(vec![]);
+        }
+        let error = match serde_json::from_str::<Value>(line) {
+            Ok(v) if v.is_object() => return Ok(v),
+            Ok(_) => "not a JSON object".to_owned(),
+            Err(e) => format!("invalid JSON: {e}"),
+        };
+        self.malformed += 1;
+        Err(vec![AdapterEvent::Malformed { line_no, error }])
+    }
 }
 
 /// Either harness's adapter, chosen at run time.
@@ -145,33 +162,6 @@ impl PendingCalls {
     }
 }
 
-fn parse_object(
-    line_no: u64,
-    line: &str,
-    stats: &mut AdapterStats,
-) -> Result<Option<Value>, Box<AdapterEvent>> {
-    if line.trim().is_empty() {
-        return Ok(None);
-    }
-    match serde_json::from_str::<Value>(line) {
-        Ok(v) if v.is_object() => Ok(Some(v)),
-        Ok(_) => {
-            stats.malformed += 1;
-            Err(Box::new(AdapterEvent::Malformed {
-                line_no,
-                error: "not a JSON object".to_owned(),
-            }))
-        }
-        Err(e) => {
-            stats.malformed += 1;
-            Err(Box::new(AdapterEvent::Malformed {
-                line_no,
-                error: format!("invalid JSON: {e}"),
-            }))
-        }
-    }
-}
-
 /// Claude Code `-p --output-format stream-json --verbose`.
 ///
 /// `assistant` messages' `tool_use` blocks are paired with the `tool_result` blocks of the `user`
@@ -190,11 +180,9 @@ pub struct ClaudeAdapter {
 impl ClaudeAdapter {
     /// Feeds one line (without its newline); `line_no` is 1-based.
     pub fn push_line(&mut self, line_no: u64, line: &str) -> Vec<AdapterEvent> {
-        self.stats.lines += 1;
-        let v = match parse_object(line_no, line, &mut self.stats) {
-            Ok(Some(v)) => v,
-            Ok(None) => return vec![],
-            Err(e) => return vec![*e],
+        let v = match self.stats.parse_line(line_no, line) {
+            Ok(v) => v,
+            Err(produced) => return produced,
         };
         let mut out = Vec::new();
         match v.get("type").and_then(Value::as_str) {
@@ -339,11 +327,9 @@ pub struct CodexAdapter {
 impl CodexAdapter {
     /// Feeds one line (without its newline); `line_no` is 1-based.
     pub fn push_line(&mut self, line_no: u64, line: &str) -> Vec<AdapterEvent> {
-        self.stats.lines += 1;
-        let v = match parse_object(line_no, line, &mut self.stats) {
-            Ok(Some(v)) => v,
-            Ok(None) => return vec![],
-            Err(e) => return vec![*e],
+        let v = match self.stats.parse_line(line_no, line) {
+            Ok(v) => v,
+            Err(produced) => return produced,
         };
         let mut out = Vec::new();
         let ty = v.get("type").and_then(Value::as_str);

@@ -248,10 +248,15 @@ pub fn replay(
 fn open(path: &Path) -> Result<BufReader<File>, ReplayError> {
     File::open(path)
         .map(|f| BufReader::with_capacity(256 << 10, f))
-        .map_err(|source| ReplayError::Read {
-            path: path.to_path_buf(),
-            source,
-        })
+        .map_err(read_error(path))
+}
+
+/// Wraps an I/O error on `path`.
+fn read_error(path: &Path) -> impl Fn(io::Error) -> ReplayError + '_ {
+    |source| ReplayError::Read {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 fn read_run_info(path: &Path) -> Result<Option<RunInfo>, ReplayError> {
@@ -263,10 +268,7 @@ fn read_run_info(path: &Path) -> Result<Option<RunInfo>, ReplayError> {
                 error: e.to_string(),
             }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(ReplayError::Read {
-            path: path.to_path_buf(),
-            source,
-        }),
+        Err(source) => Err(read_error(path)(source)),
     }
 }
 
@@ -292,17 +294,13 @@ fn read_header<R: BufRead>(
     lines: &mut LineReader<'_, R>,
     path: &Path,
 ) -> Result<JournalHeader, ReplayError> {
-    let read_err = |source| ReplayError::Read {
-        path: path.to_path_buf(),
-        source,
-    };
     let no_header = |problem: &str| ReplayError::NoHeader {
         path: path.to_path_buf(),
         problem: problem.to_owned(),
     };
-    let line = match lines.next_line().map_err(read_err)?.map(|(_, l)| l) {
+    let line = match lines.next_line().map_err(read_error(path))?.map(|(_, l)| l) {
         None => return Err(no_header("is missing (the file is empty)")),
-        Some(Line::TooLong { .. }) => return Err(no_header("is too long to be a header")),
+        Some(Line::TooLong) => return Err(no_header("is too long to be a header")),
         Some(Line::Bytes { bytes, .. }) => bytes,
     };
     let v: serde_json::Value =
@@ -330,25 +328,14 @@ fn replay_lines<R: BufRead>(
     let mut s = summary(flow, path);
     // The `seq` the next action should carry; unknown after a skipped line (it may have held one).
     let mut expected_seq = Some(1);
-    loop {
-        let line = lines.next_line().map_err(|source| ReplayError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let line_no = line.as_ref().map_or(0, |(n, _)| *n);
-        let line = line.map(|(_, l)| l);
+    while let Some((line_no, line)) = lines.next_line().map_err(read_error(path))? {
         let (bytes, terminated) = match line {
-            None => break,
-            Some(Line::TooLong { .. }) => {
+            Line::TooLong => {
                 expected_seq = None;
-                s.malformed += 1;
-                on_event(ReplayEvent::Malformed {
-                    line: line_no,
-                    error: format!("line longer than {MAX_LINE} bytes"),
-                });
+                report_too_long(&mut s, line_no, on_event);
                 continue;
             }
-            Some(Line::Bytes { bytes, terminated }) => (bytes, terminated),
+            Line::Bytes { bytes, terminated } => (bytes, terminated),
         };
         if bytes.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -362,11 +349,7 @@ fn replay_lines<R: BufRead>(
             }
             Err(e) => {
                 expected_seq = None;
-                s.malformed += 1;
-                on_event(ReplayEvent::Malformed {
-                    line: line_no,
-                    error: redact_urls(&e.to_string()),
-                });
+                report_malformed(&mut s, line_no, &e.to_string(), on_event);
                 continue;
             }
         };
@@ -462,24 +445,13 @@ pub fn replay_stream<R: BufRead>(
     let mut s = summary(flow, path);
     let mut adapter = Adapter::new(harness);
     let mut lines = LineReader::new(&mut reader);
-    loop {
-        let line = lines.next_line().map_err(|source| ReplayError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let line_no = line.as_ref().map_or(0, |(n, _)| *n);
-        let line = line.map(|(_, l)| l);
+    while let Some((line_no, line)) = lines.next_line().map_err(read_error(path))? {
         let events = match line {
-            None => break,
-            Some(Line::TooLong { .. }) => {
-                s.malformed += 1;
-                on_event(ReplayEvent::Malformed {
-                    line: line_no,
-                    error: format!("line longer than {MAX_LINE} bytes"),
-                });
+            Line::TooLong => {
+                report_too_long(&mut s, line_no, on_event);
                 continue;
             }
-            Some(Line::Bytes { bytes, terminated }) => {
+            Line::Bytes { bytes, terminated } => {
                 let text = String::from_utf8_lossy(bytes);
                 if !terminated && serde_json::from_str::<serde_json::Value>(&text).is_err() {
                     s.torn_last_line = true;
@@ -512,14 +484,30 @@ fn handle_adapter_events(
                 count(s, &a, now, line_no, on_event);
             }
             AdapterEvent::Malformed { line_no, error } => {
-                s.malformed += 1;
-                on_event(ReplayEvent::Malformed {
-                    line: line_no,
-                    error: redact_urls(&error),
-                });
+                report_malformed(s, line_no, &error, on_event);
             }
         }
     }
+}
+
+/// Counts a line over [`MAX_LINE`] as malformed and reports it.
+fn report_too_long(s: &mut ReplaySummary, line: u64, on_event: &mut dyn FnMut(ReplayEvent)) {
+    let error = format!("line longer than {MAX_LINE} bytes");
+    report_malformed(s, line, &error, on_event);
+}
+
+/// Counts a malformed line and reports it, URLs redacted from the parser's message.
+fn report_malformed(
+    s: &mut ReplaySummary,
+    line: u64,
+    error: &str,
+    on_event: &mut dyn FnMut(ReplayEvent),
+) {
+    s.malformed += 1;
+    on_event(ReplayEvent::Malformed {
+        line,
+        error: redact_urls(error),
+    });
 }
 
 /// Parser messages may quote a value from the line (`unknown variant \`…\``); a URL there could
