@@ -127,23 +127,7 @@ struct Plan {
 /// The harness context for this project: where Codex keeps its config, the guard's command.
 pub fn harness_context(project: &Path) -> anyhow::Result<harness::Context> {
     let exe = std::env::current_exe().context("cannot find the leopold executable's path")?;
-    Ok(harness::Context {
-        project: project.to_path_buf(),
-        codex_home: codex_home()?,
-        guard_command: harness::guard_command(&exe)?,
-        claude_on_failure: true,
-    })
-}
-
-/// `$CODEX_HOME`, else `~/.codex`.
-pub fn codex_home() -> anyhow::Result<PathBuf> {
-    if let Some(h) = std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
-        return Ok(PathBuf::from(h));
-    }
-    let home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .context("neither CODEX_HOME nor HOME is set: cannot locate Codex's config.toml")?;
-    Ok(PathBuf::from(home).join(".codex"))
+    Ok(harness::Context::new(project.to_path_buf(), &exe, true)?)
 }
 
 /// Finds an executable: a path with a `/` as is, else the first match on `PATH`.
