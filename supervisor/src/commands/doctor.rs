@@ -16,7 +16,7 @@ use crate::exit::RunExit;
 use crate::state::{self, PersonaPaths};
 use crate::wiring_port::{self as harness, HarnessKind};
 
-use crate::harness::CLAUDE_ON_FAILURE_SINCE;
+use crate::harness::{parse_version, CLAUDE_ON_FAILURE_SINCE};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -86,19 +86,6 @@ pub fn harness_version(bin: &Path) -> Option<String> {
         .next()
         .map(|l| l.trim().to_owned())
         .filter(|l| !l.is_empty())
-}
-
-/// The first `x.y.z` in a version line.
-pub fn parse_version(line: &str) -> Option<(u64, u64, u64)> {
-    line.split(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .filter_map(|tok| {
-            let mut it = tok.split('.').map(|p| p.parse::<u64>().ok());
-            match (it.next(), it.next(), it.next()) {
-                (Some(Some(a)), Some(Some(b)), Some(Some(c))) => Some((a, b, c)),
-                _ => None,
-            }
-        })
-        .next()
 }
 
 /// Known shapes that make Claude Code skip a settings file, or switch hooks off.

@@ -211,8 +211,8 @@ pub fn claude_supports_on_failure(claude_bin: &Path) -> Result<bool, WiringError
     Ok(claude_version(claude_bin)? >= CLAUDE_ON_FAILURE_SINCE)
 }
 
-/// The first `X.Y.Z` in `text` (e.g. `2.1.332 (Claude Code)`).
-fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
+/// The first `X.Y.Z` in `text` (e.g. `2.1.332 (Claude Code)`, `codex-cli 0.171.0`).
+pub(crate) fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
     text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
         .find_map(|word| {
             let mut parts = word.split('.');
