@@ -152,10 +152,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let flow_path = std::path::absolute(&args.flow)
         .with_context(|| format!("cannot resolve flow path {}", args.flow.display()))?;
     let flow = Flow::load(&flow_path)?;
-    let kind = match args.harness {
-        crate::cli::HarnessName::Claude => HarnessKind::Claude,
-        crate::cli::HarnessName::Codex => HarnessKind::Codex,
-    };
+    let kind = HarnessKind::from(args.harness);
     worker::check_extra_args(kind, &args.extra).map_err(|why| {
         anyhow::anyhow!(
             "refused harness argument: {why}\n(hint: Leopold's guard must stay in force; remove it from after `--`)"

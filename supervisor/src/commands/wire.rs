@@ -6,15 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use crate::cli::{HarnessChoice, HarnessName, ProjectArgs, UnwireArgs, WireArgs};
+use crate::cli::{HarnessChoice, ProjectArgs, UnwireArgs, WireArgs};
 use crate::harness::{self, Context, HarnessKind, UnwireAction};
-
-fn kind(name: HarnessName) -> HarnessKind {
-    match name {
-        HarnessName::Claude => HarnessKind::Claude,
-        HarnessName::Codex => HarnessKind::Codex,
-    }
-}
 
 fn project_dir(args: &ProjectArgs) -> anyhow::Result<PathBuf> {
     let dir = match &args.project {
@@ -56,7 +49,7 @@ fn detect_on_failure(bin: Option<&Path>) -> bool {
 }
 
 pub fn wire(args: WireArgs) -> anyhow::Result<ExitCode> {
-    let kind = kind(args.harness);
+    let kind = HarnessKind::from(args.harness);
     let project = project_dir(&args.project)?;
     let on_failure = kind == HarnessKind::Claude && detect_on_failure(args.harness_bin.as_deref());
     let ctx = context(project, on_failure)?;
