@@ -228,7 +228,6 @@ pub(crate) fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
 /// The standalone settings file `persona run` passes with `claude --settings <file>`: only the
 /// guard's hook group. Claude deduplicates an identical command present in two settings layers,
 /// so with the project file also wired the guard still runs once per call.
-#[allow(dead_code)] // Used by `persona run`, `recover` and `doctor` (issue 5).
 pub fn claude_guard_settings_json(ctx: &Context) -> String {
     let group = claude::group(&ctx.spec(HarnessKind::Claude));
     json_text::Style::default().render_document(&json_text::J::Obj(vec![(
@@ -761,7 +760,6 @@ pub(crate) fn unwire_with_hook(
 ///
 /// # Errors
 /// A malformed file, or an I/O error.
-#[allow(dead_code)] // Used by `persona run`, `recover` and `doctor` (issue 5).
 pub fn wired_handlers(kind: HarnessKind, ctx: &Context) -> Result<Vec<WiredHandler>, WiringError> {
     let file = ctx.settings_path(kind);
     let state = atomic::read_state(&file).map_err(io_err("read", &file))?;
