@@ -271,8 +271,6 @@ pub enum UnwireAction {
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct UnwireOutcome {
-    #[allow(dead_code)] // For callers that unwire both harnesses.
-    pub harness: HarnessKind,
     pub file: PathBuf,
     pub action: UnwireAction,
     pub warnings: Vec<String>,
@@ -691,7 +689,6 @@ pub(crate) fn unwire_with_hook(
         };
         let state = atomic::read_state(&file).map_err(io_err("read", &file))?;
         let done = |action, warnings| UnwireOutcome {
-            harness: kind,
             file: file.clone(),
             action,
             warnings,
