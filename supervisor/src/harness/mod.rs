@@ -514,12 +514,18 @@ fn remove_record(
     let mut dirs: Vec<PathBuf> = path.parent().map(Path::to_path_buf).into_iter().collect();
     dirs.extend(record.map(|r| r.state_dirs.clone()).unwrap_or_default());
     dirs.dedup();
+    remove_empty_dirs(&dirs);
+    Ok(())
+}
+
+/// Removes `dirs` in order, deepest first, stopping at the first that cannot go: a directory
+/// that is not empty holds someone's files, and its parents with it.
+fn remove_empty_dirs(dirs: &[PathBuf]) {
     for dir in dirs {
-        if std::fs::remove_dir(&dir).is_err() {
+        if std::fs::remove_dir(dir).is_err() {
             break;
         }
     }
-    Ok(())
 }
 
 /// The directories `create_dir_all(dir)` would create, deepest first.
@@ -709,12 +715,7 @@ pub(crate) fn unwire_with_hook(
                     Replace::Done => {}
                 }
                 if restore.original.is_none() {
-                    for dir in &restore.created_dirs {
-                        // Fails (and stops) at the first non-empty one: those are someone's.
-                        if std::fs::remove_dir(dir).is_err() {
-                            break;
-                        }
-                    }
+                    remove_empty_dirs(&restore.created_dirs);
                 }
                 remove_record(ctx, kind, record.as_ref())?;
                 return Ok(done(UnwireAction::Restored, warnings));
