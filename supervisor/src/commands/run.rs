@@ -388,10 +388,6 @@ async fn lifecycle(
         for w in &outcome.warnings {
             out.warn(w);
         }
-        if outcome.record.file != run.st.wiring[0].file {
-            run.st.wiring[0].file = outcome.record.file.clone();
-            run.st.write_atomic(&plan.paths.active())?;
-        }
         timings.mark("wired");
         pause_point("wired");
         if let Some(gs) = &guard_settings {
