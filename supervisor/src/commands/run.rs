@@ -745,18 +745,7 @@ fn prove_guard(plan: &Plan) -> anyhow::Result<()> {
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(payload.to_string().as_bytes());
     }
-    let deadline = Instant::now() + PROOF_TIMEOUT;
-    let status = loop {
-        if let Some(s) = child.try_wait()? {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
+    let status = wait_or_kill(&mut child, PROOF_TIMEOUT)?;
     let mut stderr = String::new();
     if let Some(mut e) = child.stderr.take() {
         let _ = e.by_ref().take(4096).read_to_string(&mut stderr);
@@ -775,6 +764,26 @@ fn prove_guard(plan: &Plan) -> anyhow::Result<()> {
             plan.ctx.guard_command
         ),
     }
+}
+
+/// Waits up to `within` for a short-lived helper process. Past that, or when it cannot be
+/// waited for, it is killed and reaped: `Ok(None)` for a timeout.
+pub fn wait_or_kill(
+    child: &mut std::process::Child,
+    within: Duration,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    let deadline = Instant::now() + within;
+    let gave_up = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Ok(Some(s)),
+            Ok(None) if Instant::now() <= deadline => std::thread::sleep(Duration::from_millis(2)),
+            Ok(None) => break Ok(None),
+            Err(e) => break Err(e),
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    gave_up
 }
 
 struct Supervised {
