@@ -222,7 +222,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
     for kind in [HarnessKind::Claude, HarnessKind::Codex] {
         let scope = kind.name();
         // Binary and version.
-        let bin = super::run::find_executable(Path::new(kind.name()));
+        let bin = crate::os::find_executable(Path::new(kind.name()));
         let version = bin.as_deref().and_then(harness_version);
         match (&bin, &version) {
             (Some(b), Some(v)) => out.push(f(

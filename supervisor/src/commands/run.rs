@@ -130,23 +130,6 @@ pub fn harness_context(project: &Path) -> anyhow::Result<harness::Context> {
     Ok(harness::Context::new(project.to_path_buf(), &exe, true)?)
 }
 
-/// Finds an executable: a path with a `/` as is, else the first match on `PATH`.
-pub fn find_executable(name: &Path) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let is_exec = |p: &Path| {
-        std::fs::metadata(p)
-            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            .unwrap_or(false)
-    };
-    if name.components().count() > 1 || name.is_absolute() {
-        return is_exec(name).then(|| name.to_path_buf());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| is_exec(p))
-}
-
 fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let project = state::resolve_project(args.project.project.as_deref())?;
     let flow_path = std::path::absolute(&args.flow)
@@ -187,7 +170,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         .harness_bin
         .clone()
         .unwrap_or_else(|| PathBuf::from(kind.name()));
-    let bin = find_executable(&wanted).with_context(|| {
+    let bin = crate::os::find_executable(&wanted).with_context(|| {
         format!(
             "harness executable `{}` not found{}\n(hint: install it (README \"Set up\") or pass --harness-bin PATH)",
             wanted.display(),
