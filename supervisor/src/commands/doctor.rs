@@ -16,7 +16,7 @@ use crate::exit::RunExit;
 use crate::state::{self, PersonaPaths};
 use crate::wiring_port::{self as harness, HarnessKind};
 
-use crate::harness::{parse_version, CLAUDE_ON_FAILURE_SINCE};
+use crate::harness::{claude_schema_problems, parse_version, CLAUDE_ON_FAILURE_SINCE};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -88,42 +88,7 @@ pub fn claude_settings_problems(text: &str) -> Vec<String> {
     let Some(obj) = doc.as_object() else {
         return vec!["the top level is not a JSON object".into()];
     };
-    let mut out = Vec::new();
-    if let Some(p) = obj.get("permissions") {
-        match p.as_object() {
-            None => out.push("`permissions` is not an object".into()),
-            Some(p) => {
-                for key in ["allow", "deny", "ask", "additionalDirectories"] {
-                    if let Some(v) = p.get(key) {
-                        let ok = v
-                            .as_array()
-                            .is_some_and(|a| a.iter().all(|x| x.is_string()));
-                        if !ok {
-                            out.push(format!("`permissions.{key}` is not an array of strings"));
-                        }
-                    }
-                }
-            }
-        }
-    }
-    if let Some(h) = obj.get("hooks") {
-        match h.as_object() {
-            None => out.push("`hooks` is not an object".into()),
-            Some(h) => {
-                for (event, v) in h {
-                    let Some(arr) = v.as_array() else {
-                        out.push(format!("`hooks.{event}` is not an array"));
-                        continue;
-                    };
-                    for (i, m) in arr.iter().enumerate() {
-                        if !m.get("hooks").is_some_and(|x| x.is_array()) {
-                            out.push(format!("`hooks.{event}[{i}].hooks` is not an array"));
-                        }
-                    }
-                }
-            }
-        }
-    }
+    let mut out = claude_schema_problems(obj);
     if obj.get("disableAllHooks") == Some(&serde_json::Value::Bool(true)) {
         out.push("`disableAllHooks` is true: no hook runs, the guard included".into());
     }
@@ -492,6 +457,9 @@ mod tests {
         assert!(claude_settings_problems(r#"{"permissions":{"allow":["Bash"]}}"#).is_empty());
         assert!(!claude_settings_problems(r#"{"permissions":{"allow":5}}"#).is_empty());
         assert!(!claude_settings_problems(r#"{"hooks":{"PreToolUse":{}}}"#).is_empty());
+        // The fields wiring warns about are doctor's problems too.
+        assert!(!claude_settings_problems(r#"{"model":5}"#).is_empty());
+        assert!(!claude_settings_problems(r#"{"env":{"A":1}}"#).is_empty());
         assert!(!claude_settings_problems(r#"{"disableAllHooks":true}"#).is_empty());
         assert!(!claude_settings_problems("{").is_empty());
         assert!(!claude_settings_problems("[]").is_empty());

@@ -30,6 +30,8 @@ mod json_text;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use claude::schema_problems as claude_schema_problems;
+
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
