@@ -184,7 +184,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
         ));
     }
 
-    for kind in [HarnessKind::Claude, HarnessKind::Codex] {
+    for kind in HarnessKind::ALL {
         let scope = kind.name();
         // Binary and version.
         let bin = crate::os::find_executable(Path::new(kind.name()));
