@@ -39,11 +39,13 @@ impl PersonaPaths {
     pub fn lock(&self) -> PathBuf {
         self.dir.join("run.lock")
     }
+    /// Where the guard reads the active run from.
     pub fn active(&self) -> PathBuf {
-        self.dir.join("ACTIVE.json")
+        self.project.join(leopold_guard::ACTIVE_PATH)
     }
+    /// The log the guard appends its denials to.
     pub fn events(&self) -> PathBuf {
-        self.dir.join("events.jsonl")
+        self.project.join(leopold_guard::EVENTS_PATH)
     }
     pub fn runs(&self) -> PathBuf {
         self.dir.join("runs")
