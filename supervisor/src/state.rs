@@ -185,20 +185,11 @@ impl ActiveState {
     }
 }
 
-/// Atomic replace: temp file in the target's directory, write, fsync, rename.
+/// Atomic replace of a file Leopold owns: temp file in the target's directory, write, fsync,
+/// rename (the same writer as the wiring's records).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().context("path has no parent directory")?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".leopold-tmp-")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("cannot write a temporary file in {}", dir.display()))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot replace {}", path.display()))?;
-    Ok(())
+    crate::harness::write_own_file(path, bytes)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Now, RFC 3339 UTC, seconds.

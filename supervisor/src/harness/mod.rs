@@ -30,6 +30,7 @@ mod json_text;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use atomic::write_own_file;
 pub(crate) use claude::schema_problems as claude_schema_problems;
 
 use std::fmt;
