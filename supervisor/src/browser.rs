@@ -27,6 +27,7 @@ use leopold_guard::browser::{BrowserState, RefEntry, RefMapFile, REF_MAP_VERSION
 use serde_json::{json, Value};
 
 use crate::observe::{Batch, Note, Observer};
+use crate::os::find_executable;
 use crate::wiring_port::HarnessKind;
 use crate::worker::{McpServer, McpTransport};
 
@@ -247,20 +248,6 @@ pub fn provision(flow: &Flow, bins: &BrowserBins, run_dir: &Path) -> anyhow::Res
         output_dir: dir.join("output"),
         notes: resolver_rules(flow).unreachable,
     })
-}
-
-/// A path with a `/` as is, else the first match on `PATH`; must be an executable file.
-fn find_executable(name: &Path) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let is_exec = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if name.components().count() > 1 || name.is_absolute() {
-        return is_exec(name).then(|| name.to_path_buf());
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| is_exec(p))
 }
 
 fn pretty(v: &Value) -> String {

@@ -74,6 +74,15 @@ pub enum HarnessName {
     Codex,
 }
 
+impl From<HarnessName> for crate::harness::HarnessKind {
+    fn from(name: HarnessName) -> Self {
+        match name {
+            HarnessName::Claude => Self::Claude,
+            HarnessName::Codex => Self::Codex,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum HarnessChoice {
     /// Claude Code (`claude`).

@@ -39,11 +39,13 @@ impl PersonaPaths {
     pub fn lock(&self) -> PathBuf {
         self.dir.join("run.lock")
     }
+    /// Where the guard reads the active run from.
     pub fn active(&self) -> PathBuf {
-        self.dir.join("ACTIVE.json")
+        self.project.join(leopold_guard::ACTIVE_PATH)
     }
+    /// The log the guard appends its denials to.
     pub fn events(&self) -> PathBuf {
-        self.dir.join("events.jsonl")
+        self.project.join(leopold_guard::EVENTS_PATH)
     }
     pub fn runs(&self) -> PathBuf {
         self.dir.join("runs")
@@ -183,20 +185,11 @@ impl ActiveState {
     }
 }
 
-/// Atomic replace: temp file in the target's directory, write, fsync, rename.
+/// Atomic replace of a file Leopold owns: temp file in the target's directory, write, fsync,
+/// rename (the same writer as the wiring's records).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().context("path has no parent directory")?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".leopold-tmp-")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("cannot write a temporary file in {}", dir.display()))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot replace {}", path.display()))?;
-    Ok(())
+    crate::harness::write_own_file(path, bytes)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Now, RFC 3339 UTC, seconds.

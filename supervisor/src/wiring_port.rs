@@ -16,11 +16,6 @@ pub fn target_file(kind: HarnessKind, ctx: &Context) -> PathBuf {
     ctx.settings_path(kind)
 }
 
-/// The hook command for the running leopold binary.
-pub fn guard_command(exe: &std::path::Path) -> anyhow::Result<String> {
-    Ok(harness::guard_command(exe)?)
-}
-
 pub fn wire(kind: HarnessKind, ctx: &Context) -> anyhow::Result<harness::WireOutcome> {
     Ok(harness::wire(kind, ctx)?)
 }

@@ -7,7 +7,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -16,7 +16,7 @@ use crate::exit::RunExit;
 use crate::state::{self, PersonaPaths};
 use crate::wiring_port::{self as harness, HarnessKind};
 
-use crate::harness::CLAUDE_ON_FAILURE_SINCE;
+use crate::harness::{claude_schema_problems, parse_version, CLAUDE_ON_FAILURE_SINCE};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -63,18 +63,9 @@ pub fn harness_version(bin: &Path) -> Option<String> {
         .stderr(std::process::Stdio::null())
         .spawn()
         .ok()?;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
+    super::run::wait_or_kill(&mut child, Duration::from_secs(5))
+        .ok()
+        .flatten()?;
     let mut text = String::new();
     child
         .stdout
@@ -88,19 +79,6 @@ pub fn harness_version(bin: &Path) -> Option<String> {
         .filter(|l| !l.is_empty())
 }
 
-/// The first `x.y.z` in a version line.
-pub fn parse_version(line: &str) -> Option<(u64, u64, u64)> {
-    line.split(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .filter_map(|tok| {
-            let mut it = tok.split('.').map(|p| p.parse::<u64>().ok());
-            match (it.next(), it.next(), it.next()) {
-                (Some(Some(a)), Some(Some(b)), Some(Some(c))) => Some((a, b, c)),
-                _ => None,
-            }
-        })
-        .next()
-}
-
 /// Known shapes that make Claude Code skip a settings file, or switch hooks off.
 pub fn claude_settings_problems(text: &str) -> Vec<String> {
     let doc: serde_json::Value = match serde_json::from_str(text) {
@@ -110,42 +88,7 @@ pub fn claude_settings_problems(text: &str) -> Vec<String> {
     let Some(obj) = doc.as_object() else {
         return vec!["the top level is not a JSON object".into()];
     };
-    let mut out = Vec::new();
-    if let Some(p) = obj.get("permissions") {
-        match p.as_object() {
-            None => out.push("`permissions` is not an object".into()),
-            Some(p) => {
-                for key in ["allow", "deny", "ask", "additionalDirectories"] {
-                    if let Some(v) = p.get(key) {
-                        let ok = v
-                            .as_array()
-                            .is_some_and(|a| a.iter().all(|x| x.is_string()));
-                        if !ok {
-                            out.push(format!("`permissions.{key}` is not an array of strings"));
-                        }
-                    }
-                }
-            }
-        }
-    }
-    if let Some(h) = obj.get("hooks") {
-        match h.as_object() {
-            None => out.push("`hooks` is not an object".into()),
-            Some(h) => {
-                for (event, v) in h {
-                    let Some(arr) = v.as_array() else {
-                        out.push(format!("`hooks.{event}` is not an array"));
-                        continue;
-                    };
-                    for (i, m) in arr.iter().enumerate() {
-                        if !m.get("hooks").is_some_and(|x| x.is_array()) {
-                            out.push(format!("`hooks.{event}[{i}].hooks` is not an array"));
-                        }
-                    }
-                }
-            }
-        }
-    }
+    let mut out = claude_schema_problems(obj);
     if obj.get("disableAllHooks") == Some(&serde_json::Value::Bool(true)) {
         out.push("`disableAllHooks` is true: no hook runs, the guard included".into());
     }
@@ -241,10 +184,10 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
         ));
     }
 
-    for kind in [HarnessKind::Claude, HarnessKind::Codex] {
+    for kind in HarnessKind::ALL {
         let scope = kind.name();
         // Binary and version.
-        let bin = super::run::find_executable(Path::new(kind.name()));
+        let bin = crate::os::find_executable(Path::new(kind.name()));
         let version = bin.as_deref().and_then(harness_version);
         match (&bin, &version) {
             (Some(b), Some(v)) => out.push(f(
@@ -514,6 +457,9 @@ mod tests {
         assert!(claude_settings_problems(r#"{"permissions":{"allow":["Bash"]}}"#).is_empty());
         assert!(!claude_settings_problems(r#"{"permissions":{"allow":5}}"#).is_empty());
         assert!(!claude_settings_problems(r#"{"hooks":{"PreToolUse":{}}}"#).is_empty());
+        // The fields wiring warns about are doctor's problems too.
+        assert!(!claude_settings_problems(r#"{"model":5}"#).is_empty());
+        assert!(!claude_settings_problems(r#"{"env":{"A":1}}"#).is_empty());
         assert!(!claude_settings_problems(r#"{"disableAllHooks":true}"#).is_empty());
         assert!(!claude_settings_problems("{").is_empty());
         assert!(!claude_settings_problems("[]").is_empty());

@@ -162,7 +162,7 @@ pub fn recover_locked(
         report.crashed_run = Some(st.run_id);
     }
     // Orphans: tagged wiring that no ACTIVE.json accounts for.
-    for kind in [HarnessKind::Claude, HarnessKind::Codex] {
+    for kind in HarnessKind::ALL {
         // A file that cannot be read or parsed is left as it is: it is reported here, and wiring
         // refuses it with the full error if a run needs it.
         let handlers = match harness::wired_handlers(kind, ctx) {

@@ -127,40 +127,7 @@ struct Plan {
 /// The harness context for this project: where Codex keeps its config, the guard's command.
 pub fn harness_context(project: &Path) -> anyhow::Result<harness::Context> {
     let exe = std::env::current_exe().context("cannot find the leopold executable's path")?;
-    Ok(harness::Context {
-        project: project.to_path_buf(),
-        codex_home: codex_home()?,
-        guard_command: harness::guard_command(&exe)?,
-        claude_on_failure: true,
-    })
-}
-
-/// `$CODEX_HOME`, else `~/.codex`.
-pub fn codex_home() -> anyhow::Result<PathBuf> {
-    if let Some(h) = std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
-        return Ok(PathBuf::from(h));
-    }
-    let home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .context("neither CODEX_HOME nor HOME is set: cannot locate Codex's config.toml")?;
-    Ok(PathBuf::from(home).join(".codex"))
-}
-
-/// Finds an executable: a path with a `/` as is, else the first match on `PATH`.
-pub fn find_executable(name: &Path) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let is_exec = |p: &Path| {
-        std::fs::metadata(p)
-            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            .unwrap_or(false)
-    };
-    if name.components().count() > 1 || name.is_absolute() {
-        return is_exec(name).then(|| name.to_path_buf());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| is_exec(p))
+    Ok(harness::Context::new(project.to_path_buf(), &exe, true)?)
 }
 
 fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
@@ -168,10 +135,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let flow_path = std::path::absolute(&args.flow)
         .with_context(|| format!("cannot resolve flow path {}", args.flow.display()))?;
     let flow = Flow::load(&flow_path)?;
-    let kind = match args.harness {
-        crate::cli::HarnessName::Claude => HarnessKind::Claude,
-        crate::cli::HarnessName::Codex => HarnessKind::Codex,
-    };
+    let kind = HarnessKind::from(args.harness);
     worker::check_extra_args(kind, &args.extra).map_err(|why| {
         anyhow::anyhow!(
             "refused harness argument: {why}\n(hint: Leopold's guard must stay in force; remove it from after `--`)"
@@ -206,7 +170,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         .harness_bin
         .clone()
         .unwrap_or_else(|| PathBuf::from(kind.name()));
-    let bin = find_executable(&wanted).with_context(|| {
+    let bin = crate::os::find_executable(&wanted).with_context(|| {
         format!(
             "harness executable `{}` not found{}\n(hint: install it (README \"Set up\") or pass --harness-bin PATH)",
             wanted.display(),
@@ -406,10 +370,6 @@ async fn lifecycle(
         let outcome = harness::wire(plan.kind, &plan.ctx)?;
         for w in &outcome.warnings {
             out.warn(w);
-        }
-        if outcome.record.file != run.st.wiring[0].file {
-            run.st.wiring[0].file = outcome.record.file.clone();
-            run.st.write_atomic(&plan.paths.active())?;
         }
         timings.mark("wired");
         pause_point("wired");
@@ -768,18 +728,7 @@ fn prove_guard(plan: &Plan) -> anyhow::Result<()> {
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(payload.to_string().as_bytes());
     }
-    let deadline = Instant::now() + PROOF_TIMEOUT;
-    let status = loop {
-        if let Some(s) = child.try_wait()? {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
+    let status = wait_or_kill(&mut child, PROOF_TIMEOUT)?;
     let mut stderr = String::new();
     if let Some(mut e) = child.stderr.take() {
         let _ = e.by_ref().take(4096).read_to_string(&mut stderr);
@@ -798,6 +747,26 @@ fn prove_guard(plan: &Plan) -> anyhow::Result<()> {
             plan.ctx.guard_command
         ),
     }
+}
+
+/// Waits up to `within` for a short-lived helper process. Past that, or when it cannot be
+/// waited for, it is killed and reaped: `Ok(None)` for a timeout.
+pub fn wait_or_kill(
+    child: &mut std::process::Child,
+    within: Duration,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    let deadline = Instant::now() + within;
+    let gave_up = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Ok(Some(s)),
+            Ok(None) if Instant::now() <= deadline => std::thread::sleep(Duration::from_millis(2)),
+            Ok(None) => break Ok(None),
+            Err(e) => break Err(e),
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    gave_up
 }
 
 struct Supervised {

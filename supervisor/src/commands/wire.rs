@@ -6,32 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use crate::cli::{HarnessChoice, HarnessName, ProjectArgs, UnwireArgs, WireArgs};
+use crate::cli::{HarnessChoice, UnwireArgs, WireArgs};
 use crate::harness::{self, Context, HarnessKind, UnwireAction};
-
-fn kind(name: HarnessName) -> HarnessKind {
-    match name {
-        HarnessName::Claude => HarnessKind::Claude,
-        HarnessName::Codex => HarnessKind::Codex,
-    }
-}
-
-fn project_dir(args: &ProjectArgs) -> anyhow::Result<PathBuf> {
-    let dir = match &args.project {
-        Some(p) => p.clone(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    let dir = std::path::absolute(&dir)
-        .with_context(|| format!("cannot resolve the project directory `{}`", dir.display()))?;
-    if !dir.is_dir() {
-        anyhow::bail!(
-            "the project directory `{}` does not exist\n(hint: pass --project DIR, or run from \
-             the project's root)",
-            dir.display()
-        );
-    }
-    Ok(dir)
-}
 
 fn context(project: PathBuf, claude_on_failure: bool) -> anyhow::Result<Context> {
     let exe = std::env::current_exe().context("cannot tell where this leopold binary is")?;
@@ -56,8 +32,8 @@ fn detect_on_failure(bin: Option<&Path>) -> bool {
 }
 
 pub fn wire(args: WireArgs) -> anyhow::Result<ExitCode> {
-    let kind = kind(args.harness);
-    let project = project_dir(&args.project)?;
+    let kind = HarnessKind::from(args.harness);
+    let project = crate::state::resolve_project(args.project.project.as_deref())?;
     let on_failure = kind == HarnessKind::Claude && detect_on_failure(args.harness_bin.as_deref());
     let ctx = context(project, on_failure)?;
     let outcome = harness::wire(kind, &ctx)?;
@@ -94,7 +70,7 @@ pub fn unwire(args: UnwireArgs) -> anyhow::Result<ExitCode> {
         HarnessChoice::Codex => &[HarnessKind::Codex],
         HarnessChoice::All => &HarnessKind::ALL,
     };
-    let project = project_dir(&args.project)?;
+    let project = crate::state::resolve_project(args.project.project.as_deref())?;
     let ctx = context(project, false)?;
     let mut first_error = None;
     for &kind in kinds {

@@ -145,7 +145,8 @@ pub(crate) fn replace_if_unchanged(
     Ok(Replace::Done)
 }
 
-/// Writes a file Leopold owns (its wiring records): temp file, fsync, rename.
+/// Writes a file Leopold owns (wiring records, ACTIVE.json, a run's files): temp file, fsync,
+/// rename, fsync of the directory. Creates the directory if needed.
 pub(crate) fn write_own_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;

@@ -356,6 +356,32 @@ pub(super) fn validation_warnings(file: &Path, text: &str) -> Vec<String> {
     let Ok(Value::Object(root)) = serde_json::from_str::<Value>(text) else {
         return Vec::new();
     };
+    let mut out: Vec<String> = schema_problems(&root)
+        .into_iter()
+        .map(|p| {
+            format!(
+                "`{}`: {p}. Claude Code skips the whole project settings file when one field \
+                 fails its validation, so the hook wired there may not be in force; `leopold \
+                 persona run` also passes the hook with `--settings`, which does not depend on \
+                 this file",
+                file.display()
+            )
+        })
+        .collect();
+    if root.get("disableAllHooks") == Some(&Value::Bool(true)) {
+        out.push(format!(
+            "`{}`: `disableAllHooks` is true, so Claude Code runs no hooks at all, the guard \
+             included; remove it for the guard to be in force",
+            file.display()
+        ));
+    }
+    out
+}
+
+/// The fields of a Claude Code settings object that fail the part of its settings schema known
+/// here; any one of them makes Claude Code skip the whole file. Shared by wiring's warnings and
+/// `leopold doctor`.
+pub(crate) fn schema_problems(root: &serde_json::Map<String, Value>) -> Vec<String> {
     let mut problems = Vec::new();
     let strings = |v: &Value| v.as_array().is_some_and(|a| a.iter().all(Value::is_string));
     if let Some(p) = root.get("permissions") {
@@ -391,31 +417,23 @@ pub(super) fn validation_warnings(file: &Path, text: &str) -> Vec<String> {
             problems.push(format!("`{key}` is not a boolean"));
         }
     }
-    if let Some(hooks) = root.get("hooks").and_then(Value::as_object) {
-        for (event, groups) in hooks {
-            if !groups.is_array() {
-                problems.push(format!("`hooks.{event}` is not an array"));
+    if let Some(hooks) = root.get("hooks") {
+        match hooks.as_object() {
+            None => problems.push("`hooks` is not an object".to_owned()),
+            Some(hooks) => {
+                for (event, groups) in hooks {
+                    let Some(groups) = groups.as_array() else {
+                        problems.push(format!("`hooks.{event}` is not an array"));
+                        continue;
+                    };
+                    for (i, g) in groups.iter().enumerate() {
+                        if !g.get("hooks").is_some_and(Value::is_array) {
+                            problems.push(format!("`hooks.{event}[{i}].hooks` is not an array"));
+                        }
+                    }
+                }
             }
         }
     }
-    let mut out: Vec<String> = problems
-        .into_iter()
-        .map(|p| {
-            format!(
-                "`{}`: {p}. Claude Code skips the whole project settings file when one field \
-                 fails its validation, so the hook wired there may not be in force; `leopold \
-                 persona run` also passes the hook with `--settings`, which does not depend on \
-                 this file",
-                file.display()
-            )
-        })
-        .collect();
-    if root.get("disableAllHooks") == Some(&Value::Bool(true)) {
-        out.push(format!(
-            "`{}`: `disableAllHooks` is true, so Claude Code runs no hooks at all, the guard \
-             included; remove it for the guard to be in force",
-            file.display()
-        ));
-    }
-    out
+    problems
 }

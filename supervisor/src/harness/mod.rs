@@ -30,6 +30,9 @@ mod json_text;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use atomic::write_own_file;
+pub(crate) use claude::schema_problems as claude_schema_problems;
+
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -211,8 +214,8 @@ pub fn claude_supports_on_failure(claude_bin: &Path) -> Result<bool, WiringError
     Ok(claude_version(claude_bin)? >= CLAUDE_ON_FAILURE_SINCE)
 }
 
-/// The first `X.Y.Z` in `text` (e.g. `2.1.332 (Claude Code)`).
-fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
+/// The first `X.Y.Z` in `text` (e.g. `2.1.332 (Claude Code)`, `codex-cli 0.171.0`).
+pub(crate) fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
     text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
         .find_map(|word| {
             let mut parts = word.split('.');
@@ -228,7 +231,6 @@ fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
 /// The standalone settings file `persona run` passes with `claude --settings <file>`: only the
 /// guard's hook group. Claude deduplicates an identical command present in two settings layers,
 /// so with the project file also wired the guard still runs once per call.
-#[allow(dead_code)] // Used by `persona run`, `recover` and `doctor` (issue 5).
 pub fn claude_guard_settings_json(ctx: &Context) -> String {
     let group = claude::group(&ctx.spec(HarnessKind::Claude));
     json_text::Style::default().render_document(&json_text::J::Obj(vec![(
@@ -272,8 +274,6 @@ pub enum UnwireAction {
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct UnwireOutcome {
-    #[allow(dead_code)] // For callers that unwire both harnesses.
-    pub harness: HarnessKind,
     pub file: PathBuf,
     pub action: UnwireAction,
     pub warnings: Vec<String>,
@@ -517,12 +517,18 @@ fn remove_record(
     let mut dirs: Vec<PathBuf> = path.parent().map(Path::to_path_buf).into_iter().collect();
     dirs.extend(record.map(|r| r.state_dirs.clone()).unwrap_or_default());
     dirs.dedup();
+    remove_empty_dirs(&dirs);
+    Ok(())
+}
+
+/// Removes `dirs` in order, deepest first, stopping at the first that cannot go: a directory
+/// that is not empty holds someone's files, and its parents with it.
+fn remove_empty_dirs(dirs: &[PathBuf]) {
     for dir in dirs {
-        if std::fs::remove_dir(&dir).is_err() {
+        if std::fs::remove_dir(dir).is_err() {
             break;
         }
     }
-    Ok(())
 }
 
 /// The directories `create_dir_all(dir)` would create, deepest first.
@@ -692,7 +698,6 @@ pub(crate) fn unwire_with_hook(
         };
         let state = atomic::read_state(&file).map_err(io_err("read", &file))?;
         let done = |action, warnings| UnwireOutcome {
-            harness: kind,
             file: file.clone(),
             action,
             warnings,
@@ -713,12 +718,7 @@ pub(crate) fn unwire_with_hook(
                     Replace::Done => {}
                 }
                 if restore.original.is_none() {
-                    for dir in &restore.created_dirs {
-                        // Fails (and stops) at the first non-empty one: those are someone's.
-                        if std::fs::remove_dir(dir).is_err() {
-                            break;
-                        }
-                    }
+                    remove_empty_dirs(&restore.created_dirs);
                 }
                 remove_record(ctx, kind, record.as_ref())?;
                 return Ok(done(UnwireAction::Restored, warnings));
@@ -761,7 +761,6 @@ pub(crate) fn unwire_with_hook(
 ///
 /// # Errors
 /// A malformed file, or an I/O error.
-#[allow(dead_code)] // Used by `persona run`, `recover` and `doctor` (issue 5).
 pub fn wired_handlers(kind: HarnessKind, ctx: &Context) -> Result<Vec<WiredHandler>, WiringError> {
     let file = ctx.settings_path(kind);
     let state = atomic::read_state(&file).map_err(io_err("read", &file))?;

@@ -1,5 +1,5 @@
-//! Unix process control for the worker: its own process group, a parent-death signal, signals to
-//! the whole group, and finding a crashed run's leftover processes.
+//! Unix process control for the worker: finding executables, its own process group, a
+//! parent-death signal, signals to the whole group, and finding a crashed run's leftover processes.
 //!
 //! A PID is a hint, not an identity: recovery only signals a process group after finding, in
 //! `/proc`, a member whose environment carries the crashed run's `LEOPOLD_RUN_ID`. A reused PID
@@ -7,7 +7,22 @@
 #![allow(unsafe_code)]
 
 use std::io;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Finds an executable file: a path with a `/` as is, else the first match on `PATH`.
+pub fn find_executable(name: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let is_exec = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if name.components().count() > 1 || name.is_absolute() {
+        return is_exec(name).then(|| name.to_path_buf());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| is_exec(p))
+}
 
 /// The environment variable every worker inherits, naming its run.
 pub const RUN_ID_ENV: &str = "LEOPOLD_RUN_ID";

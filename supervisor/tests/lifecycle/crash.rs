@@ -2,12 +2,11 @@
 //! (`__LEOPOLD_PAUSE_AT`), then `persona recover` must leave the files byte-identical, no
 //! ACTIVE.json, the lock free and no process of the run alive.
 
-use std::process::Stdio;
-
 use crate::kit::*;
 
-fn script_for(step: &str) -> String {
-    let action = format!(
+/// One allowed navigation and its result.
+fn navigate_action() -> String {
+    format!(
         "{}\n{}\n",
         claude_tool_use(
             "t1",
@@ -15,7 +14,11 @@ fn script_for(step: &str) -> String {
             serde_json::json!({"url":"https://staging.example.com/a"})
         ),
         claude_tool_ok("t1")
-    );
+    )
+}
+
+fn script_for(step: &str) -> String {
+    let action = navigate_action();
     if step == "mid-unwire" {
         format!("{action}@exit 0\n")
     } else {
@@ -29,25 +32,12 @@ fn crash_then_recover(harness: &str, step: &str) {
     let sb = Sandbox::new();
     sb.set_script(&script_for(step));
     let before = sb.snapshot();
-    let mut child = sb
-        .run_cmd(harness, &[])
-        .env("__LEOPOLD_PAUSE_AT", step)
-        .env("__LEOPOLD_PAUSE_MARKER", sb.marker())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(15, &format!("the supervisor to pause at {step}"), || {
-        sb.marker().exists()
-    });
+    let mut child = sb.spawn_paused(harness, step);
     signal(child.id(), "KILL");
     let _ = child.wait();
 
     let launched = matches!(step, "launched" | "mid-stream");
-    let grandchild: Option<u32> =
-        std::fs::read_to_string(format!("{}.grandchild", sb.record().display()))
-            .ok()
-            .and_then(|s| s.trim().parse().ok());
+    let grandchild = sb.grandchild_pid();
     let run_id = std::fs::read_to_string(sb.active())
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
@@ -185,28 +175,12 @@ fn the_next_run_recovers_a_crashed_one_itself() {
     let sb = Sandbox::new();
     sb.set_script(&script_for("wired"));
     let before = sb.snapshot();
-    let mut child = sb
-        .run_cmd("claude", &[])
-        .env("__LEOPOLD_PAUSE_AT", "wired")
-        .env("__LEOPOLD_PAUSE_MARKER", sb.marker())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(15, "the pause", || sb.marker().exists());
+    let mut child = sb.spawn_paused("claude", "wired");
     signal(child.id(), "KILL");
     let _ = child.wait();
     assert_ne!(sb.snapshot(), before, "the crash left the guard wired");
 
-    sb.set_script(&format!(
-        "{}\n{}\n",
-        claude_tool_use(
-            "t1",
-            "mcp__personastub__navigate",
-            serde_json::json!({"url":"https://staging.example.com/a"})
-        ),
-        claude_tool_ok("t1")
-    ));
+    sb.set_script(&navigate_action());
     let out = sb.run_cmd("claude", &[]).output().unwrap();
     assert_eq!(
         out.status.code(),

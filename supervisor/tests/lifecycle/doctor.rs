@@ -1,8 +1,6 @@
 //! `leopold doctor`: a stale ACTIVE.json and orphaned wiring are problems with their fix; after
 //! recovery the same project is healthy.
 
-use std::process::Stdio;
-
 use crate::kit::*;
 
 fn doctor(sb: &Sandbox) -> (i32, serde_json::Value) {
@@ -42,15 +40,7 @@ fn doctor_finds_a_crashed_run_and_its_wiring_then_is_healthy_after_recover() {
     assert_eq!(v["ok"], true);
     assert!(problems(&v).is_empty());
 
-    let mut child = sb
-        .run_cmd("claude", &[])
-        .env("__LEOPOLD_PAUSE_AT", "launched")
-        .env("__LEOPOLD_PAUSE_MARKER", sb.marker())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(15, "the pause", || sb.marker().exists());
+    let mut child = sb.spawn_paused("claude", "launched");
     // While the run is live: the lock's holder is named, the wiring is not an orphan.
     let (code, v) = doctor(&sb);
     assert_eq!(code, 0, "{v}");

@@ -204,6 +204,35 @@ impl Sandbox {
         self.leopold(&args)
     }
 
+    /// Starts `persona run` paused at the lifecycle step `step` (`__LEOPOLD_PAUSE_AT`), its
+    /// output discarded, and returns once the supervisor has reached it.
+    pub fn spawn_paused(&self, harness: &str, step: &str) -> Child {
+        let child = self
+            .run_cmd(harness, &[])
+            .env("__LEOPOLD_PAUSE_AT", step)
+            .env("__LEOPOLD_PAUSE_MARKER", self.marker())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for(15, &format!("the supervisor to pause at {step}"), || {
+            self.marker().exists()
+        });
+        child
+    }
+
+    /// Where the fake worker's `@grandchild` writes the grandchild's pid.
+    pub fn grandchild_record(&self) -> PathBuf {
+        PathBuf::from(format!("{}.grandchild", self.record().display()))
+    }
+
+    /// The pid of the fake worker's grandchild, once it has written it.
+    pub fn grandchild_pid(&self) -> Option<u32> {
+        std::fs::read_to_string(self.grandchild_record())
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+    }
+
     pub fn recover(&self) -> Output {
         let project = self.project().display().to_string();
         self.leopold(&["persona", "recover", "--project", &project])

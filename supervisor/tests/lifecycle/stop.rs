@@ -121,14 +121,8 @@ fn sigint_during_a_run_cleans_up_fully() {
     wait_for(10, "the worker", || {
         active_worker_pid(&sb).is_some() && sb.record().exists()
     });
-    wait_for(5, "the grandchild", || {
-        std::path::Path::new(&format!("{}.grandchild", sb.record().display())).exists()
-    });
-    let g: u32 = std::fs::read_to_string(format!("{}.grandchild", sb.record().display()))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    wait_for(5, "the grandchild", || sb.grandchild_record().exists());
+    let g = sb.grandchild_pid().expect("the grandchild's pid");
     signal(child.id(), "INT");
     let out = wait_output(child, 15);
     assert_eq!(
@@ -205,11 +199,7 @@ fn a_grandchild_holding_stdout_after_the_worker_exits_is_killed() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(t.elapsed() < Duration::from_secs(10));
     assert_clean_after(&sb, &before);
-    let g: u32 = std::fs::read_to_string(format!("{}.grandchild", sb.record().display()))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let g = sb.grandchild_pid().expect("the grandchild's pid");
     assert!(!alive(g));
     assert!(sb.run_json()["end"]["reason"]
         .as_str()
