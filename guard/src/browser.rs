@@ -84,6 +84,73 @@ pub struct RefEntry {
     pub name: String,
 }
 
+/// One element line of a Playwright MCP page snapshot, `- <role> "<name>" [ref=<r>] …`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotLine<'a> {
+    /// ARIA role (`button`, `link`, ...).
+    pub role: &'a str,
+    /// Accessible name, when the line gives one (quoted, `\` escapes undone).
+    pub name: Option<String>,
+    /// The element's own `ref` attribute, if it has one.
+    pub reference: Option<&'a str>,
+}
+
+/// Parses one snapshot line (indent and `- ` included). `None` for a line that is not an element:
+/// no `- ` item, a property such as `- /url: …`, or a name whose quote never closes.
+///
+/// The one parser of snapshot lines: the supervisor's ref map (which the guard judges clicks by)
+/// and the journal's both read refs with it. The name is read as a quoted string before the ref
+/// is looked for, and only the element's own attributes (`[level=1] [ref=e2] [cursor=pointer]`,
+/// up to `:` or the end) are searched, so a name that itself contains `[ref=e5]` cannot pass for
+/// another element's ref.
+pub fn parse_snapshot_line(line: &str) -> Option<SnapshotLine<'_>> {
+    let item = line.trim_start().strip_prefix("- ")?;
+    let role_len = item
+        .find(|c: char| c.is_whitespace() || c == '[' || c == ':' || c == '"')
+        .unwrap_or(item.len());
+    let role = &item[..role_len];
+    if role.is_empty() || role.starts_with('/') {
+        return None;
+    }
+    let mut rest = item[role_len..].trim_start();
+    let mut name = None;
+    if let Some(q) = rest.strip_prefix('"') {
+        let mut text = String::new();
+        let mut chars = q.char_indices();
+        let mut end = None;
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => {
+                    if let Some((_, e)) = chars.next() {
+                        text.push(e);
+                    }
+                }
+                '"' => {
+                    end = Some(i + 1);
+                    break;
+                }
+                c => text.push(c),
+            }
+        }
+        rest = &q[end?..];
+        name = Some(text);
+    }
+    let mut reference = None;
+    let mut attrs = rest.trim_start();
+    while let Some(a) = attrs.strip_prefix('[') {
+        let Some(close) = a.find(']') else { break };
+        if let Some(v) = a[..close].strip_prefix("ref=") {
+            reference = Some(v);
+        }
+        attrs = a[close + 1..].trim_start();
+    }
+    Some(SnapshotLine {
+        role,
+        name,
+        reference,
+    })
+}
+
 /// The ref map file: the supervisor writes it, the guard reads it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RefMapFile {
@@ -267,6 +334,30 @@ pub fn judge(flow: &Flow, browser: &BrowserState, input: &HookInput, wait: Durat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snapshot_lines_are_parsed_name_first() {
+        let el = parse_snapshot_line(
+            r#"  - link "Say \"hi\" [ref=e9]" [level=1] [ref=e3] [cursor=pointer]:"#,
+        )
+        .unwrap();
+        assert_eq!(el.role, "link");
+        assert_eq!(el.name.as_deref(), Some(r#"Say "hi" [ref=e9]"#));
+        assert_eq!(el.reference, Some("e3"));
+        let el = parse_snapshot_line("- generic [ref=e1]:").unwrap();
+        assert_eq!(
+            (el.role, el.name, el.reference),
+            ("generic", None, Some("e1"))
+        );
+        assert_eq!(
+            parse_snapshot_line("- text: Hello").unwrap().reference,
+            None
+        );
+        // Not elements: a property line, an unterminated name, no item at all.
+        assert_eq!(parse_snapshot_line("    - /url: /checkout"), None);
+        assert_eq!(parse_snapshot_line(r#"- button "Pay [ref=e2]"#), None);
+        assert_eq!(parse_snapshot_line("### Snapshot"), None);
+    }
     use serde_json::json;
 
     fn flow(extra: &str) -> Flow {

@@ -149,38 +149,26 @@ impl RefMap {
                 }
                 continue;
             }
-            let Some(r) = between(item, "[ref=", "]") else {
+            let Some(el) = leopold_guard::browser::parse_snapshot_line(line) else {
                 continue;
             };
-            let role = item
-                .split(|c: char| c.is_whitespace() || c == '[' || c == ':')
-                .next()
-                .unwrap_or("")
-                .to_owned();
-            let name = item[role.len()..]
-                .trim_start()
-                .strip_prefix('"')
-                .and_then(read_quoted_rest('"'));
+            let Some(r) = el.reference else {
+                continue;
+            };
             if self.map.len() >= Self::MAX {
                 self.map.clear();
             }
             self.map.insert(
                 r.to_owned(),
                 SnapshotElement {
-                    role,
-                    name,
+                    role: el.role.to_owned(),
+                    name: el.name,
                     href: None,
                 },
             );
             last = Some((r.to_owned(), indent));
         }
     }
-}
-
-fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<&'a str> {
-    let start = s.find(open)? + open.len();
-    let len = s[start..].find(close)?;
-    Some(&s[start..start + len])
 }
 
 /// Reads a quoted string's rest (after its opening quote) up to the closing quote, unescaping `\x`.
@@ -539,6 +527,19 @@ mod tests {
         );
         assert!(refs.get("e5").unwrap().href.is_none());
         assert!(refs.get("e2").unwrap().href.is_none());
+    }
+
+    #[test]
+    fn a_name_holding_a_ref_does_not_pass_for_that_ref() {
+        // A page names its own button "Continue [ref=e5]": e5 must stay the real "Place order",
+        // and the button itself must be known as e4.
+        let mut refs = RefMap::default();
+        refs.learn("- button \"Place order\" [ref=e5]\n- button \"Continue [ref=e5]\" [ref=e4]\n");
+        assert_eq!(refs.get("e5").unwrap().name.as_deref(), Some("Place order"));
+        assert_eq!(
+            refs.get("e4").unwrap().name.as_deref(),
+            Some("Continue [ref=e5]")
+        );
     }
 
     #[test]

@@ -23,7 +23,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use leopold_flows::{AllowEntry, Flow};
-use leopold_guard::browser::{BrowserState, RefEntry, RefMapFile, REF_MAP_VERSION};
+use leopold_guard::browser::{
+    parse_snapshot_line, BrowserState, RefEntry, RefMapFile, REF_MAP_VERSION,
+};
 use serde_json::{json, Value};
 
 use crate::observe::{Batch, Note, Observer};
@@ -550,65 +552,22 @@ fn read_bounded(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
-/// Parses snapshot lines `- <role> "<name>" [ref=<r>] …`. The name is read as a quoted string
-/// (with `\` escapes) before the ref is looked for, so a name that itself contains `[ref=e5]`
-/// cannot pass for another element's ref.
+/// The elements with a ref among snapshot lines `- <role> "<name>" [ref=<r>] …`
+/// ([`parse_snapshot_line`], shared with the journal).
 pub fn parse_snapshot(yaml: &str) -> Vec<(String, RefEntry)> {
-    let mut out = Vec::new();
-    for line in yaml.lines() {
-        let Some(item) = line.trim_start().strip_prefix("- ") else {
-            continue;
-        };
-        let role_len = item
-            .find(|c: char| c.is_whitespace() || c == '[' || c == ':' || c == '"')
-            .unwrap_or(item.len());
-        let role = &item[..role_len];
-        if role.is_empty() || role.starts_with('/') {
-            continue;
-        }
-        let mut rest = item[role_len..].trim_start();
-        let mut name = String::new();
-        if let Some(q) = rest.strip_prefix('"') {
-            let mut chars = q.char_indices();
-            let mut end = None;
-            while let Some((i, c)) = chars.next() {
-                match c {
-                    '\\' => {
-                        if let Some((_, e)) = chars.next() {
-                            name.push(e);
-                        }
-                    }
-                    '"' => {
-                        end = Some(i + 1);
-                        break;
-                    }
-                    c => name.push(c),
-                }
-            }
-            let Some(end) = end else { continue };
-            rest = &q[end..];
-        }
-        // The element's own attributes: `[level=1] [ref=e2] [cursor=pointer]` up to `:` or end.
-        let mut r = None;
-        let mut attrs = rest.trim_start();
-        while let Some(a) = attrs.strip_prefix('[') {
-            let Some(close) = a.find(']') else { break };
-            if let Some(v) = a[..close].strip_prefix("ref=") {
-                r = Some(v.to_owned());
-            }
-            attrs = a[close + 1..].trim_start();
-        }
-        if let Some(r) = r {
-            out.push((
+    yaml.lines()
+        .filter_map(parse_snapshot_line)
+        .filter_map(|el| {
+            let r = el.reference?.to_owned();
+            Some((
                 r,
                 RefEntry {
-                    role: role.to_owned(),
-                    name,
+                    role: el.role.to_owned(),
+                    name: el.name.unwrap_or_default(),
                 },
-            ));
-        }
-    }
-    out
+            ))
+        })
+        .collect()
 }
 
 #[cfg(test)]
