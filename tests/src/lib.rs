@@ -312,11 +312,7 @@ impl Sandbox {
     /// Writes a Claude `--mcp-config` file for `browser` and returns its path.
     pub fn write_claude_mcp_config(&self, browser: &StubBrowser) -> PathBuf {
         let path = self.logs.join(format!("{}-mcp.json", browser.name));
-        let cfg = serde_json::json!({"mcpServers": {browser.name.clone(): {
-            "type": "stdio",
-            "command": browser.bin,
-            "args": ["--log", browser.log],
-        }}});
+        let cfg = browser.claude_mcp_config();
         std::fs::write(&path, serde_json::to_vec_pretty(&cfg).unwrap()).expect("write mcp config");
         path
     }
