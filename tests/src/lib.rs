@@ -683,6 +683,41 @@ impl StubBrowser {
     }
 }
 
+/// Starts the kit server `name` with `args` and `--port-file <port_file>`, and waits (10 s at
+/// most) for the port file it writes atomically once bound: the child and the file's JSON.
+fn start_serving<'a>(
+    name: &str,
+    args: impl IntoIterator<Item = &'a std::ffi::OsStr>,
+    port_file: &Path,
+) -> (Child, Value) {
+    let _ = std::fs::remove_file(port_file);
+    let mut child = Command::new(kit_bin(name))
+        .args(args)
+        .arg("--port-file")
+        .arg(port_file)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {name}: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(port_file) {
+            if let Ok(v) = serde_json::from_str(&text) {
+                return (child, v);
+            }
+        }
+        if let Some(st) = child.try_wait().expect("wait") {
+            panic!("{name} exited early: {st}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} wrote no port file in 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// A running `leopold-scripted-model`; killed on drop.
 pub struct ModelServer {
     child: Child,
@@ -707,35 +742,16 @@ impl ModelServer {
     pub fn start_with(script_path: &Path, dir: &Path) -> ModelServer {
         let log = dir.join("model-requests.jsonl");
         let port_file = dir.join("model-ports.json");
-        let _ = std::fs::remove_file(&port_file);
-        let mut child = Command::new(kit_bin("leopold-scripted-model"))
-            .arg("--script")
-            .arg(script_path)
-            .arg("--log")
-            .arg(&log)
-            .arg("--port-file")
-            .arg(&port_file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start leopold-scripted-model");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let ports: Value = loop {
-            if let Ok(text) = std::fs::read_to_string(&port_file) {
-                if let Ok(v) = serde_json::from_str(&text) {
-                    break v;
-                }
-            }
-            if let Some(st) = child.try_wait().expect("wait") {
-                panic!("leopold-scripted-model exited early: {st}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "leopold-scripted-model wrote no port file in 10 s"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let (child, ports) = start_serving(
+            "leopold-scripted-model",
+            [
+                "--script".as_ref(),
+                script_path.as_os_str(),
+                "--log".as_ref(),
+                log.as_os_str(),
+            ],
+            &port_file,
+        );
         let port = |k: &str| {
             ports[k]
                 .as_u64()
