@@ -660,6 +660,19 @@ impl StubBrowser {
         read_jsonl(&self.log)
     }
 
+    /// `(tool, arguments)` of every `tools/call` the stub received, in order.
+    pub fn seen(&self) -> Vec<(String, Value)> {
+        self.calls()
+            .iter()
+            .map(|c| {
+                (
+                    c["tool"].as_str().unwrap_or("").to_owned(),
+                    c["arguments"].clone(),
+                )
+            })
+            .collect()
+    }
+
     /// The `-c` overrides that give Codex this server (HARNESS-FACTS §8).
     pub fn codex_overrides(&self) -> Vec<String> {
         vec![

@@ -178,21 +178,9 @@ fn demo(h: Harness, dir: &Path) -> anyhow::Result<bool> {
     println!("   the guard's events:    {}", events_path.display());
     println!("   the browser's log:     {}", browser.log.display());
 
-    let want: Vec<(String, Value)> = checkout::allowed_calls()
-        .into_iter()
-        .map(|(t, a)| (t.to_owned(), a))
-        .collect();
-    let seen: Vec<(String, Value)> = calls
-        .iter()
-        .map(|c| {
-            (
-                c["tool"].as_str().unwrap_or("").to_owned(),
-                c["arguments"].clone(),
-            )
-        })
-        .collect();
+    let want = checkout::allowed_calls();
     let bounded = status.success()
-        && seen == want
+        && browser.seen() == want
         && events.len() == checkout::BLOCKED_CALLS
         && run_dir.is_some();
     if !bounded {

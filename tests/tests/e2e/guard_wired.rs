@@ -89,22 +89,11 @@ fn assert_checkout_bounded(o: &Outcome, reason_marker: &str) {
     assert!(run.status.success(), "the harness failed\n{run}");
 
     // The browser saw exactly the allowed calls, in order.
-    let seen: Vec<(String, Value)> = o
-        .browser
-        .calls()
-        .iter()
-        .map(|c| {
-            (
-                c["tool"].as_str().unwrap_or("").to_owned(),
-                c["arguments"].clone(),
-            )
-        })
-        .collect();
-    let want: Vec<(String, Value)> = checkout::allowed_calls()
-        .into_iter()
-        .map(|(t, a)| (t.to_owned(), a))
-        .collect();
-    assert_eq!(seen, want, "stub browser log differs\n{run}");
+    assert_eq!(
+        o.browser.seen(),
+        checkout::allowed_calls(),
+        "stub browser log differs\n{run}"
+    );
 
     // The model got a result for every call, and the hook's reason for exactly the denied ones.
     let results = o.model.tool_results();

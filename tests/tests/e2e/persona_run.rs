@@ -178,18 +178,6 @@ fn tools_and_outcomes(actions: &[Value]) -> Vec<(String, String)> {
         .collect()
 }
 
-fn browser_seen(b: &StubBrowser) -> Vec<(String, Value)> {
-    b.calls()
-        .iter()
-        .map(|c| {
-            (
-                c["tool"].as_str().unwrap_or("").to_owned(),
-                c["arguments"].clone(),
-            )
-        })
-        .collect()
-}
-
 // ---------------------------------------------------------------------------------------------
 // Scenario 1: the checkout flow.
 
@@ -203,11 +191,7 @@ fn scenario_checkout(h: Harness) {
     note_timing("s1 checkout (persona run)", h, run.elapsed);
 
     // The browser saw exactly the allowed calls.
-    let want: Vec<(String, Value)> = checkout::allowed_calls()
-        .into_iter()
-        .map(|(t, a)| (t.to_owned(), a))
-        .collect();
-    assert_eq!(browser_seen(&w.browser), want, "{run}");
+    assert_eq!(w.browser.seen(), checkout::allowed_calls(), "{run}");
 
     // One host-only events line per block, in the project's events.jsonl (or in the run
     // directory, if the supervisor moves them there). It proves the wired guard before launch
@@ -377,10 +361,7 @@ fn scenario_guard_moved_away(h: Harness) {
         run.elapsed,
     );
 
-    let seen: Vec<Value> = browser_seen(&w.browser)
-        .into_iter()
-        .map(|(_, a)| a)
-        .collect();
+    let seen: Vec<Value> = w.browser.seen().into_iter().map(|(_, a)| a).collect();
     let (actions, run_json) = w.journal();
     match h {
         Harness::Claude => {
@@ -457,13 +438,9 @@ fn s3_claude_invalid_project_settings_guard_still_fires_and_doctor_reports_the_f
         Harness::Claude,
         run.elapsed,
     );
-    let want: Vec<(String, Value)> = checkout::allowed_calls()
-        .into_iter()
-        .map(|(t, a)| (t.to_owned(), a))
-        .collect();
     assert_eq!(
-        browser_seen(&w.browser),
-        want,
+        w.browser.seen(),
+        checkout::allowed_calls(),
         "the guard did not fire\n{run}"
     );
     w.assert_cleaned_up(&before);
