@@ -118,13 +118,12 @@ impl World {
     /// The single run directory's journal actions (header line skipped) and `run.json`.
     fn journal(&self) -> (Vec<Value>, Value) {
         let dir = self.run_dir();
-        let dirs = [dir];
-        let actions = read_jsonl(&dirs[0].join("journal.jsonl"))
+        let actions = read_jsonl(&dir.join("journal.jsonl"))
             .into_iter()
             .filter(|l| l.get("leopold_journal").is_none())
             .collect();
         let run_json = serde_json::from_slice(
-            &std::fs::read(dirs[0].join("run.json")).expect("run.json archived"),
+            &std::fs::read(dir.join("run.json")).expect("run.json archived"),
         )
         .unwrap();
         (actions, run_json)
