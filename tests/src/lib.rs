@@ -404,6 +404,34 @@ impl Sandbox {
         cmd
     }
 
+    /// `harness`'s headless command ([`Sandbox::claude_command`] / [`Sandbox::codex_command`])
+    /// with `hook`, if any, wired as its PreToolUse hook as Leopold wires it
+    /// ([`Sandbox::wire_claude_hook`] / [`Sandbox::codex_hook_toml`]). For Codex it writes the
+    /// config pointing at the scripted model, hook or not.
+    pub fn harness_command(
+        &self,
+        harness: Harness,
+        bin: &Path,
+        model: &ModelServer,
+        browser: &StubBrowser,
+        prompt: &str,
+        hook: Option<&str>,
+    ) -> Command {
+        match harness {
+            Harness::Claude => {
+                if let Some(hook) = hook {
+                    self.wire_claude_hook(hook);
+                }
+                self.claude_command(bin, model, browser, prompt)
+            }
+            Harness::Codex => {
+                let extra = hook.map(Sandbox::codex_hook_toml).unwrap_or_default();
+                self.write_codex_config(model, &extra);
+                self.codex_command(bin, model, browser, prompt)
+            }
+        }
+    }
+
     /// Applies the hermetic environment and working directory to `cmd`; stdin is closed.
     pub fn hermetic(&self, cmd: &mut Command, model: &ModelServer) {
         cmd.env_clear()
@@ -503,6 +531,11 @@ pub fn any_string_contains(v: &Value, needle: &str) -> bool {
         Value::Object(o) => o.values().any(|x| any_string_contains(x, needle)),
         _ => false,
     }
+}
+
+/// `p` single-quoted for `sh` (as a hook command's program).
+pub fn shell_quote(p: &Path) -> String {
+    format!("'{}'", p.to_string_lossy().replace('\'', "'\\''"))
 }
 
 fn toml_string(s: &str) -> String {

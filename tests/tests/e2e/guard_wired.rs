@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use leopold_tests::{
-    checkout, leopold_bin, record_fixture, require_cli, Harness, ModelServer, Run, Sandbox,
-    StubBrowser,
+    checkout, leopold_bin, record_fixture, require_cli, shell_quote, Harness, ModelServer, Run,
+    Sandbox, StubBrowser,
 };
 use serde_json::Value;
 
@@ -39,10 +39,6 @@ fn stand_in_hook(sb: &Sandbox) -> String {
     shell_quote(&path)
 }
 
-fn shell_quote(p: &Path) -> String {
-    format!("'{}'", p.to_string_lossy().replace('\'', "'\\''"))
-}
-
 struct Outcome {
     sb: Sandbox,
     run: Run,
@@ -63,16 +59,7 @@ fn run_checkout(harness: Harness, hook: Hook) -> Option<Outcome> {
             format!("{} persona guard", shell_quote(&leopold_bin()))
         }
     };
-    let cmd = match harness {
-        Harness::Claude => {
-            sb.wire_claude_hook(&command);
-            sb.claude_command(&bin, &model, &browser, PROMPT)
-        }
-        Harness::Codex => {
-            sb.write_codex_config(&model, &Sandbox::codex_hook_toml(&command));
-            sb.codex_command(&bin, &model, &browser, PROMPT)
-        }
-    };
+    let cmd = sb.harness_command(harness, &bin, &model, &browser, PROMPT, Some(&command));
     let run = sb.run(cmd, TIMEOUT);
     Some(Outcome {
         sb,
