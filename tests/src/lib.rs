@@ -76,6 +76,16 @@ impl Harness {
         }
     }
 
+    /// The harnesses a `--harness claude|codex|all` argument names; `None` for anything else.
+    pub fn select(arg: &str) -> Option<Vec<Harness>> {
+        match arg {
+            "claude" => Some(vec![Harness::Claude]),
+            "codex" => Some(vec![Harness::Codex]),
+            "all" => Some(Harness::ALL.to_vec()),
+            _ => None,
+        }
+    }
+
     /// The environment variable naming this harness's binary.
     pub fn env_var(self) -> &'static str {
         match self {
@@ -531,6 +541,12 @@ pub fn any_string_contains(v: &Value, needle: &str) -> bool {
         Value::Object(o) => o.values().any(|x| any_string_contains(x, needle)),
         _ => false,
     }
+}
+
+/// The median of `v` (the upper one of an even count), sorting `v`: the benchmarks' figure.
+pub fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v[v.len() / 2]
 }
 
 /// `p` single-quoted for `sh` (as a hook command's program).

@@ -23,14 +23,10 @@ fn main() -> ExitCode {
     while let Some(a) = args.next() {
         match (a.as_str(), args.next()) {
             ("--dir", Some(d)) => dir = PathBuf::from(d),
-            ("--harness", Some(h)) => {
-                harnesses = match h.as_str() {
-                    "claude" => vec![Harness::Claude],
-                    "codex" => vec![Harness::Codex],
-                    "all" => Harness::ALL.to_vec(),
-                    _ => return usage(),
-                }
-            }
+            ("--harness", Some(h)) => match Harness::select(&h) {
+                Some(hs) => harnesses = hs,
+                None => return usage(),
+            },
             _ => return usage(),
         }
     }

@@ -20,7 +20,7 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use leopold_tests::{
-    checkout, leopold_bin, run_bounded, shell_quote, Harness, ModelServer, Sandbox,
+    checkout, leopold_bin, median, run_bounded, shell_quote, Harness, ModelServer, Sandbox,
 };
 
 #[derive(Clone, Copy)]
@@ -51,14 +51,10 @@ fn main() -> ExitCode {
                 Ok(n) if n > 0 => rounds = n,
                 _ => return usage(),
             },
-            ("--harness", Some(h)) => {
-                harnesses = match h.as_str() {
-                    "claude" => vec![Harness::Claude],
-                    "codex" => vec![Harness::Codex],
-                    "all" => Harness::ALL.to_vec(),
-                    _ => return usage(),
-                }
-            }
+            ("--harness", Some(h)) => match Harness::select(&h) {
+                Some(hs) => harnesses = hs,
+                None => return usage(),
+            },
             _ => return usage(),
         }
     }
@@ -103,11 +99,6 @@ fn main() -> ExitCode {
 fn usage() -> ExitCode {
     eprintln!("usage: leopold-e2e-bench [--rounds N] [--harness claude|codex|all]");
     ExitCode::from(2)
-}
-
-fn median(v: &mut [Duration]) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 /// One whole run; returns the measured process's wall time after checking it did its job.
