@@ -484,9 +484,25 @@ impl Sandbox {
         self.project.join(".leopold/persona")
     }
 
+    /// `<project>/.leopold/persona/events.jsonl`, the guard's record of each deny.
+    pub fn events_path(&self) -> PathBuf {
+        self.persona_dir().join("events.jsonl")
+    }
+
     /// The guard's `events.jsonl` lines.
     pub fn events(&self) -> Vec<Value> {
-        read_jsonl(&self.persona_dir().join("events.jsonl"))
+        read_jsonl(&self.events_path())
+    }
+
+    /// The guard's `events.jsonl` lines after a `persona run`, split into the supervisor's
+    /// pre-launch proof of the wired guard (a synthetic `mcp__leopold_proof__*` call, which the
+    /// guard records too) and the denials of the persona's own calls.
+    pub fn run_events(&self) -> (Vec<Value>, Vec<Value>) {
+        self.events().into_iter().partition(|e| {
+            e["tool"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("mcp__leopold_proof__"))
+        })
     }
 
     /// `text` with this machine's paths rewritten: the sandbox root becomes `/home/user/sandbox`,

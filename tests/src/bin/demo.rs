@@ -118,21 +118,8 @@ fn demo(h: Harness, dir: &Path) -> anyhow::Result<bool> {
         .flatten()
         .map(|e| e.path())
         .next();
-    // The supervisor moves the guard's events of the run into the run directory at the end.
-    let events_path = run_dir
-        .as_ref()
-        .map(|d| d.join("guard-events.jsonl"))
-        .filter(|p| p.exists())
-        .unwrap_or_else(|| sb.persona_dir().join("events.jsonl"));
-    let events: Vec<Value> = read_jsonl(&events_path)
-        .into_iter()
-        .filter(|e| {
-            // The supervisor's pre-launch proof of the wired guard is recorded too; not a call.
-            !e["tool"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("mcp__leopold_proof__"))
-        })
-        .collect();
+    // The supervisor's pre-launch proof of the wired guard is recorded too; not a call.
+    let (_proofs, events) = sb.run_events();
     println!("   blocked by the guard (the browser never saw them), and why:");
     for e in &events {
         let tool = e["tool"].as_str().unwrap_or("?");
@@ -171,7 +158,7 @@ fn demo(h: Harness, dir: &Path) -> anyhow::Result<bool> {
         }
         None => println!("   no run directory was written"),
     }
-    println!("   the guard's events:    {}", events_path.display());
+    println!("   the guard's events:    {}", sb.events_path().display());
     println!("   the browser's log:     {}", browser.log.display());
 
     let want = checkout::allowed_calls();

@@ -64,18 +64,11 @@ impl Scenario {
             .collect()
     }
 
-    /// The guard's denials of this run (in the project's events.jsonl, or in the run directory
-    /// where a supervisor moves them there).
+    /// The guard's denials of this run: `(tool, reason)`.
     fn events(&self) -> Vec<(String, String)> {
-        let moved = self.run_dir().join("guard-events.jsonl");
-        let path = if moved.exists() {
-            moved
-        } else {
-            self.sb.persona_dir().join("events.jsonl")
-        };
-        read_jsonl(&path)
+        let (_proofs, denials) = self.sb.run_events();
+        denials
             .iter()
-            .filter(|e| e["tool_use_id"] != "leopold-proof")
             .map(|e| {
                 (
                     e["tool"].as_str().unwrap_or_default().to_owned(),

@@ -192,21 +192,10 @@ fn scenario_checkout(h: Harness) {
     // The browser saw exactly the allowed calls.
     assert_eq!(w.browser.seen(), checkout::allowed_calls(), "{run}");
 
-    // One host-only events line per block, in the project's events.jsonl (or in the run
-    // directory, if the supervisor moves them there). It proves the wired guard before launch
-    // with a synthetic probe, which the guard records too: exactly one such line, set apart.
-    let moved = w.run_dir().join("guard-events.jsonl");
-    let events_path = if moved.exists() {
-        moved
-    } else {
-        w.sb.persona_dir().join("events.jsonl")
-    };
-    let (proofs, events): (Vec<Value>, Vec<Value>) =
-        read_jsonl(&events_path).into_iter().partition(|e| {
-            e["tool"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("mcp__leopold_proof__"))
-        });
+    // One host-only events line per block, in the project's events.jsonl. The supervisor proves
+    // the wired guard before launch with a synthetic probe, which the guard records too: exactly
+    // one such line, set apart.
+    let (proofs, events) = w.sb.run_events();
     assert_eq!(proofs.len(), 1, "{proofs:#?}");
     assert_eq!(events.len(), checkout::BLOCKED_CALLS, "{events:#?}");
     let hosts: Vec<&str> = events
@@ -215,7 +204,7 @@ fn scenario_checkout(h: Harness) {
         .map(|e| e["host"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(hosts, checkout::BLOCKED_HOSTS);
-    let events_text = std::fs::read_to_string(&events_path).unwrap();
+    let events_text = std::fs::read_to_string(w.sb.events_path()).unwrap();
     assert!(!events_text.contains("://"), "{events_text}");
 
     // The journal lists every action with the right outcome, and no violation.
