@@ -484,6 +484,21 @@ impl Sandbox {
         self.project.join(".leopold/persona")
     }
 
+    /// The single run directory under `<project>/.leopold/persona/runs` (a `persona run` has
+    /// ended and archived its journal there).
+    ///
+    /// # Panics
+    /// No runs directory, or not exactly one run in it.
+    pub fn run_dir(&self) -> PathBuf {
+        let runs = self.persona_dir().join("runs");
+        let dirs: Vec<PathBuf> = std::fs::read_dir(&runs)
+            .unwrap_or_else(|e| panic!("{}: {e}", runs.display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(dirs.len(), 1, "run dirs: {dirs:?}");
+        dirs[0].clone()
+    }
+
     /// `<project>/.leopold/persona/events.jsonl`, the guard's record of each deny.
     pub fn events_path(&self) -> PathBuf {
         self.persona_dir().join("events.jsonl")

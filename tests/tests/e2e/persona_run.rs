@@ -104,20 +104,9 @@ impl World {
         self.sb.persona_dir().join("ACTIVE.json")
     }
 
-    /// The single run directory.
-    fn run_dir(&self) -> PathBuf {
-        let runs = self.sb.persona_dir().join("runs");
-        let dirs: Vec<PathBuf> = std::fs::read_dir(&runs)
-            .unwrap_or_else(|e| panic!("{}: {e}", runs.display()))
-            .map(|e| e.unwrap().path())
-            .collect();
-        assert_eq!(dirs.len(), 1, "run dirs: {dirs:?}");
-        dirs[0].clone()
-    }
-
     /// The single run directory's journal actions (header line skipped) and `run.json`.
     fn journal(&self) -> (Vec<Value>, Value) {
-        let dir = self.run_dir();
+        let dir = self.sb.run_dir();
         let actions = read_jsonl(&dir.join("journal.jsonl"))
             .into_iter()
             .filter(|l| l.get("leopold_journal").is_none())
