@@ -877,28 +877,15 @@ impl ModelServer {
             return Vec::new();
         };
         let body = &last["body"];
-        let mut out = Vec::new();
-        if let Some(msgs) = body["messages"].as_array() {
-            for block in msgs
-                .iter()
-                .filter_map(|m| m["content"].as_array())
-                .flatten()
-            {
-                if block["type"] == "tool_result" {
-                    out.push(text_of(&block["content"]));
-                }
-            }
-        } else if let Some(items) = body["input"].as_array() {
-            for item in items {
-                if item["type"]
-                    .as_str()
-                    .is_some_and(|t| t.ends_with("call_output"))
-                {
-                    out.push(text_of(&item["output"]));
-                }
-            }
+        if body["messages"].is_array() {
+            script::anthropic_tool_result_blocks(body)
+                .map(|b| text_of(&b["content"]))
+                .collect()
+        } else {
+            script::openai_tool_output_items(body)
+                .map(|i| text_of(&i["output"]))
+                .collect()
         }
-        out
     }
 
     /// True if any request the model received contains `needle` anywhere in its body (e.g. the
