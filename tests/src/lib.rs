@@ -580,6 +580,15 @@ pub fn median(v: &mut [Duration]) -> Duration {
     v[v.len() / 2]
 }
 
+/// The `mcp_tool_call` items Codex completed, from its `exec --json` stream lines: a call its
+/// hook denied leaves none.
+pub fn codex_mcp_tool_calls(lines: &[Value]) -> impl Iterator<Item = &Value> {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "item.completed" && l["item"]["type"] == "mcp_tool_call")
+        .map(|l| &l["item"])
+}
+
 /// `p` single-quoted for `sh` (as a hook command's program).
 pub fn shell_quote(p: &Path) -> String {
     format!("'{}'", p.to_string_lossy().replace('\'', "'\\''"))

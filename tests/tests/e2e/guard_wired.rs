@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use leopold_tests::{
-    checkout, leopold_bin, record_fixture, require_cli, shell_quote, Harness, ModelServer, Run,
-    Sandbox, StubBrowser,
+    checkout, codex_mcp_tool_calls, leopold_bin, record_fixture, require_cli, shell_quote, Harness,
+    ModelServer, Run, Sandbox, StubBrowser,
 };
 use serde_json::Value;
 
@@ -138,12 +138,7 @@ fn codex_stand_in_hook_keeps_denied_calls_from_the_browser() {
     assert_checkout_bounded(&o, STAND_IN_REASON);
     assert!(o.model.received("Tool call blocked by PreToolUse hook"));
     // A denied call leaves no mcp_tool_call item in Codex's stream: only the two allowed ones.
-    let items = o
-        .run
-        .json_lines()
-        .into_iter()
-        .filter(|l| l["type"] == "item.completed" && l["item"]["type"] == "mcp_tool_call")
-        .count();
+    let items = codex_mcp_tool_calls(&o.run.json_lines()).count();
     assert_eq!(items, 2, "{}", o.run);
 }
 
@@ -211,12 +206,7 @@ fn codex_with_leopold_guard_denies_every_checkout_trick_and_tells_the_model_why(
     assert!(o.model.received(
         "Tool call blocked by PreToolUse hook: Leopold persona guard: navigation to host \"prod-dashboard.example.org\""
     ));
-    let items = o
-        .run
-        .json_lines()
-        .into_iter()
-        .filter(|l| l["type"] == "item.completed" && l["item"]["type"] == "mcp_tool_call")
-        .count();
+    let items = codex_mcp_tool_calls(&o.run.json_lines()).count();
     assert_eq!(items, 2, "{}", o.run);
     record(&o, "codex-checkout-guard-stream.jsonl");
 }
