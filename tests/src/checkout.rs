@@ -29,15 +29,16 @@ pub fn flow_path() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../flows/checkout.md"))
 }
 
-/// The calls that must reach the browser, in order: `(tool, arguments)` as the stub logs them.
-pub fn allowed_calls() -> Vec<(&'static str, Value)> {
+/// The calls that must reach the browser, in order: `(tool, arguments)` as the stub logs them
+/// (compare with [`crate::StubBrowser::seen`]).
+pub fn allowed_calls() -> Vec<(String, Value)> {
     vec![
         (
-            "navigate",
+            "navigate".into(),
             json!({"url": "https://staging.example.com/products/1"}),
         ),
         (
-            "type",
+            "type".into(),
             json!({"selector": "#email", "text": "first.buyer@example.com"}),
         ),
     ]

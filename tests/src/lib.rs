@@ -76,6 +76,16 @@ impl Harness {
         }
     }
 
+    /// The harnesses a `--harness claude|codex|all` argument names; `None` for anything else.
+    pub fn select(arg: &str) -> Option<Vec<Harness>> {
+        match arg {
+            "claude" => Some(vec![Harness::Claude]),
+            "codex" => Some(vec![Harness::Codex]),
+            "all" => Some(Harness::ALL.to_vec()),
+            _ => None,
+        }
+    }
+
     /// The environment variable naming this harness's binary.
     pub fn env_var(self) -> &'static str {
         match self {
@@ -312,11 +322,7 @@ impl Sandbox {
     /// Writes a Claude `--mcp-config` file for `browser` and returns its path.
     pub fn write_claude_mcp_config(&self, browser: &StubBrowser) -> PathBuf {
         let path = self.logs.join(format!("{}-mcp.json", browser.name));
-        let cfg = serde_json::json!({"mcpServers": {browser.name.clone(): {
-            "type": "stdio",
-            "command": browser.bin,
-            "args": ["--log", browser.log],
-        }}});
+        let cfg = browser.claude_mcp_config();
         std::fs::write(&path, serde_json::to_vec_pretty(&cfg).unwrap()).expect("write mcp config");
         path
     }
@@ -408,6 +414,34 @@ impl Sandbox {
         cmd
     }
 
+    /// `harness`'s headless command ([`Sandbox::claude_command`] / [`Sandbox::codex_command`])
+    /// with `hook`, if any, wired as its PreToolUse hook as Leopold wires it
+    /// ([`Sandbox::wire_claude_hook`] / [`Sandbox::codex_hook_toml`]). For Codex it writes the
+    /// config pointing at the scripted model, hook or not.
+    pub fn harness_command(
+        &self,
+        harness: Harness,
+        bin: &Path,
+        model: &ModelServer,
+        browser: &StubBrowser,
+        prompt: &str,
+        hook: Option<&str>,
+    ) -> Command {
+        match harness {
+            Harness::Claude => {
+                if let Some(hook) = hook {
+                    self.wire_claude_hook(hook);
+                }
+                self.claude_command(bin, model, browser, prompt)
+            }
+            Harness::Codex => {
+                let extra = hook.map(Sandbox::codex_hook_toml).unwrap_or_default();
+                self.write_codex_config(model, &extra);
+                self.codex_command(bin, model, browser, prompt)
+            }
+        }
+    }
+
     /// Applies the hermetic environment and working directory to `cmd`; stdin is closed.
     pub fn hermetic(&self, cmd: &mut Command, model: &ModelServer) {
         cmd.env_clear()
@@ -450,9 +484,40 @@ impl Sandbox {
         self.project.join(".leopold/persona")
     }
 
+    /// The single run directory under `<project>/.leopold/persona/runs` (a `persona run` has
+    /// ended and archived its journal there).
+    ///
+    /// # Panics
+    /// No runs directory, or not exactly one run in it.
+    pub fn run_dir(&self) -> PathBuf {
+        let runs = self.persona_dir().join("runs");
+        let dirs: Vec<PathBuf> = std::fs::read_dir(&runs)
+            .unwrap_or_else(|e| panic!("{}: {e}", runs.display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(dirs.len(), 1, "run dirs: {dirs:?}");
+        dirs[0].clone()
+    }
+
+    /// `<project>/.leopold/persona/events.jsonl`, the guard's record of each deny.
+    pub fn events_path(&self) -> PathBuf {
+        self.persona_dir().join("events.jsonl")
+    }
+
     /// The guard's `events.jsonl` lines.
     pub fn events(&self) -> Vec<Value> {
-        read_jsonl(&self.persona_dir().join("events.jsonl"))
+        read_jsonl(&self.events_path())
+    }
+
+    /// The guard's `events.jsonl` lines after a `persona run`, split into the supervisor's
+    /// pre-launch proof of the wired guard (a synthetic `mcp__leopold_proof__*` call, which the
+    /// guard records too) and the denials of the persona's own calls.
+    pub fn run_events(&self) -> (Vec<Value>, Vec<Value>) {
+        self.events().into_iter().partition(|e| {
+            e["tool"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("mcp__leopold_proof__"))
+        })
     }
 
     /// `text` with this machine's paths rewritten: the sandbox root becomes `/home/user/sandbox`,
@@ -507,6 +572,26 @@ pub fn any_string_contains(v: &Value, needle: &str) -> bool {
         Value::Object(o) => o.values().any(|x| any_string_contains(x, needle)),
         _ => false,
     }
+}
+
+/// The median of `v` (the upper one of an even count), sorting `v`: the benchmarks' figure.
+pub fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// The `mcp_tool_call` items Codex completed, from its `exec --json` stream lines: a call its
+/// hook denied leaves none.
+pub fn codex_mcp_tool_calls(lines: &[Value]) -> impl Iterator<Item = &Value> {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "item.completed" && l["item"]["type"] == "mcp_tool_call")
+        .map(|l| &l["item"])
+}
+
+/// `p` single-quoted for `sh` (as a hook command's program).
+pub fn shell_quote(p: &Path) -> String {
+    format!("'{}'", p.to_string_lossy().replace('\'', "'\\''"))
 }
 
 fn toml_string(s: &str) -> String {
@@ -664,6 +749,19 @@ impl StubBrowser {
         read_jsonl(&self.log)
     }
 
+    /// `(tool, arguments)` of every `tools/call` the stub received, in order.
+    pub fn seen(&self) -> Vec<(String, Value)> {
+        self.calls()
+            .iter()
+            .map(|c| {
+                (
+                    c["tool"].as_str().unwrap_or("").to_owned(),
+                    c["arguments"].clone(),
+                )
+            })
+            .collect()
+    }
+
     /// The `-c` overrides that give Codex this server (HARNESS-FACTS §8).
     pub fn codex_overrides(&self) -> Vec<String> {
         vec![
@@ -684,6 +782,41 @@ impl StubBrowser {
     pub fn claude_mcp_config(&self) -> Value {
         serde_json::json!({"mcpServers": {self.name.clone(): {
             "type": "stdio", "command": self.bin, "args": ["--log", self.log]}}})
+    }
+}
+
+/// Starts the kit server `name` with `args` and `--port-file <port_file>`, and waits (10 s at
+/// most) for the port file it writes atomically once bound: the child and the file's JSON.
+fn start_serving<'a>(
+    name: &str,
+    args: impl IntoIterator<Item = &'a std::ffi::OsStr>,
+    port_file: &Path,
+) -> (Child, Value) {
+    let _ = std::fs::remove_file(port_file);
+    let mut child = Command::new(kit_bin(name))
+        .args(args)
+        .arg("--port-file")
+        .arg(port_file)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {name}: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(port_file) {
+            if let Ok(v) = serde_json::from_str(&text) {
+                return (child, v);
+            }
+        }
+        if let Some(st) = child.try_wait().expect("wait") {
+            panic!("{name} exited early: {st}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} wrote no port file in 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -711,35 +844,16 @@ impl ModelServer {
     pub fn start_with(script_path: &Path, dir: &Path) -> ModelServer {
         let log = dir.join("model-requests.jsonl");
         let port_file = dir.join("model-ports.json");
-        let _ = std::fs::remove_file(&port_file);
-        let mut child = Command::new(kit_bin("leopold-scripted-model"))
-            .arg("--script")
-            .arg(script_path)
-            .arg("--log")
-            .arg(&log)
-            .arg("--port-file")
-            .arg(&port_file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start leopold-scripted-model");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let ports: Value = loop {
-            if let Ok(text) = std::fs::read_to_string(&port_file) {
-                if let Ok(v) = serde_json::from_str(&text) {
-                    break v;
-                }
-            }
-            if let Some(st) = child.try_wait().expect("wait") {
-                panic!("leopold-scripted-model exited early: {st}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "leopold-scripted-model wrote no port file in 10 s"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let (child, ports) = start_serving(
+            "leopold-scripted-model",
+            [
+                "--script".as_ref(),
+                script_path.as_os_str(),
+                "--log".as_ref(),
+                log.as_os_str(),
+            ],
+            &port_file,
+        );
         let port = |k: &str| {
             ports[k]
                 .as_u64()
@@ -772,28 +886,15 @@ impl ModelServer {
             return Vec::new();
         };
         let body = &last["body"];
-        let mut out = Vec::new();
-        if let Some(msgs) = body["messages"].as_array() {
-            for block in msgs
-                .iter()
-                .filter_map(|m| m["content"].as_array())
-                .flatten()
-            {
-                if block["type"] == "tool_result" {
-                    out.push(text_of(&block["content"]));
-                }
-            }
-        } else if let Some(items) = body["input"].as_array() {
-            for item in items {
-                if item["type"]
-                    .as_str()
-                    .is_some_and(|t| t.ends_with("call_output"))
-                {
-                    out.push(text_of(&item["output"]));
-                }
-            }
+        if body["messages"].is_array() {
+            script::anthropic_tool_result_blocks(body)
+                .map(|b| text_of(&b["content"]))
+                .collect()
+        } else {
+            script::openai_tool_output_items(body)
+                .map(|i| text_of(&i["output"]))
+                .collect()
         }
-        out
     }
 
     /// True if any request the model received contains `needle` anywhere in its body (e.g. the

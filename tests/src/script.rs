@@ -150,36 +150,39 @@ pub fn codex_namespace(tool: &str) -> Option<(&str, &str)> {
     (!bare.is_empty() && split > 0).then(|| (&tool[..ns_len], bare))
 }
 
-/// Counts `tool_result` blocks across every message of an Anthropic Messages request.
-pub fn anthropic_tool_results(body: &Value) -> usize {
+/// The `tool_result` blocks across every message of an Anthropic Messages request, in order.
+pub fn anthropic_tool_result_blocks(body: &Value) -> impl Iterator<Item = &Value> {
     body.get("messages")
         .and_then(Value::as_array)
-        .map(|msgs| {
-            msgs.iter()
-                .filter_map(|m| m.get("content").and_then(Value::as_array))
-                .flatten()
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
-                .count()
-        })
-        .unwrap_or(0)
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get("content").and_then(Value::as_array))
+        .flatten()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
 }
 
-/// Counts tool output items (`function_call_output`, `custom_tool_call_output`, ...) in an
-/// OpenAI Responses request's `input`.
-pub fn openai_tool_results(body: &Value) -> usize {
+/// Counts `tool_result` blocks across every message of an Anthropic Messages request.
+pub fn anthropic_tool_results(body: &Value) -> usize {
+    anthropic_tool_result_blocks(body).count()
+}
+
+/// The tool output items (`function_call_output`, `custom_tool_call_output`, ...) in an OpenAI
+/// Responses request's `input`, in order.
+pub fn openai_tool_output_items(body: &Value) -> impl Iterator<Item = &Value> {
     body.get("input")
         .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter(|i| {
-                    i.get("type")
-                        .and_then(Value::as_str)
-                        .is_some_and(|t| t.ends_with("call_output"))
-                })
-                .count()
+        .into_iter()
+        .flatten()
+        .filter(|i| {
+            i.get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.ends_with("call_output"))
         })
-        .unwrap_or(0)
+}
+
+/// Counts tool output items in an OpenAI Responses request's `input`.
+pub fn openai_tool_results(body: &Value) -> usize {
+    openai_tool_output_items(body).count()
 }
 
 #[cfg(test)]

@@ -2,12 +2,11 @@
 //! suites that drive a real Chromium through `leopold persona run --browser playwright`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Child;
 
 use serde_json::Value;
 
-use crate::{kit_bin, read_jsonl, Sandbox};
+use crate::{read_jsonl, start_serving, Sandbox};
 
 /// A running `leopold-staging-app` on 127.0.0.1; killed on drop.
 pub struct StagingApp {
@@ -23,34 +22,15 @@ impl StagingApp {
     pub fn start(sb: &Sandbox) -> StagingApp {
         let log = sb.logs.join("staging-requests.jsonl");
         let port_file = sb.logs.join("staging-port.json");
-        let mut child = Command::new(kit_bin("leopold-staging-app"))
-            .arg("--log")
-            .arg(&log)
-            .arg("--port-file")
-            .arg(&port_file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start leopold-staging-app");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let port = loop {
-            if let Some(p) = std::fs::read_to_string(&port_file)
-                .ok()
-                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-                .and_then(|v| v["port"].as_u64())
-            {
-                break u16::try_from(p).expect("port");
-            }
-            if let Some(st) = child.try_wait().expect("wait") {
-                panic!("leopold-staging-app exited early: {st}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "leopold-staging-app wrote no port file in 10 s"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let (child, v) = start_serving(
+            "leopold-staging-app",
+            ["--log".as_ref(), log.as_os_str()],
+            &port_file,
+        );
+        let port = v["port"]
+            .as_u64()
+            .and_then(|p| u16::try_from(p).ok())
+            .expect("port");
         StagingApp { child, port, log }
     }
 

@@ -23,7 +23,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use leopold_tests::script::{Script, ToolCall, Turn};
 use leopold_tests::staging::StagingApp;
-use leopold_tests::{leopold_bin, run_bounded, Harness, ModelServer, Sandbox};
+use leopold_tests::{leopold_bin, median, run_bounded, Harness, ModelServer, Sandbox};
 use serde_json::{json, Value};
 
 fn script() -> Script {
@@ -61,14 +61,10 @@ fn main() -> ExitCode {
                 Ok(n) if n > 0 => rounds = n,
                 _ => return usage(),
             },
-            ("--harness", Some(h)) => {
-                harnesses = match h.as_str() {
-                    "claude" => vec![Harness::Claude],
-                    "codex" => vec![Harness::Codex],
-                    "all" => Harness::ALL.to_vec(),
-                    _ => return usage(),
-                }
-            }
+            ("--harness", Some(h)) => match Harness::select(&h) {
+                Some(hs) => harnesses = hs,
+                None => return usage(),
+            },
             _ => return usage(),
         }
     }
@@ -119,11 +115,6 @@ fn main() -> ExitCode {
 fn usage() -> ExitCode {
     eprintln!("usage: leopold-browser-bench [--rounds N] [--harness claude|codex|all]");
     ExitCode::from(2)
-}
-
-fn median(v: &mut [Duration]) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 /// One `persona run`, then the bare harness with the MCP config that run wrote; both timed.

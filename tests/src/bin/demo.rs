@@ -23,14 +23,10 @@ fn main() -> ExitCode {
     while let Some(a) = args.next() {
         match (a.as_str(), args.next()) {
             ("--dir", Some(d)) => dir = PathBuf::from(d),
-            ("--harness", Some(h)) => {
-                harnesses = match h.as_str() {
-                    "claude" => vec![Harness::Claude],
-                    "codex" => vec![Harness::Codex],
-                    "all" => Harness::ALL.to_vec(),
-                    _ => return usage(),
-                }
-            }
+            ("--harness", Some(h)) => match Harness::select(&h) {
+                Some(hs) => harnesses = hs,
+                None => return usage(),
+            },
             _ => return usage(),
         }
     }
@@ -122,21 +118,8 @@ fn demo(h: Harness, dir: &Path) -> anyhow::Result<bool> {
         .flatten()
         .map(|e| e.path())
         .next();
-    // The supervisor moves the guard's events of the run into the run directory at the end.
-    let events_path = run_dir
-        .as_ref()
-        .map(|d| d.join("guard-events.jsonl"))
-        .filter(|p| p.exists())
-        .unwrap_or_else(|| sb.persona_dir().join("events.jsonl"));
-    let events: Vec<Value> = read_jsonl(&events_path)
-        .into_iter()
-        .filter(|e| {
-            // The supervisor's pre-launch proof of the wired guard is recorded too; not a call.
-            !e["tool"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("mcp__leopold_proof__"))
-        })
-        .collect();
+    // The supervisor's pre-launch proof of the wired guard is recorded too; not a call.
+    let (_proofs, events) = sb.run_events();
     println!("   blocked by the guard (the browser never saw them), and why:");
     for e in &events {
         let tool = e["tool"].as_str().unwrap_or("?");
@@ -175,24 +158,12 @@ fn demo(h: Harness, dir: &Path) -> anyhow::Result<bool> {
         }
         None => println!("   no run directory was written"),
     }
-    println!("   the guard's events:    {}", events_path.display());
+    println!("   the guard's events:    {}", sb.events_path().display());
     println!("   the browser's log:     {}", browser.log.display());
 
-    let want: Vec<(String, Value)> = checkout::allowed_calls()
-        .into_iter()
-        .map(|(t, a)| (t.to_owned(), a))
-        .collect();
-    let seen: Vec<(String, Value)> = calls
-        .iter()
-        .map(|c| {
-            (
-                c["tool"].as_str().unwrap_or("").to_owned(),
-                c["arguments"].clone(),
-            )
-        })
-        .collect();
+    let want = checkout::allowed_calls();
     let bounded = status.success()
-        && seen == want
+        && browser.seen() == want
         && events.len() == checkout::BLOCKED_CALLS
         && run_dir.is_some();
     if !bounded {

@@ -19,9 +19,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
-use leopold_tests::{checkout, leopold_bin, run_bounded, Harness, ModelServer, Sandbox};
+use leopold_tests::{
+    checkout, leopold_bin, median, run_bounded, shell_quote, Harness, ModelServer, Sandbox,
+};
 
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Way {
     Bare,
     Guard,
@@ -49,14 +51,10 @@ fn main() -> ExitCode {
                 Ok(n) if n > 0 => rounds = n,
                 _ => return usage(),
             },
-            ("--harness", Some(h)) => {
-                harnesses = match h.as_str() {
-                    "claude" => vec![Harness::Claude],
-                    "codex" => vec![Harness::Codex],
-                    "all" => Harness::ALL.to_vec(),
-                    _ => return usage(),
-                }
-            }
+            ("--harness", Some(h)) => match Harness::select(&h) {
+                Some(hs) => harnesses = hs,
+                None => return usage(),
+            },
             _ => return usage(),
         }
     }
@@ -103,15 +101,6 @@ fn usage() -> ExitCode {
     ExitCode::from(2)
 }
 
-fn median(v: &mut [Duration]) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn shell_quote(p: &Path) -> String {
-    format!("'{}'", p.to_string_lossy().replace('\'', "'\\''"))
-}
-
 /// One whole run; returns the measured process's wall time after checking it did its job.
 fn once(h: Harness, way: Way, cli: &Path, leopold: &Path) -> anyhow::Result<Duration> {
     const PROMPT: &str = "Walk the checkout flow.";
@@ -120,27 +109,10 @@ fn once(h: Harness, way: Way, cli: &Path, leopold: &Path) -> anyhow::Result<Dura
     let browser = sb.stub_browser(checkout::SERVER);
     let guard = format!("{} persona guard", shell_quote(leopold));
     let cmd = match way {
-        Way::Bare | Way::Guard => {
-            if way == Way::Guard {
-                sb.activate_flow(&checkout::flow_path(), h);
-            }
-            match h {
-                Harness::Claude => {
-                    if way == Way::Guard {
-                        sb.wire_claude_hook(&guard);
-                    }
-                    sb.claude_command(cli, &model, &browser, PROMPT)
-                }
-                Harness::Codex => {
-                    let hook = if way == Way::Guard {
-                        Sandbox::codex_hook_toml(&guard)
-                    } else {
-                        String::new()
-                    };
-                    sb.write_codex_config(&model, &hook);
-                    sb.codex_command(cli, &model, &browser, PROMPT)
-                }
-            }
+        Way::Bare => sb.harness_command(h, cli, &model, &browser, PROMPT, None),
+        Way::Guard => {
+            sb.activate_flow(&checkout::flow_path(), h);
+            sb.harness_command(h, cli, &model, &browser, PROMPT, Some(&guard))
         }
         Way::PersonaRun => {
             let flows = sb.project.join("flows");

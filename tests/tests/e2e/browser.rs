@@ -8,7 +8,6 @@
 //! ways-out paths ever arrived.
 #![allow(clippy::print_stderr)]
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -46,36 +45,19 @@ struct Scenario {
 }
 
 impl Scenario {
-    fn run_dir(&self) -> PathBuf {
-        let runs = self.sb.persona_dir().join("runs");
-        let dirs: Vec<PathBuf> = std::fs::read_dir(&runs)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        assert_eq!(dirs.len(), 1, "{dirs:?}");
-        dirs[0].clone()
-    }
-
     fn journal(&self) -> Vec<Value> {
         // The header line has no `tool`.
-        read_jsonl(&self.run_dir().join("journal.jsonl"))
+        read_jsonl(&self.sb.run_dir().join("journal.jsonl"))
             .into_iter()
             .filter(|l| l.get("tool").is_some())
             .collect()
     }
 
-    /// The guard's denials of this run (in the project's events.jsonl, or in the run directory
-    /// where a supervisor moves them there).
+    /// The guard's denials of this run: `(tool, reason)`.
     fn events(&self) -> Vec<(String, String)> {
-        let moved = self.run_dir().join("guard-events.jsonl");
-        let path = if moved.exists() {
-            moved
-        } else {
-            self.sb.persona_dir().join("events.jsonl")
-        };
-        read_jsonl(&path)
+        let (_proofs, denials) = self.sb.run_events();
+        denials
             .iter()
-            .filter(|e| e["tool_use_id"] != "leopold-proof")
             .map(|e| {
                 (
                     e["tool"].as_str().unwrap_or_default().to_owned(),

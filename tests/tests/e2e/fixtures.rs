@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use leopold_tests::read_jsonl;
+use leopold_tests::{codex_mcp_tool_calls, read_jsonl};
 
 fn fixture(name: &str) -> (String, Vec<serde_json::Value>) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -54,10 +54,8 @@ fn recorded_claude_stream_shows_five_guard_denials_and_two_allowed_calls() {
 #[test]
 fn recorded_codex_stream_shows_only_the_allowed_calls() {
     let (_, lines) = fixture("codex-checkout-guard-stream.jsonl");
-    let tools: Vec<&str> = lines
-        .iter()
-        .filter(|l| l["type"] == "item.completed" && l["item"]["type"] == "mcp_tool_call")
-        .map(|l| l["item"]["tool"].as_str().unwrap_or(""))
+    let tools: Vec<&str> = codex_mcp_tool_calls(&lines)
+        .map(|i| i["tool"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(tools, ["navigate", "type"]);
 }
@@ -65,10 +63,8 @@ fn recorded_codex_stream_shows_only_the_allowed_calls() {
 #[test]
 fn recorded_codex_fail_open_stream_shows_every_call_completed() {
     let (_, lines) = fixture("codex-unrunnable-guard-stream.jsonl");
-    let hosts: Vec<String> = lines
-        .iter()
-        .filter(|l| l["type"] == "item.completed" && l["item"]["type"] == "mcp_tool_call")
-        .map(|l| l["item"]["status"].as_str().unwrap_or("").to_owned())
+    let statuses: Vec<&str> = codex_mcp_tool_calls(&lines)
+        .map(|i| i["status"].as_str().unwrap_or(""))
         .collect();
-    assert_eq!(hosts, vec!["completed"; 7]);
+    assert_eq!(statuses, vec!["completed"; 7]);
 }

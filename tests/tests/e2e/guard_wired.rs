@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use leopold_tests::{
-    checkout, leopold_bin, record_fixture, require_cli, Harness, ModelServer, Run, Sandbox,
-    StubBrowser,
+    checkout, codex_mcp_tool_calls, leopold_bin, record_fixture, require_cli, shell_quote, Harness,
+    ModelServer, Run, Sandbox, StubBrowser,
 };
 use serde_json::Value;
 
@@ -39,10 +39,6 @@ fn stand_in_hook(sb: &Sandbox) -> String {
     shell_quote(&path)
 }
 
-fn shell_quote(p: &Path) -> String {
-    format!("'{}'", p.to_string_lossy().replace('\'', "'\\''"))
-}
-
 struct Outcome {
     sb: Sandbox,
     run: Run,
@@ -63,16 +59,7 @@ fn run_checkout(harness: Harness, hook: Hook) -> Option<Outcome> {
             format!("{} persona guard", shell_quote(&leopold_bin()))
         }
     };
-    let cmd = match harness {
-        Harness::Claude => {
-            sb.wire_claude_hook(&command);
-            sb.claude_command(&bin, &model, &browser, PROMPT)
-        }
-        Harness::Codex => {
-            sb.write_codex_config(&model, &Sandbox::codex_hook_toml(&command));
-            sb.codex_command(&bin, &model, &browser, PROMPT)
-        }
-    };
+    let cmd = sb.harness_command(harness, &bin, &model, &browser, PROMPT, Some(&command));
     let run = sb.run(cmd, TIMEOUT);
     Some(Outcome {
         sb,
@@ -89,22 +76,11 @@ fn assert_checkout_bounded(o: &Outcome, reason_marker: &str) {
     assert!(run.status.success(), "the harness failed\n{run}");
 
     // The browser saw exactly the allowed calls, in order.
-    let seen: Vec<(String, Value)> = o
-        .browser
-        .calls()
-        .iter()
-        .map(|c| {
-            (
-                c["tool"].as_str().unwrap_or("").to_owned(),
-                c["arguments"].clone(),
-            )
-        })
-        .collect();
-    let want: Vec<(String, Value)> = checkout::allowed_calls()
-        .into_iter()
-        .map(|(t, a)| (t.to_owned(), a))
-        .collect();
-    assert_eq!(seen, want, "stub browser log differs\n{run}");
+    assert_eq!(
+        o.browser.seen(),
+        checkout::allowed_calls(),
+        "stub browser log differs\n{run}"
+    );
 
     // The model got a result for every call, and the hook's reason for exactly the denied ones.
     let results = o.model.tool_results();
@@ -162,12 +138,7 @@ fn codex_stand_in_hook_keeps_denied_calls_from_the_browser() {
     assert_checkout_bounded(&o, STAND_IN_REASON);
     assert!(o.model.received("Tool call blocked by PreToolUse hook"));
     // A denied call leaves no mcp_tool_call item in Codex's stream: only the two allowed ones.
-    let items = o
-        .run
-        .json_lines()
-        .into_iter()
-        .filter(|l| l["type"] == "item.completed" && l["item"]["type"] == "mcp_tool_call")
-        .count();
+    let items = codex_mcp_tool_calls(&o.run.json_lines()).count();
     assert_eq!(items, 2, "{}", o.run);
 }
 
@@ -235,12 +206,7 @@ fn codex_with_leopold_guard_denies_every_checkout_trick_and_tells_the_model_why(
     assert!(o.model.received(
         "Tool call blocked by PreToolUse hook: Leopold persona guard: navigation to host \"prod-dashboard.example.org\""
     ));
-    let items = o
-        .run
-        .json_lines()
-        .into_iter()
-        .filter(|l| l["type"] == "item.completed" && l["item"]["type"] == "mcp_tool_call")
-        .count();
+    let items = codex_mcp_tool_calls(&o.run.json_lines()).count();
     assert_eq!(items, 2, "{}", o.run);
     record(&o, "codex-checkout-guard-stream.jsonl");
 }

@@ -20,16 +20,7 @@ fn an_unrunnable_guard_blocks_on_claude_and_fails_open_on_codex() {
         let browser = sb.stub_browser(checkout::SERVER);
         let missing = sb.root.join("moved-away/leopold");
         let command = format!("'{}' persona guard", missing.display());
-        let cmd = match h {
-            Harness::Claude => {
-                sb.wire_claude_hook(&command);
-                sb.claude_command(&bin, &model, &browser, PROMPT)
-            }
-            Harness::Codex => {
-                sb.write_codex_config(&model, &Sandbox::codex_hook_toml(&command));
-                sb.codex_command(&bin, &model, &browser, PROMPT)
-            }
-        };
+        let cmd = sb.harness_command(h, &bin, &model, &browser, PROMPT, Some(&command));
         let run = sb.run(cmd, TIMEOUT);
         assert!(run.status.success(), "{run}");
         record_fixture(

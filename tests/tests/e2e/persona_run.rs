@@ -104,27 +104,15 @@ impl World {
         self.sb.persona_dir().join("ACTIVE.json")
     }
 
-    /// The single run directory.
-    fn run_dir(&self) -> PathBuf {
-        let runs = self.sb.persona_dir().join("runs");
-        let dirs: Vec<PathBuf> = std::fs::read_dir(&runs)
-            .unwrap_or_else(|e| panic!("{}: {e}", runs.display()))
-            .map(|e| e.unwrap().path())
-            .collect();
-        assert_eq!(dirs.len(), 1, "run dirs: {dirs:?}");
-        dirs[0].clone()
-    }
-
     /// The single run directory's journal actions (header line skipped) and `run.json`.
     fn journal(&self) -> (Vec<Value>, Value) {
-        let dir = self.run_dir();
-        let dirs = [dir];
-        let actions = read_jsonl(&dirs[0].join("journal.jsonl"))
+        let dir = self.sb.run_dir();
+        let actions = read_jsonl(&dir.join("journal.jsonl"))
             .into_iter()
             .filter(|l| l.get("leopold_journal").is_none())
             .collect();
         let run_json = serde_json::from_slice(
-            &std::fs::read(dirs[0].join("run.json")).expect("run.json archived"),
+            &std::fs::read(dir.join("run.json")).expect("run.json archived"),
         )
         .unwrap();
         (actions, run_json)
@@ -178,18 +166,6 @@ fn tools_and_outcomes(actions: &[Value]) -> Vec<(String, String)> {
         .collect()
 }
 
-fn browser_seen(b: &StubBrowser) -> Vec<(String, Value)> {
-    b.calls()
-        .iter()
-        .map(|c| {
-            (
-                c["tool"].as_str().unwrap_or("").to_owned(),
-                c["arguments"].clone(),
-            )
-        })
-        .collect()
-}
-
 // ---------------------------------------------------------------------------------------------
 // Scenario 1: the checkout flow.
 
@@ -203,27 +179,12 @@ fn scenario_checkout(h: Harness) {
     note_timing("s1 checkout (persona run)", h, run.elapsed);
 
     // The browser saw exactly the allowed calls.
-    let want: Vec<(String, Value)> = checkout::allowed_calls()
-        .into_iter()
-        .map(|(t, a)| (t.to_owned(), a))
-        .collect();
-    assert_eq!(browser_seen(&w.browser), want, "{run}");
+    assert_eq!(w.browser.seen(), checkout::allowed_calls(), "{run}");
 
-    // One host-only events line per block, in the project's events.jsonl (or in the run
-    // directory, if the supervisor moves them there). It proves the wired guard before launch
-    // with a synthetic probe, which the guard records too: exactly one such line, set apart.
-    let moved = w.run_dir().join("guard-events.jsonl");
-    let events_path = if moved.exists() {
-        moved
-    } else {
-        w.sb.persona_dir().join("events.jsonl")
-    };
-    let (proofs, events): (Vec<Value>, Vec<Value>) =
-        read_jsonl(&events_path).into_iter().partition(|e| {
-            e["tool"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("mcp__leopold_proof__"))
-        });
+    // One host-only events line per block, in the project's events.jsonl. The supervisor proves
+    // the wired guard before launch with a synthetic probe, which the guard records too: exactly
+    // one such line, set apart.
+    let (proofs, events) = w.sb.run_events();
     assert_eq!(proofs.len(), 1, "{proofs:#?}");
     assert_eq!(events.len(), checkout::BLOCKED_CALLS, "{events:#?}");
     let hosts: Vec<&str> = events
@@ -232,7 +193,7 @@ fn scenario_checkout(h: Harness) {
         .map(|e| e["host"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(hosts, checkout::BLOCKED_HOSTS);
-    let events_text = std::fs::read_to_string(&events_path).unwrap();
+    let events_text = std::fs::read_to_string(w.sb.events_path()).unwrap();
     assert!(!events_text.contains("://"), "{events_text}");
 
     // The journal lists every action with the right outcome, and no violation.
@@ -377,10 +338,7 @@ fn scenario_guard_moved_away(h: Harness) {
         run.elapsed,
     );
 
-    let seen: Vec<Value> = browser_seen(&w.browser)
-        .into_iter()
-        .map(|(_, a)| a)
-        .collect();
+    let seen: Vec<Value> = w.browser.seen().into_iter().map(|(_, a)| a).collect();
     let (actions, run_json) = w.journal();
     match h {
         Harness::Claude => {
@@ -457,13 +415,9 @@ fn s3_claude_invalid_project_settings_guard_still_fires_and_doctor_reports_the_f
         Harness::Claude,
         run.elapsed,
     );
-    let want: Vec<(String, Value)> = checkout::allowed_calls()
-        .into_iter()
-        .map(|(t, a)| (t.to_owned(), a))
-        .collect();
     assert_eq!(
-        browser_seen(&w.browser),
-        want,
+        w.browser.seen(),
+        checkout::allowed_calls(),
         "the guard did not fire\n{run}"
     );
     w.assert_cleaned_up(&before);
