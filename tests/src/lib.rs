@@ -86,6 +86,25 @@ impl Harness {
         }
     }
 
+    /// The benchmark binaries' arguments, `[--rounds N] [--harness claude|codex|all]`: the rounds
+    /// (default `default_rounds`, at least 1) and the harnesses (default both); `None` for
+    /// anything else.
+    pub fn bench_args(
+        mut args: impl Iterator<Item = String>,
+        default_rounds: usize,
+    ) -> Option<(usize, Vec<Harness>)> {
+        let mut rounds = default_rounds;
+        let mut harnesses = Harness::ALL.to_vec();
+        while let Some(a) = args.next() {
+            match (a.as_str(), args.next()) {
+                ("--rounds", Some(n)) => rounds = n.parse().ok().filter(|&n| n > 0)?,
+                ("--harness", Some(h)) => harnesses = Harness::select(&h)?,
+                _ => return None,
+            }
+        }
+        Some((rounds, harnesses))
+    }
+
     /// The environment variable naming this harness's binary.
     pub fn env_var(self) -> &'static str {
         match self {
@@ -910,5 +929,32 @@ impl Drop for ModelServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Harness;
+
+    fn args(a: &[&str]) -> Option<(usize, Vec<Harness>)> {
+        Harness::bench_args(a.iter().map(|s| (*s).to_owned()), 3)
+    }
+
+    #[test]
+    fn bench_args_take_rounds_and_harnesses_and_refuse_the_rest() {
+        assert_eq!(args(&[]), Some((3, Harness::ALL.to_vec())));
+        assert_eq!(
+            args(&["--harness", "codex", "--rounds", "7"]),
+            Some((7, vec![Harness::Codex]))
+        );
+        for bad in [
+            &["--rounds", "0"][..],
+            &["--rounds", "x"],
+            &["--rounds"],
+            &["--harness", "gemini"],
+            &["--bogus", "1"],
+        ] {
+            assert_eq!(args(bad), None, "{bad:?}");
+        }
     }
 }

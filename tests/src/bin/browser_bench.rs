@@ -52,22 +52,9 @@ fn script() -> Script {
 }
 
 fn main() -> ExitCode {
-    let mut rounds = 3usize;
-    let mut harnesses = Harness::ALL.to_vec();
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match (a.as_str(), args.next()) {
-            ("--rounds", Some(n)) => match n.parse() {
-                Ok(n) if n > 0 => rounds = n,
-                _ => return usage(),
-            },
-            ("--harness", Some(h)) => match Harness::select(&h) {
-                Some(hs) => harnesses = hs,
-                None => return usage(),
-            },
-            _ => return usage(),
-        }
-    }
+    let Some((rounds, harnesses)) = Harness::bench_args(std::env::args().skip(1), 3) else {
+        return usage();
+    };
     let Some(pw) = std::env::var_os("LEOPOLD_PLAYWRIGHT_MCP").map(PathBuf::from) else {
         eprintln!("LEOPOLD_PLAYWRIGHT_MCP is not set");
         return ExitCode::from(2);

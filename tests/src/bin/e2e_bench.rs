@@ -42,22 +42,9 @@ impl Way {
 }
 
 fn main() -> ExitCode {
-    let mut rounds = 5usize;
-    let mut harnesses = Harness::ALL.to_vec();
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match (a.as_str(), args.next()) {
-            ("--rounds", Some(n)) => match n.parse() {
-                Ok(n) if n > 0 => rounds = n,
-                _ => return usage(),
-            },
-            ("--harness", Some(h)) => match Harness::select(&h) {
-                Some(hs) => harnesses = hs,
-                None => return usage(),
-            },
-            _ => return usage(),
-        }
-    }
+    let Some((rounds, harnesses)) = Harness::bench_args(std::env::args().skip(1), 5) else {
+        return usage();
+    };
     let leopold = leopold_bin();
     println!("| harness | way | median | min | max | ratio to bare (median) |");
     println!("|---|---|---|---|---|---|");
