@@ -81,11 +81,12 @@ fi
 python3 - "$BIN" "$work/payload.json" "$RUNS" "$work/empty-rust" "$DYN" "$MMAPPED" <<'PY'
 import os, sys, time, statistics
 bin_, payload, runs, empty, dyn, mmapped = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
-cmds = {"guard": [bin_, "persona", "guard"], "true": ["/bin/true"], "empty": [empty]}
+GUARD, TRUE = "leopold persona guard", "/bin/true"
+cmds = {GUARD: [bin_, "persona", "guard"], TRUE: ["/bin/true"], "empty Rust main": [empty]}
 if dyn:
-    cmds["dynamic"] = [dyn, "persona", "guard"]
+    cmds["same, linked dynamically"] = [dyn, "persona", "guard"]
 if mmapped:
-    cmds["mmapped"] = [mmapped, "persona", "guard"]
+    cmds["same, mmap-written"] = [mmapped, "persona", "guard"]
 def once(argv):
     fd = os.open(payload, os.O_RDONLY)
     t0 = time.perf_counter_ns()
@@ -108,19 +109,12 @@ for i in range(runs):
 med = {k: statistics.median(v) / 1000 for k, v in samples.items()}
 p90 = {k: statistics.quantiles(v, n=10)[8] / 1000 for k, v in samples.items()}
 print(f"call: {os.environ.get('BENCH_CALL', 'navigate')}; runs each: {runs}, alternating")
-print(f"leopold persona guard: median {med['guard']:.0f} us, p90 {p90['guard']:.0f} us")
-print(f"/bin/true:             median {med['true']:.0f} us, p90 {p90['true']:.0f} us")
-print(f"empty Rust main:       median {med['empty']:.0f} us, p90 {p90['empty']:.0f} us")
-if dyn:
-    print(f"same, linked dynamically: median {med['dynamic']:.0f} us, p90 {p90['dynamic']:.0f} us")
-if mmapped:
-    print(f"same, mmap-written: median {med['mmapped']:.0f} us, p90 {p90['mmapped']:.0f} us")
-print(f"ratio guard / true (median): {med['guard'] / med['true']:.2f}x")
-print(f"ratio empty Rust / true (median): {med['empty'] / med['true']:.2f}x")
-if dyn:
-    print(f"ratio dynamic guard / true (median): {med['dynamic'] / med['true']:.2f}x")
-if mmapped:
-    print(f"ratio mmap-written guard / true (median): {med['mmapped'] / med['true']:.2f}x")
+width = max(map(len, cmds)) + 1
+for name in cmds:
+    print(f"{name + ':':{width}} median {med[name]:.0f} us, p90 {p90[name]:.0f} us")
+for name in cmds:
+    if name != TRUE:
+        print(f"ratio {name} / {TRUE} (median): {med[name] / med[TRUE]:.2f}x")
 PY
 
 rss() { /usr/bin/time -f '%M' "$@" < "$work/payload.json" 2>&1 >/dev/null | tail -1; }
