@@ -11,11 +11,11 @@ use serde_json::Value;
 
 const DATA: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/wpt-url/urltestdata.rust-url-wpt876fe001.json"
+    "/tests/data/urltestdata.rust-url-wpt876fe001.json"
 );
 const EXPECTED_FAILURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/wpt-url/rust-url-expected_failures.txt"
+    "/tests/data/rust-url-expected_failures.txt"
 );
 
 fn toml_string(s: &str) -> String {
@@ -52,8 +52,7 @@ fn call(url: &str) -> HookInput {
 #[test]
 fn wpt_parity() {
     let data: Vec<Value> = serde_json::from_str(
-        &std::fs::read_to_string(DATA)
-            .unwrap_or_else(|e| panic!("{DATA}: {e} (shared/ must sit beside the repo)")),
+        &std::fs::read_to_string(DATA).unwrap_or_else(|e| panic!("{DATA}: {e}")),
     )
     .unwrap();
     let expected_failures: std::collections::HashSet<String> =

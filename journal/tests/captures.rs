@@ -10,7 +10,7 @@ use crate::kit::{capture, checkout};
 /// Every action and malformed report of a capture, through the adapter line by line.
 fn run(harness: Harness, name: &str) -> (Vec<Action>, Vec<AdapterEvent>, Adapter) {
     let text = std::fs::read_to_string(capture(name))
-        .unwrap_or_else(|e| panic!("capture {name} must exist beside the repo: {e}"));
+        .unwrap_or_else(|e| panic!("{}: {e}", capture(name).display()));
     let mut adapter = Adapter::new(harness);
     let mut events = vec![];
     for (i, line) in text.lines().enumerate() {
@@ -25,6 +25,28 @@ fn run(harness: Harness, name: &str) -> (Vec<Action>, Vec<AdapterEvent>, Adapter
         })
         .collect();
     (actions, events, adapter)
+}
+
+/// The capture's lines as JSON, read without the adapter: what the adapter's output is checked
+/// against.
+fn raw(name: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(capture(name))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The ids of a Claude capture's `tool_use` blocks, in order.
+fn claude_tool_use_ids(lines: &[serde_json::Value]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "assistant")
+        .filter_map(|l| l["message"]["content"].as_array())
+        .flatten()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| b["id"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 fn summary(a: &Action) -> (String, ActionKind, Outcome, Option<&str>, Option<&str>) {
@@ -75,13 +97,24 @@ fn claude_stub_capture_every_call_found_and_the_denial_recognised() {
             ),
         ]
     );
+    let lines = raw("claude-stream.jsonl");
     let ids: Vec<_> = actions
         .iter()
-        .map(|a| a.tool_use_id.as_deref().unwrap())
+        .map(|a| a.tool_use_id.clone().unwrap())
         .collect();
-    assert_eq!(ids, ["toolu_00", "toolu_01", "toolu_02"]);
+    let want = claude_tool_use_ids(&lines);
+    assert_eq!(ids, want);
+    assert_eq!(want.len(), 3);
+    // The first call's result line: a `user` line carrying its `tool_result`.
+    let result_line = lines
+        .iter()
+        .find(|l| {
+            l["type"] == "user" && l["message"]["content"][0]["tool_use_id"] == want[0].as_str()
+        })
+        .unwrap();
+    assert_ne!(result_line["timestamp"], lines[1]["timestamp"]);
     assert_eq!(
-        actions[0].ts, "2026-11-30T10:10:55.242Z",
+        actions[0].ts, result_line["timestamp"],
         "the tool_result's timestamp"
     );
     assert_eq!(actions[0].urls[0].path.as_deref(), Some("/welcome"));
@@ -117,7 +150,8 @@ fn claude_playwright_capture_resolves_the_blue_button_and_the_link() {
             ("browser_click", Click, C),
         ]
     );
-    // The link click: its href from the snapshot, and no page for the browser's error page.
+    // The link click: its href from the snapshot (the app by IP literal, off the allowlist), and
+    // no page for the browser's error page.
     let link = &actions[2];
     assert_eq!(link.label.as_deref(), Some("Admin dashboard"));
     assert_eq!(link.element.as_deref(), Some("Admin dashboard link"));
@@ -126,10 +160,7 @@ fn claude_playwright_capture_resolves_the_blue_button_and_the_link() {
         .iter()
         .map(|u| (u.role, u.host.as_deref()))
         .collect();
-    assert_eq!(
-        roles,
-        vec![(UrlRole::Href, Some("prod-dashboard.example.org"))]
-    );
+    assert_eq!(roles, vec![(UrlRole::Href, Some("127.0.0.1"))]);
     // The irreversible click: described as "the blue button", really "Place order".
     let buy = &actions[5];
     assert_eq!(buy.label.as_deref(), Some("Place order"));
@@ -150,7 +181,7 @@ fn claude_playwright_capture_resolves_the_blue_button_and_the_link() {
         .as_ref()
         .expect("blocked by the browser");
     assert_eq!(blocked.how, "error_page");
-    assert_eq!(blocked.host.as_deref(), Some("prod-dashboard.example.org"));
+    assert_eq!(blocked.host.as_deref(), Some("127.0.0.1"));
     assert!(
         actions
             .iter()
@@ -194,7 +225,15 @@ fn codex_stub_capture_plus_guard_events_shows_the_denial() {
         ],
         "a denied Codex call leaves no item"
     );
-    assert_eq!(actions[0].tool_use_id.as_deref(), Some("item_3"));
+    // Codex's item id: the first `mcp_tool_call` item of the stream.
+    let first_item = raw("codex-stream.jsonl")
+        .into_iter()
+        .find(|l| l["item"]["type"] == "mcp_tool_call")
+        .unwrap();
+    assert_eq!(
+        actions[0].tool_use_id.as_deref(),
+        first_item["item"]["id"].as_str()
+    );
     assert!(
         adapter.stats().unknown_types.is_empty(),
         "{:?}",
@@ -280,7 +319,9 @@ fn a_stream_cut_mid_call_flushes_the_call_as_unfinished() {
     let text = std::fs::read_to_string(capture("claude-stream.jsonl")).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let mut adapter = Adapter::new(Harness::Claude);
-    // Up to the assistant line that issues toolu_02, without its result.
+    let third = &claude_tool_use_ids(&raw("claude-stream.jsonl"))[2];
+    // Up to the assistant line that issues the third call, without its result.
+    assert!(lines[5].contains(third.as_str()) && lines[5].contains("tool_use"));
     for (i, line) in lines.iter().take(6).enumerate() {
         adapter.push_line(i as u64 + 1, line);
     }
@@ -290,6 +331,6 @@ fn a_stream_cut_mid_call_flushes_the_call_as_unfinished() {
         panic!("{rest:?}")
     };
     assert_eq!(a.outcome, Outcome::Unfinished);
-    assert_eq!(a.tool_use_id.as_deref(), Some("toolu_02"));
+    assert_eq!(a.tool_use_id.as_ref(), Some(third));
     assert!(validate(&checkout(), a).is_violation(), "it may have run");
 }

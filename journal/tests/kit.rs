@@ -2,10 +2,10 @@ use std::path::{Path, PathBuf};
 
 use leopold_flows::Flow;
 
-/// `<repo>/../shared/harness-streams/<name>`.
+/// `<repo>/tests/captures/<name>` (recorded by `scripts/record-captures.sh`).
 pub fn capture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/harness-streams")
+        .join("../tests/captures")
         .join(name)
 }
 

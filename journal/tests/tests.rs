@@ -1,6 +1,6 @@
 //! The journal crate's integration tests, one binary.
 
-/// Adapters on the real harness captures in `../shared/harness-streams/`.
+/// Adapters on the real harness captures in `tests/captures/`.
 mod captures;
 /// `replay` on the golden journals under `tests/golden/`.
 mod golden;

@@ -730,8 +730,7 @@ mod tests {
             };
             let mut t = RefTracker::new(&state, &dir.path().join("output"));
             let stream = std::fs::read_to_string(
-                concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/harness-streams/").to_owned()
-                    + file,
+                concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/captures/").to_owned() + file,
             )
             .unwrap();
             let mut seen_place_order = false;

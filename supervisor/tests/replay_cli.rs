@@ -12,7 +12,7 @@ fn golden(name: &str) -> PathBuf {
 
 fn capture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/harness-streams")
+        .join("../tests/captures")
         .join(name)
 }
 

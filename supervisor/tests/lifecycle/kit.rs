@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 pub const LEOPOLD: &str = env!("CARGO_BIN_EXE_leopold");
 
-/// `<repo>/../shared/harness-streams/<name>`.
+/// `<repo>/tests/captures/<name>` (recorded by `scripts/record-captures.sh`).
 pub fn capture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/harness-streams")
+        .join("../tests/captures")
         .join(name)
 }
 

@@ -5,7 +5,7 @@
 //! printed as is, or a directive:
 //!
 //! - `@stream FILE`: print every line of FILE (relative to the script's directory), e.g. a real
-//!   capture from `../shared/harness-streams/`;
+//!   capture from `tests/captures/`;
 //! - `@sleep MS`;
 //! - `@ignore-sigterm`: from now on SIGTERM does nothing (the supervisor must SIGKILL);
 //! - `@grandchild SECS`: start a process that holds our stdout for SECS seconds, in our group

@@ -1,14 +1,12 @@
-//! The recorded real streams under `tests/fixtures/` (see its README): whole, scrubbed, and
-//! still showing what they are recorded to show.
+//! The recorded real streams under `tests/fixtures/` and `tests/captures/` (see their READMEs):
+//! whole, scrubbed, and still showing what they are recorded to show.
 
 use std::path::Path;
 
 use leopold_tests::{codex_mcp_tool_calls, read_jsonl};
 
 fn fixture(name: &str) -> (String, Vec<serde_json::Value>) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     (text, read_jsonl(&path))
 }
@@ -16,10 +14,14 @@ fn fixture(name: &str) -> (String, Vec<serde_json::Value>) {
 #[test]
 fn recorded_streams_hold_no_machine_paths_or_keys() {
     for name in [
-        "claude-checkout-guard-stream.jsonl",
-        "codex-checkout-guard-stream.jsonl",
-        "claude-unrunnable-guard-stream.jsonl",
-        "codex-unrunnable-guard-stream.jsonl",
+        "fixtures/claude-checkout-guard-stream.jsonl",
+        "fixtures/codex-checkout-guard-stream.jsonl",
+        "fixtures/claude-unrunnable-guard-stream.jsonl",
+        "fixtures/codex-unrunnable-guard-stream.jsonl",
+        "captures/claude-stream.jsonl",
+        "captures/codex-stream.jsonl",
+        "captures/claude-playwright-stream.jsonl",
+        "captures/codex-playwright-stream.jsonl",
     ] {
         let (text, lines) = fixture(name);
         assert!(!lines.is_empty(), "{name} is empty");
@@ -36,7 +38,7 @@ fn recorded_streams_hold_no_machine_paths_or_keys() {
 
 #[test]
 fn recorded_claude_stream_shows_five_guard_denials_and_two_allowed_calls() {
-    let (_, lines) = fixture("claude-checkout-guard-stream.jsonl");
+    let (_, lines) = fixture("fixtures/claude-checkout-guard-stream.jsonl");
     let results: Vec<&serde_json::Value> = lines
         .iter()
         .filter(|l| l["type"] == "user")
@@ -53,7 +55,7 @@ fn recorded_claude_stream_shows_five_guard_denials_and_two_allowed_calls() {
 
 #[test]
 fn recorded_codex_stream_shows_only_the_allowed_calls() {
-    let (_, lines) = fixture("codex-checkout-guard-stream.jsonl");
+    let (_, lines) = fixture("fixtures/codex-checkout-guard-stream.jsonl");
     let tools: Vec<&str> = codex_mcp_tool_calls(&lines)
         .map(|i| i["tool"].as_str().unwrap_or(""))
         .collect();
@@ -62,7 +64,7 @@ fn recorded_codex_stream_shows_only_the_allowed_calls() {
 
 #[test]
 fn recorded_codex_fail_open_stream_shows_every_call_completed() {
-    let (_, lines) = fixture("codex-unrunnable-guard-stream.jsonl");
+    let (_, lines) = fixture("fixtures/codex-unrunnable-guard-stream.jsonl");
     let statuses: Vec<&str> = codex_mcp_tool_calls(&lines)
         .map(|i| i["status"].as_str().unwrap_or(""))
         .collect();
