@@ -2,12 +2,7 @@ use std::path::{Path, PathBuf};
 
 use leopold_flows::Flow;
 
-/// `<repo>/tests/captures/<name>` (recorded by `scripts/record-captures.sh`).
-pub fn capture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/captures")
-        .join(name)
-}
+pub use leopold_tests::capture;
 
 /// `journal/tests/golden/<name>`.
 pub fn golden(name: &str) -> PathBuf {

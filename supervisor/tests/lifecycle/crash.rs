@@ -29,7 +29,7 @@ fn script_for(step: &str) -> String {
 }
 
 fn crash_then_recover(harness: &str, step: &str) {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script(&script_for(step));
     let before = sb.snapshot();
     let mut child = sb.spawn_paused(harness, step);
@@ -109,7 +109,7 @@ fn crash_then_recover(harness: &str, step: &str) {
         assert_eq!(rj["run_id"], id.as_str());
         assert_eq!(rj["active"], false);
         assert_eq!(rj["end"]["outcome"], "recovered");
-        let events = std::fs::read_to_string(sb.persona().join("events.jsonl")).unwrap();
+        let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
         assert!(events.contains("\"persona_recovered\"") && events.contains(id.as_str()));
         assert!(!sb
             .persona_listing()
@@ -172,7 +172,7 @@ fn codex_crash_mid_unwire() {
 
 #[test]
 fn the_next_run_recovers_a_crashed_one_itself() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script(&script_for("wired"));
     let before = sb.snapshot();
     let mut child = sb.spawn_paused("claude", "wired");
@@ -201,9 +201,9 @@ fn the_next_run_recovers_a_crashed_one_itself() {
 
 #[test]
 fn an_active_json_this_version_cannot_read_is_left_in_place_with_a_hint() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script("@exit 0\n");
-    std::fs::create_dir_all(sb.persona()).unwrap();
+    std::fs::create_dir_all(sb.persona_dir()).unwrap();
     std::fs::write(sb.active(), "{\"version\": 99}").unwrap();
     let before = sb.snapshot();
     let out = sb.run_cmd("claude", &[]).output().unwrap();

@@ -4,7 +4,7 @@
 use crate::kit::*;
 
 fn doctor(sb: &Sandbox) -> (i32, serde_json::Value) {
-    let project = sb.project().display().to_string();
+    let project = sb.project.display().to_string();
     let out = sb
         .leopold(&["doctor", "--project", &project, "--json"])
         .env("PATH", "/usr/bin:/bin")
@@ -33,7 +33,7 @@ fn problems(v: &serde_json::Value) -> Vec<String> {
 
 #[test]
 fn doctor_finds_a_crashed_run_and_its_wiring_then_is_healthy_after_recover() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script("@sleep 60000\n");
     let (code, v) = doctor(&sb);
     assert_eq!(code, 0, "{v}");
@@ -87,9 +87,9 @@ fn doctor_finds_a_crashed_run_and_its_wiring_then_is_healthy_after_recover() {
 
 #[test]
 fn doctor_reports_a_claude_settings_file_claude_would_skip() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     std::fs::write(
-        sb.project().join(".claude/settings.json"),
+        sb.project.join(".claude/settings.json"),
         r#"{"permissions":{"allow":5}}"#,
     )
     .unwrap();
@@ -107,7 +107,7 @@ fn doctor_reports_a_claude_settings_file_claude_would_skip() {
     );
     assert!(f["fix"].as_str().unwrap().contains("settings.json"));
     // Human form too: each problem with its fix.
-    let project = sb.project().display().to_string();
+    let project = sb.project.display().to_string();
     let out = sb
         .leopold(&["doctor", "--project", &project])
         .output()
@@ -122,11 +122,11 @@ fn doctor_reports_a_claude_settings_file_claude_would_skip() {
 
 #[test]
 fn doctor_says_when_claudes_on_failure_is_not_honoured() {
-    let sb = Sandbox::new();
-    let bin = sb.root.path().join("bin");
+    let sb = Sandbox::with_user_files();
+    let bin = sb.root.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(fake_worker(), bin.join("claude")).unwrap();
-    let project = sb.project().display().to_string();
+    let project = sb.project.display().to_string();
     let path = format!("{}:/usr/bin:/bin", bin.display());
     for (version, want_problem) in [
         ("2.1.200 (Claude Code)", true),
@@ -173,7 +173,7 @@ fn doctor_says_when_claudes_on_failure_is_not_honoured() {
 #[cfg(target_os = "linux")]
 #[test]
 fn doctor_reports_the_binary_statically_linked() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     let (_, v) = doctor(&sb);
     let linking = v["findings"]
         .as_array()

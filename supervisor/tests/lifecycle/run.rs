@@ -18,7 +18,7 @@ fn clean_claude_script() -> String {
 
 #[test]
 fn claude_run_wires_during_and_leaves_only_the_run_dir_after() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script(&clean_claude_script());
     let before = sb.snapshot();
     let child = sb
@@ -41,7 +41,7 @@ fn claude_run_wires_during_and_leaves_only_the_run_dir_after() {
     assert_eq!(active["flow_path"], sb.flow().display().to_string());
     assert_eq!(active["supervisor_pid"], child.id());
     assert_eq!(active["wiring"][0]["tag"], "leopold-persona-guard");
-    let settings = std::fs::read_to_string(sb.project().join(".claude/settings.json")).unwrap();
+    let settings = std::fs::read_to_string(sb.project.join(".claude/settings.json")).unwrap();
     assert!(settings.contains("persona guard"), "{settings}");
     let gs = active["guard_settings"].as_str().unwrap().to_owned();
     assert!(std::fs::read_to_string(&gs)
@@ -62,7 +62,7 @@ fn claude_run_wires_during_and_leaves_only_the_run_dir_after() {
     assert_eq!(sb.persona_listing(), RUN_LISTING);
     assert!(!std::path::Path::new(&gs).exists());
     // The proof ran the real wired guard: its denial of the probe host is the first event.
-    let events = std::fs::read_to_string(sb.persona().join("events.jsonl")).unwrap();
+    let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
     assert!(
         events
             .lines()
@@ -104,7 +104,7 @@ fn claude_run_wires_during_and_leaves_only_the_run_dir_after() {
     );
     assert_ne!(rec["pgid"], std::process::id());
     assert_eq!(rec["stdin_is_null"], true);
-    assert_eq!(rec["cwd"], sb.project().display().to_string());
+    assert_eq!(rec["cwd"], sb.project.display().to_string());
     assert_eq!(rec["run_id"], rj["run_id"]);
     let journal = sb.journal();
     assert_eq!(journal[0]["leopold_journal"], 1);
@@ -117,7 +117,7 @@ fn claude_run_wires_during_and_leaves_only_the_run_dir_after() {
 
 #[test]
 fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     let clean: Vec<&str> = std::fs::read_to_string(capture("codex-stream.jsonl"))
         .unwrap()
         .lines()
@@ -125,7 +125,7 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
         .map(|l| Box::leak(l.to_owned().into_boxed_str()) as &str)
         .collect();
     sb.set_script(&(clean.join("\n") + "\n@sleep 200\n"));
-    let mcp = sb.root.path().join("mcp.json");
+    let mcp = sb.root.join("mcp.json");
     std::fs::write(
         &mcp,
         r#"{"mcpServers":{"browser":{"command":"/opt/playwright-mcp","args":["--isolated"]}}}"#,
@@ -155,7 +155,7 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
             "--dangerously-bypass-approvals-and-sandbox",
             "--dangerously-bypass-hook-trust",
             "-C",
-            sb.project().to_str().unwrap()
+            sb.project.to_str().unwrap()
         ]
     );
     assert!(
@@ -176,13 +176,13 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
     assert_eq!(rj["end"]["counts"]["completed"], 1);
     assert_eq!(
         rj["wiring"][0]["file"],
-        sb.codex_home().join("config.toml").display().to_string()
+        sb.codex_home.join("config.toml").display().to_string()
     );
 }
 
 #[test]
 fn json_mode_prints_one_object_per_line_and_quiet_only_the_summary() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script(&clean_claude_script());
     let out = sb.run_cmd("claude", &["--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -212,7 +212,7 @@ fn hook_disabling_extra_args_are_refused_before_anything_is_touched() {
         ("claude", "--safe-mode"),
         ("codex", "-c"),
     ] {
-        let sb = Sandbox::new();
+        let sb = Sandbox::with_user_files();
         sb.set_script("@exit 0\n");
         let before = sb.snapshot();
         let mut args = vec!["--", extra];
@@ -232,22 +232,22 @@ fn hook_disabling_extra_args_are_refused_before_anything_is_touched() {
             stderr(&out)
         );
         assert_eq!(sb.snapshot(), before);
-        assert!(!sb.project().join(".leopold").exists());
+        assert!(!sb.project.join(".leopold").exists());
         assert!(!sb.record().exists(), "the worker must not start");
     }
 }
 
 #[test]
 fn a_bad_flow_or_missing_harness_is_a_usage_error_touching_nothing() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     std::fs::write(sb.flow(), "+++\nname = \"x\"\nallowlist = []\n+++\n").unwrap();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("checkout.md"), "{}", stderr(&out));
-    assert!(!sb.project().join(".leopold").exists());
+    assert!(!sb.project.join(".leopold").exists());
 
-    let sb = Sandbox::new();
-    let project = sb.project().display().to_string();
+    let sb = Sandbox::with_user_files();
+    let project = sb.project.display().to_string();
     let flow = sb.flow().display().to_string();
     let out = sb
         .leopold(&[
@@ -269,14 +269,14 @@ fn a_bad_flow_or_missing_harness_is_a_usage_error_touching_nothing() {
         "{}",
         stderr(&out)
     );
-    assert!(!sb.project().join(".leopold").exists());
+    assert!(!sb.project.join(".leopold").exists());
 }
 
 #[test]
 fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_clean() {
     // The fake worker does what Claude Code does with `--settings`: it runs every PreToolUse hook
     // command in that file (the real `leopold persona guard`) before each call.
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script(
         "@guard mcp__personastub__navigate https://staging.example.com/welcome\n\
          @guard mcp__personastub__navigate https://prod-dashboard.example.org/x\n\
@@ -301,7 +301,7 @@ fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_c
     assert!(j[1..].iter().all(|a| a["verdict"]["result"] == "ok"));
     let rj = sb.run_json();
     assert_eq!(rj["end"]["counts"]["denied"], 2);
-    let events = std::fs::read_to_string(sb.persona().join("events.jsonl")).unwrap();
+    let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
     assert!(
         events.contains("prod-dashboard.example.org")
             && events.contains("staging.example.com.evil.io"),
@@ -312,9 +312,9 @@ fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_c
 
 #[test]
 fn a_settings_file_wiring_refuses_stops_the_run_with_exit_2_and_leaves_it_byte_for_byte() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     std::fs::write(
-        sb.project().join(".claude/settings.json"),
+        sb.project.join(".claude/settings.json"),
         "{\"hooks\": [1, 2,\n",
     )
     .unwrap();
@@ -345,7 +345,7 @@ fn a_settings_file_wiring_refuses_stops_the_run_with_exit_2_and_leaves_it_byte_f
 fn codex_denials_leave_no_stream_item_and_are_merged_from_the_guards_events() {
     // The fake worker runs the hook commands wired in $CODEX_HOME/config.toml, as Codex does; a
     // denied call leaves no item in its stream (HARNESS-FACTS §5).
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script(
         "@guard-codex mcp__personastub__navigate https://staging.example.com/welcome\n\
          @guard-codex mcp__personastub__navigate https://prod-dashboard.example.org/x\n\

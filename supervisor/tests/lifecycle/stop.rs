@@ -19,7 +19,7 @@ fn assert_clean_after(
 
 #[test]
 fn an_off_allowlist_call_that_reached_the_tool_stops_the_worker_exit_1() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     // The hook failed open: the navigation ran. The worker would go on for a minute.
     sb.set_script(&format!(
         "{}\n{}\n@sleep 60000\n",
@@ -65,14 +65,14 @@ fn an_off_allowlist_call_that_reached_the_tool_stops_the_worker_exit_1() {
         "{}{}{}",
         stdout(&out),
         stderr(&out),
-        std::fs::read_to_string(sb.only_run_dir().join("journal.jsonl")).unwrap()
+        std::fs::read_to_string(sb.run_dir().join("journal.jsonl")).unwrap()
     );
     assert!(!all.contains("secret") && !all.contains("://"), "{all}");
 }
 
 #[test]
 fn an_irreversible_click_stops_a_worker_that_ignores_sigterm_exit_1() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     // The real Codex + Playwright capture: a click on "the blue button" whose ref is the
     // "Place order" button; the worker ignores SIGTERM, so only SIGKILL stops it.
     sb.set_script(&format!(
@@ -109,7 +109,7 @@ fn an_irreversible_click_stops_a_worker_that_ignores_sigterm_exit_1() {
 
 #[test]
 fn sigint_during_a_run_cleans_up_fully() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script("@grandchild 60\n@sleep 60000\n");
     let before = sb.snapshot();
     let child = sb
@@ -142,7 +142,7 @@ fn sigint_during_a_run_cleans_up_fully() {
 #[test]
 fn sigterm_and_sighup_clean_up_too() {
     for sig in ["TERM", "HUP"] {
-        let sb = Sandbox::new();
+        let sb = Sandbox::with_user_files();
         sb.set_script("@sleep 60000\n");
         let before = sb.snapshot();
         let child = sb
@@ -163,7 +163,7 @@ fn sigterm_and_sighup_clean_up_too() {
 
 #[test]
 fn a_timeout_stops_the_worker_exit_3() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script("@sleep 60000\n");
     let before = sb.snapshot();
     let out = sb
@@ -177,7 +177,7 @@ fn a_timeout_stops_the_worker_exit_3() {
 
 #[test]
 fn a_crashing_worker_is_exit_3_and_cleaned_up() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script("not json at all\n@crash\n");
     let before = sb.snapshot();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
@@ -191,7 +191,7 @@ fn a_crashing_worker_is_exit_3_and_cleaned_up() {
 
 #[test]
 fn a_grandchild_holding_stdout_after_the_worker_exits_is_killed() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script("@grandchild 60\n@exit 0\n");
     let before = sb.snapshot();
     let t = Instant::now();
@@ -209,7 +209,7 @@ fn a_grandchild_holding_stdout_after_the_worker_exits_is_killed() {
 
 #[test]
 fn a_second_signal_skips_the_grace_period() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script("@ignore-sigterm\n@sleep 60000\n");
     let before = sb.snapshot();
     let child = sb
@@ -240,7 +240,7 @@ fn a_second_signal_skips_the_grace_period() {
 
 #[test]
 fn an_overlong_stream_line_is_skipped_and_noted_and_the_run_goes_on() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script(&format!(
         "@long {}\n{}\n{}\n",
         17 * 1024 * 1024,

@@ -7,8 +7,6 @@
 //! - `stop`: violations, signals, timeouts, crashes and leaks stop the worker and clean up;
 //! - `doctor`: what doctor reports before and after a crash.
 
-mod kit;
-
 mod concurrency;
 mod crash;
 mod doctor;

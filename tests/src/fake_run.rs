@@ -1,111 +1,77 @@
-//! A small kit for driving `leopold persona run` with the fake worker in a sealed sandbox: temp
-//! HOME and CODEX_HOME, a project with settings files whose exact bytes are checked afterwards.
-#![allow(dead_code)]
+//! Driving `leopold` with the fake worker (`leopold-fake-worker`) in a [`Sandbox`]: the
+//! supervisor's lifecycle tests. The sandbox gets the user's own files (a Claude settings file,
+//! a Codex config, both with formatting and keys Leopold must keep) whose exact bytes the tests
+//! compare afterwards, a flow, and the fake worker's script and record.
+//!
+//! The `leopold` binary is passed in by the caller (`env!("CARGO_BIN_EXE_leopold")` in the
+//! supervisor's own tests), so a test always runs the binary cargo built for it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-pub const LEOPOLD: &str = env!("CARGO_BIN_EXE_leopold");
+use crate::Sandbox;
 
-/// `<repo>/tests/captures/<name>` (recorded by `scripts/record-captures.sh`).
-pub fn capture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/captures")
-        .join(name)
-}
-
-/// The fake worker binary, built once per test process (a no-op when it is up to date).
-pub fn fake_worker() -> &'static Path {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let bin_dir = Path::new(LEOPOLD)
-            .parent()
-            .expect("target dir")
-            .to_path_buf();
-        let release = bin_dir.file_name().is_some_and(|n| n == "release");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args([
-            "build",
-            "--quiet",
-            "-p",
-            "leopold-tests",
-            "--bin",
-            "leopold-fake-worker",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if release {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().expect("run cargo to build the fake worker");
-        assert!(status.success(), "building leopold-fake-worker failed");
-        let p = bin_dir.join("leopold-fake-worker");
-        assert!(p.exists(), "{} missing after build", p.display());
-        p
-    })
-}
-
+/// The user's `.claude/settings.json`: a permission, a hook of their own, an unknown key, odd
+/// spacing. Leopold must leave it byte for byte.
 pub const CLAUDE_SETTINGS: &str = "{\n  \"permissions\": {\"allow\": [\"Read\"]},\n    \"hooks\": {\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"true\"}]}]},\n  \"zz_unknown\": [1,2,   3]\n}\n";
+/// The user's `$CODEX_HOME/config.toml`, with comments Leopold must keep.
 pub const CODEX_CONFIG: &str = "# my codex config\nmodel = \"o3\"   # keep this comment\n\n[mcp_servers.other]\ncommand = \"x\"\n";
 
+/// The checkout flow the lifecycle tests run (`<root>/checkout.md`).
 pub const FLOW: &str = "+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\", \"accounts.example.com\"]\nstart_url = \"https://staging.example.com/\"\n\n[irreversible]\nforbid = [\"payment\", \"deletion\"]\nclick_labels = [\"(?i)place order\"]\nurl_paths = [\"/checkout/confirm\"]\n+++\n# Checkout\n\nWalk the checkout; never place the order.\n";
 
-pub struct Sandbox {
-    pub root: tempfile::TempDir,
-}
-
 impl Sandbox {
-    pub fn new() -> Sandbox {
-        let root = tempfile::tempdir().expect("tempdir");
-        let sb = Sandbox { root };
-        std::fs::create_dir_all(sb.project().join(".claude")).unwrap();
-        std::fs::create_dir_all(sb.codex_home()).unwrap();
-        std::fs::create_dir_all(sb.home()).unwrap();
-        std::fs::write(sb.project().join(".claude/settings.json"), CLAUDE_SETTINGS).unwrap();
-        std::fs::write(sb.codex_home().join("config.toml"), CODEX_CONFIG).unwrap();
-        std::fs::write(sb.flow(), FLOW).unwrap();
+    /// A sandbox holding the user's files ([`CLAUDE_SETTINGS`] in the project, [`CODEX_CONFIG`]
+    /// in `CODEX_HOME`) and the flow [`FLOW`] at [`Sandbox::flow`].
+    pub fn with_user_files() -> Sandbox {
+        let sb = Sandbox::new();
+        std::fs::create_dir_all(sb.project.join(".claude")).expect("create .claude");
+        std::fs::write(sb.project.join(".claude/settings.json"), CLAUDE_SETTINGS)
+            .expect("write settings");
+        std::fs::write(sb.codex_home.join("config.toml"), CODEX_CONFIG).expect("write config");
+        std::fs::write(sb.flow(), FLOW).expect("write flow");
         sb
     }
-    pub fn project(&self) -> PathBuf {
-        self.root.path().join("project")
-    }
-    pub fn home(&self) -> PathBuf {
-        self.root.path().join("home")
-    }
-    pub fn codex_home(&self) -> PathBuf {
-        self.root.path().join("home/.codex")
-    }
+
+    /// `<root>/checkout.md`.
     pub fn flow(&self) -> PathBuf {
-        self.root.path().join("checkout.md")
+        self.root.join("checkout.md")
     }
+
+    /// The fake worker's script (`FAKE_WORKER_SCRIPT`).
     pub fn script(&self) -> PathBuf {
-        self.root.path().join("script.txt")
+        self.root.join("script.txt")
     }
+
+    /// Where the fake worker records its argv, pid, group, cwd (`FAKE_WORKER_RECORD`).
     pub fn record(&self) -> PathBuf {
-        self.root.path().join("worker.json")
+        self.root.join("worker.json")
     }
+
+    /// The marker a paused supervisor creates (`__LEOPOLD_PAUSE_MARKER`).
     pub fn marker(&self) -> PathBuf {
-        self.root.path().join("paused")
+        self.root.join("paused")
     }
-    pub fn persona(&self) -> PathBuf {
-        self.project().join(".leopold/persona")
-    }
+
+    /// `<project>/.leopold/persona/ACTIVE.json`.
     pub fn active(&self) -> PathBuf {
-        self.persona().join("ACTIVE.json")
+        self.persona_dir().join("ACTIVE.json")
     }
+
+    /// Writes the fake worker's script.
     pub fn set_script(&self, text: &str) {
-        std::fs::write(self.script(), text).unwrap();
+        std::fs::write(self.script(), text).expect("write script");
     }
 
     /// Every file under the project and HOME (except `.leopold/`), with its bytes.
     pub fn snapshot(&self) -> BTreeMap<PathBuf, Vec<u8>> {
         let mut out = BTreeMap::new();
-        for base in [self.project(), self.home()] {
-            walk(&base, &mut |p| {
-                if !p.starts_with(self.project().join(".leopold")) {
+        let state = self.project.join(".leopold");
+        for base in [&self.project, &self.home] {
+            walk(base, &mut |p| {
+                if !p.starts_with(&state) {
                     out.insert(p.to_path_buf(), std::fs::read(p).unwrap());
                 }
             });
@@ -116,7 +82,7 @@ impl Sandbox {
     /// Every path under `.leopold/persona`, relative, with run ids replaced by `<run>`.
     pub fn persona_listing(&self) -> Vec<String> {
         let mut out = Vec::new();
-        let base = self.persona();
+        let base = self.persona_dir();
         walk(&base, &mut |p| {
             let rel = p.strip_prefix(&base).unwrap().display().to_string();
             let parts: Vec<&str> = rel.split('/').collect();
@@ -133,29 +99,26 @@ impl Sandbox {
         out
     }
 
+    /// The run directories under `.leopold/persona/runs` (none if there is no such directory).
     pub fn run_dirs(&self) -> Vec<PathBuf> {
-        match std::fs::read_dir(self.persona().join("runs")) {
+        match std::fs::read_dir(self.persona_dir().join("runs")) {
             Ok(d) => d.flatten().map(|e| e.path()).collect(),
             Err(_) => Vec::new(),
         }
     }
 
-    pub fn only_run_dir(&self) -> PathBuf {
-        let dirs = self.run_dirs();
-        assert_eq!(dirs.len(), 1, "expected one run dir: {dirs:?}");
-        dirs[0].clone()
-    }
-
+    /// The single run's `run.json`.
     pub fn run_json(&self) -> serde_json::Value {
-        let p = self.only_run_dir().join("run.json");
+        let p = self.run_dir().join("run.json");
         serde_json::from_str(
             &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
         )
         .unwrap()
     }
 
+    /// The single run's `journal.jsonl`, header included.
     pub fn journal(&self) -> Vec<serde_json::Value> {
-        let p = self.only_run_dir().join("journal.jsonl");
+        let p = self.run_dir().join("journal.jsonl");
         std::fs::read_to_string(&p)
             .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
             .lines()
@@ -163,17 +126,18 @@ impl Sandbox {
             .collect()
     }
 
+    /// What the fake worker recorded about itself.
     pub fn worker_record(&self) -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(self.record()).unwrap()).unwrap()
     }
 
-    /// A `leopold` command in this sandbox: sealed HOME/CODEX_HOME, the fake worker's script.
-    pub fn leopold(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(LEOPOLD);
+    /// `leopold <args>` in this sandbox: sealed HOME/CODEX_HOME, the fake worker's script.
+    pub fn leopold_command(&self, leopold: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(leopold);
         cmd.args(args)
-            .current_dir(self.root.path())
-            .env("HOME", self.home())
-            .env("CODEX_HOME", self.codex_home())
+            .current_dir(&self.root)
+            .env("HOME", &self.home)
+            .env("CODEX_HOME", &self.codex_home)
             .env("FAKE_WORKER_SCRIPT", self.script())
             .env("FAKE_WORKER_RECORD", self.record())
             .env("__LEOPOLD_STOP_GRACE_MS", "300")
@@ -185,9 +149,9 @@ impl Sandbox {
     }
 
     /// `leopold persona run <flow> --harness H --project P --harness-bin <fake worker> <extra…>`.
-    pub fn run_cmd(&self, harness: &str, extra: &[&str]) -> Command {
+    pub fn persona_run_command(&self, leopold: &Path, harness: &str, extra: &[&str]) -> Command {
         let flow = self.flow().display().to_string();
-        let project = self.project().display().to_string();
+        let project = self.project.display().to_string();
         let bin = fake_worker().display().to_string();
         let mut args = vec![
             "persona",
@@ -201,14 +165,14 @@ impl Sandbox {
             &bin,
         ];
         args.extend_from_slice(extra);
-        self.leopold(&args)
+        self.leopold_command(leopold, &args)
     }
 
     /// Starts `persona run` paused at the lifecycle step `step` (`__LEOPOLD_PAUSE_AT`), its
     /// output discarded, and returns once the supervisor has reached it.
-    pub fn spawn_paused(&self, harness: &str, step: &str) -> Child {
+    pub fn spawn_paused_run(&self, leopold: &Path, harness: &str, step: &str) -> Child {
         let child = self
-            .run_cmd(harness, &[])
+            .persona_run_command(leopold, harness, &[])
             .env("__LEOPOLD_PAUSE_AT", step)
             .env("__LEOPOLD_PAUSE_MARKER", self.marker())
             .stdout(Stdio::null())
@@ -233,14 +197,36 @@ impl Sandbox {
             .and_then(|s| s.trim().parse().ok())
     }
 
-    pub fn recover(&self) -> Output {
-        let project = self.project().display().to_string();
-        self.leopold(&["persona", "recover", "--project", &project])
+    /// `leopold persona recover --project P`, run to completion.
+    pub fn run_recover(&self, leopold: &Path) -> Output {
+        let project = self.project.display().to_string();
+        self.leopold_command(leopold, &["persona", "recover", "--project", &project])
             .output()
             .unwrap()
     }
 }
 
+/// The fake worker binary: `LEOPOLD_FAKE_WORKER` if set (`scripts/test.sh` builds it and sets
+/// it), else `leopold-fake-worker` beside the running test's target directory. Never built from
+/// here: a test that ran `cargo build` would race the build that started it.
+///
+/// # Panics
+/// Neither is a file; the message says how to build it.
+pub fn fake_worker() -> PathBuf {
+    let p = match std::env::var_os("LEOPOLD_FAKE_WORKER").filter(|v| !v.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => crate::bin_dir().join("leopold-fake-worker"),
+    };
+    assert!(
+        p.is_file(),
+        "the fake worker {} is missing: run ./scripts/test.sh, or build it with \
+         `cargo build -p leopold-tests --bin leopold-fake-worker` (or set LEOPOLD_FAKE_WORKER)",
+        p.display()
+    );
+    p
+}
+
+/// Calls `f` on every file under `dir`, recursively.
 fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
@@ -264,6 +250,7 @@ pub fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Waits `secs` at most for `child` to exit, and returns its output; kills it otherwise.
 pub fn wait_output(child: Child, secs: u64) -> Output {
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -279,6 +266,7 @@ pub fn wait_output(child: Child, secs: u64) -> Output {
     }
 }
 
+/// Sends `sig` (a name: `TERM`, `KILL`…) to `pid`.
 pub fn signal(pid: u32, sig: &str) {
     let _ = Command::new("kill")
         .arg(format!("-{sig}"))
@@ -314,10 +302,12 @@ pub fn processes_of_run(run_id: &str) -> Vec<u32> {
     out
 }
 
+/// An output's stderr as text.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// An output's stdout as text.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

@@ -1,0 +1,12 @@
+//! The supervisor's integration tests, one binary. The kit is `leopold-tests`' (see `kit`).
+
+/// `leopold persona guard` as a process: exit codes, output, events.
+mod guard_process;
+/// The one kit: `leopold-tests`' sandbox and helpers with this package's `leopold`.
+mod kit;
+/// `persona run`, `recover` and `doctor` end to end with the fake worker.
+mod lifecycle;
+/// `leopold persona replay` on the golden journals and the harness captures.
+mod replay_cli;
+/// `leopold persona wire` / `unwire`, and the wired command as a harness runs it.
+mod wiring_cli;
