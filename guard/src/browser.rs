@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use leopold_flows::browser::DANGEROUS_TOOLS;
 use leopold_flows::Flow;
+use serde::Deserialize as _;
 use serde_json::{json, Map, Value};
 
 use crate::decide::{bare, HookInput};
@@ -39,8 +40,9 @@ pub const REF_MAP_WAIT: Duration = Duration::from_millis(1500);
 /// A ref map bigger than this is damage.
 const MAX_REF_MAP_BYTES: u64 = 8 << 20;
 
-/// `ACTIVE.json`'s `browser` object. (No serde derives: the guard's dependency tree stays small.)
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `ACTIVE.json`'s `browser` object: the supervisor writes it, the guard reads it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BrowserState {
     /// `playwright`.
     pub kind: String,
@@ -55,18 +57,9 @@ impl BrowserState {
     /// Reads the object strictly: exactly `kind`, `server` and `ref_map`, all strings, `ref_map`
     /// absolute.
     pub fn from_value(v: &Value) -> Option<BrowserState> {
-        let obj = v.as_object()?;
-        if obj.len() != 3 {
-            return None;
-        }
-        let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
-        let ref_map = PathBuf::from(s("ref_map")?);
-        ref_map.is_absolute().then_some(())?;
-        Some(BrowserState {
-            kind: s("kind")?,
-            server: s("server")?,
-            ref_map,
-        })
+        BrowserState::deserialize(v)
+            .ok()
+            .filter(|b| b.ref_map.is_absolute())
     }
 
     /// The object as `ACTIVE.json` holds it.

@@ -10,13 +10,13 @@ mod commands;
 mod exit;
 mod harness;
 mod observe;
-mod observe_impl;
 #[cfg(unix)]
 #[path = "os/unix.rs"]
 mod os;
+mod process;
+mod recovery;
 mod redact;
 mod state;
-mod wiring_port;
 mod worker;
 
 use std::process::ExitCode;
