@@ -31,7 +31,7 @@ use leopold_flows::Flow;
 use serde::Deserialize as _;
 use serde_json::{json, Map, Value};
 
-use crate::decide::{bare, HookInput};
+use crate::decide::{bare_tool, HookInput};
 use crate::reason::{safe_text, Denial, Reason, Verdict};
 
 /// How long the guard waits for the supervisor to catch up with a reference it does not know.
@@ -214,8 +214,13 @@ pub fn dangerous_tool(flow: &Flow, input: &HookInput) -> Option<Denial> {
     if !input.tool_name.starts_with("mcp__") {
         return None;
     }
-    let b = bare(&input.tool_name);
-    (DANGEROUS_TOOLS.contains(&b) && !flow.allow_tools.iter().any(|t| t == b))
+    // The tool's own name, and its last segment in case the server's name holds `__`
+    // (see `bare_tool`): a dangerous tool is refused under either reading.
+    let b = bare_tool(&input.tool_name);
+    let last = b.rsplit("__").next().unwrap_or(b);
+    [b, last]
+        .into_iter()
+        .any(|t| DANGEROUS_TOOLS.contains(&t) && !flow.allow_tools.iter().any(|a| a == t))
         .then(|| Denial::new(Reason::DangerousBrowserTool))
 }
 
@@ -442,6 +447,14 @@ mod tests {
             json!({"code": "x"}),
         );
         assert!(dangerous_tool(&f, &c).is_some());
+        // A server whose name holds `__` reads as another tool name; still refused.
+        let f = flow("");
+        let c = call(
+            "mcp__my__pw__browser_evaluate",
+            json!({"function": "() => 1"}),
+        );
+        assert!(dangerous_tool(&f, &c).is_some());
+        assert!(dangerous_tool(&f, &call("mcp__pw__safe__browser_click", json!({}))).is_none());
     }
 
     #[test]

@@ -35,7 +35,9 @@ mod state;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-pub use decide::{decide, is_click_like, looks_like_navigation, walk_call, CallItem, HookInput};
+pub use decide::{
+    bare_tool, decide, is_click_like, looks_like_navigation, walk_call, CallItem, HookInput,
+};
 pub use harness::{Harness, UnknownHarness};
 pub use reason::{message, safe_text, Denial, Reason, Verdict, PREFIX};
 pub use state::{find_root, load_flow, read_active, ActiveState, ACTIVE_PATH, EVENTS_PATH};

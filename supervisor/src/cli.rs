@@ -14,6 +14,11 @@ use crate::harness::Harness;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Trace each step on stderr with its timing (`-v`: lifecycle steps; `-vv`: more detail).
+    /// `RUST_LOG` (e.g. `RUST_LOG=leopold=debug`) overrides it. Never on stdout, so `--json`
+    /// output stays machine-readable.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
 }
 
 #[derive(Debug, Subcommand)]

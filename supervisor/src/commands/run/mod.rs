@@ -175,6 +175,7 @@ async fn lifecycle(
 
     // 3. Recover a crashed earlier run, lock held.
     let report = crate::recovery::recover_locked(&plan.paths, &plan.ctx)?;
+    tracing::debug!(crashed_run = ?report.crashed_run, lines = report.lines().len(), "recovery");
     timings.mark("recovered");
     for line in report.lines() {
         out.info(&format!("leopold: recovered: {line}"));
@@ -228,6 +229,11 @@ async fn lifecycle(
     // 5. Wire, write the --settings file, prove.
     let setup = async {
         let outcome = harness::wire(plan.kind, &plan.ctx)?;
+        tracing::debug!(
+            changed = outcome.changed,
+            "wired {}",
+            outcome.record.file.display()
+        );
         for w in &outcome.warnings {
             out.warn(w);
         }
@@ -307,8 +313,9 @@ async fn lifecycle(
             ))
         }
     };
-    timings.mark("worker_spawned");
     let pgid = child.id().unwrap_or(0);
+    tracing::debug!(pgid, "worker {} started", plan.bin.display());
+    timings.mark("worker_spawned");
     run.st.worker_pid = Some(pgid);
     if let Err(e) = run.st.write_atomic(&plan.paths.active()) {
         // Recovery could not find this worker by its recorded pid: stop it now.
@@ -355,6 +362,12 @@ async fn lifecycle(
         leaked: sup.leaked,
         stderr_tail: &sup.stderr_tail,
     });
+    tracing::info!(
+        outcome = c.outcome.as_str(),
+        actions = sup.counts.actions,
+        violations = sup.counts.violations,
+        "worker's group gone"
+    );
     timings.mark("worker_exited");
     let code = run.finish(Ending {
         outcome: c.outcome,

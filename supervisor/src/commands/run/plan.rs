@@ -98,7 +98,10 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         // tolerate unknown keys in a handler.
         let _probe = tracing::info_span!("version_probe").entered();
         ctx.claude_on_failure = match harness::claude_supports_on_failure(&bin) {
-            Ok(yes) => yes,
+            Ok(yes) => {
+                tracing::debug!(on_failure = yes, "{} --version answered", bin.display());
+                yes
+            }
             Err(e) => {
                 tracing::warn!("{e}; keeping `onFailure: block`");
                 true
