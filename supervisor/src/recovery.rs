@@ -14,7 +14,7 @@ use anyhow::Context as _;
 use serde_json::json;
 
 use crate::harness::{self, Harness};
-use crate::state::{self, ActiveState, Counts, PersonaPaths, RunEnd, RunOutcome};
+use crate::state::{self, ActiveState, Counts, PersonaPaths, RunEnd, RunOutcome, StateFile};
 
 /// What recovery did.
 #[derive(Debug, Default)]
@@ -140,7 +140,7 @@ pub fn recover_locked(
             paths,
             &json!({
                 "ts": state::now_rfc3339(),
-                "event": "persona_recovered",
+                "event": leopold_guard::EventName::Recovered,
                 "run_id": st.run_id,
                 "flow": st.flow,
                 "harness": st.harness,

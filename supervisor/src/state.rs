@@ -17,12 +17,9 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use anyhow::Context as _;
-use leopold_guard::browser::BrowserState;
-use leopold_guard::Harness;
 use serde::{Deserialize, Serialize};
 
-/// ACTIVE.json's format version.
-pub const ACTIVE_VERSION: u32 = 1;
+pub use leopold_guard::{WiringEntry, ACTIVE_VERSION};
 
 /// Paths of one project's persona state.
 #[derive(Debug, Clone)]
@@ -71,48 +68,9 @@ pub fn resolve_project(arg: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(abs)
 }
 
-/// One wiring record: enough for recovery to unwire exactly what a run wired.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WiringEntry {
-    pub harness: Harness,
-    /// The file the guard is (or is about to be) wired into.
-    pub file: PathBuf,
-    /// The tag on every handler Leopold adds.
-    pub tag: String,
-}
-
-/// ACTIVE.json while a run is active, and `run.json` (with `end`) after it ended.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ActiveState {
-    pub version: u32,
-    pub active: bool,
-    pub run_id: String,
-    /// The flow's name.
-    pub flow: String,
-    /// The flow file, absolute.
-    pub flow_path: PathBuf,
-    pub harness: Harness,
-    pub supervisor_pid: u32,
-    /// The worker's pid, which is also its process group id (it leads its own group).
-    pub worker_pid: Option<u32>,
-    /// RFC 3339, UTC.
-    pub started_at: String,
-    /// What is (or is about to be) wired. Written before each edit, so a crash in between leaves
-    /// a record naming a file that may or may not carry the tag; unwiring is idempotent.
-    pub wiring: Vec<WiringEntry>,
-    /// The `claude --settings` file of this run, removed at the end.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub guard_settings: Option<PathBuf>,
-    /// Present when the supervisor provisioned the worker's browser: the guard then turns the
-    /// dangerous browser tools off and judges clicks by the ref map (guard/src/browser.rs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub browser: Option<BrowserState>,
-    /// Present only in `run.json`: how the run ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub end: Option<RunEnd>,
-}
+/// ACTIVE.json while a run is active, and `run.json` (with `end`) after it ended: the guard
+/// crate's one definition of the file, with the supervisor's [`RunEnd`].
+pub type ActiveState = leopold_guard::ActiveFile<RunEnd>;
 
 /// How a persona run ended: `run.json`'s `end.outcome`, `--json`'s `run_ended`, and the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -202,8 +160,16 @@ pub struct Counts {
     pub unreadable_lines: u64,
 }
 
-impl ActiveState {
-    pub fn read(path: &Path) -> anyhow::Result<ActiveState> {
+/// Reading and writing ACTIVE.json and run.json.
+pub trait StateFile: Sized {
+    /// Reads the file strictly: unknown keys are refused.
+    fn read(path: &Path) -> anyhow::Result<Self>;
+    /// Writes this state to `path` atomically (temp file in the same directory, fsync, rename).
+    fn write_atomic(&self, path: &Path) -> anyhow::Result<()>;
+}
+
+impl StateFile for ActiveState {
+    fn read(path: &Path) -> anyhow::Result<ActiveState> {
         let bytes =
             std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
         serde_json::from_slice(&bytes).with_context(|| {
@@ -214,8 +180,7 @@ impl ActiveState {
         })
     }
 
-    /// Writes this state to `path` atomically (temp file in the same directory, fsync, rename).
-    pub fn write_atomic(&self, path: &Path) -> anyhow::Result<()> {
+    fn write_atomic(&self, path: &Path) -> anyhow::Result<()> {
         let mut text = serde_json::to_string_pretty(self).expect("state serialises");
         text.push('\n');
         write_atomic(path, text.as_bytes())
@@ -398,6 +363,7 @@ pub fn append_event(paths: &PersonaPaths, event: &serde_json::Value) -> anyhow::
 #[cfg(test)]
 mod tests {
     use super::*;
+    use leopold_guard::Harness;
 
     #[test]
     fn outcomes_keep_their_names_and_exit_codes() {

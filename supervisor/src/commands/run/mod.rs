@@ -32,7 +32,9 @@ use crate::cli::RunArgs;
 use crate::commands::pause_point;
 use crate::harness::{self, Harness};
 use crate::observe::Observer;
-use crate::state::{self, ActiveState, LockHolder, RunLock, RunOutcome, TryLock, WiringEntry};
+use crate::state::{
+    self, ActiveState, LockHolder, RunLock, RunOutcome, StateFile, TryLock, WiringEntry,
+};
 use crate::worker::{self, WorkerSpec};
 use outcome::{classify, Ended};
 use plan::Plan;

@@ -8,7 +8,7 @@ use super::plan::Plan;
 use super::progress::{summary_line, Reporter};
 use crate::exit::RunExit;
 use crate::harness;
-use crate::state::{self, ActiveState, Counts, RunEnd, RunLock, RunOutcome};
+use crate::state::{self, ActiveState, Counts, RunEnd, RunLock, RunOutcome, StateFile};
 
 pub struct Teardown<'a> {
     pub plan: &'a Plan,
