@@ -76,10 +76,12 @@ pub enum PersonaCommand {
 /// `--harness claude|codex`, parsed straight into the one [`Harness`] enum.
 fn harness_parser() -> impl clap::builder::TypedValueParser<Value = Harness> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
-    PossibleValuesParser::new([
-        PossibleValue::new("claude").help("Claude Code (`claude`)"),
-        PossibleValue::new("codex").help("OpenAI Codex CLI (`codex`)"),
-    ])
+    PossibleValuesParser::new(Harness::ALL.map(|h| {
+        PossibleValue::new(h.as_str()).help(match h {
+            Harness::Claude => "Claude Code (`claude`)",
+            Harness::Codex => "OpenAI Codex CLI (`codex`)",
+        })
+    }))
     .try_map(|s| s.parse::<Harness>())
 }
 

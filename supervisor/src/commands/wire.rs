@@ -17,7 +17,7 @@ fn context(project: PathBuf, claude_on_failure: bool) -> anyhow::Result<Context>
 /// Whether the Claude Code at `bin` (default `claude` on PATH) understands `onFailure`; when it
 /// cannot be asked, says so and wires without it (the hook then fails open if it cannot run).
 fn detect_on_failure(bin: Option<&Path>) -> bool {
-    let bin = bin.unwrap_or(Path::new("claude"));
+    let bin = bin.unwrap_or(Path::new(Harness::Claude.as_str()));
     match harness::claude_supports_on_failure(bin) {
         Ok(yes) => yes,
         Err(err) => {

@@ -22,6 +22,7 @@ mod proof;
 mod supervise;
 mod teardown;
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -165,6 +166,15 @@ fn active_state(
     }
 }
 
+/// What step 4 set up for the rest of the run.
+struct Started {
+    run_id: String,
+    run_dir: PathBuf,
+    /// Claude's `--settings` file.
+    guard_settings: Option<PathBuf>,
+    provisioned: Option<crate::browser::Provisioned>,
+}
+
 async fn lifecycle(
     plan: Plan,
     mut lock: RunLock,
@@ -174,86 +184,16 @@ async fn lifecycle(
 ) -> anyhow::Result<u8> {
     // Signals from here on are ours to handle: a Ctrl-C during setup must still unwire.
     let mut signals = Signals::install()?;
-
-    // 3. Recover a crashed earlier run, lock held.
-    let report = crate::recovery::recover_locked(&plan.paths, &plan.ctx)?;
-    tracing::debug!(crashed_run = ?report.crashed_run, lines = report.lines().len(), "recovery");
-    timings.mark("recovered");
-    for line in report.lines() {
-        out.info(&format!("leopold: recovered: {line}"));
-    }
-    if !report.is_empty() {
-        out.json(
-            json!({"event":"recovered","crashed_run":report.crashed_run,"lines":report.lines()}),
-        );
-    }
-
-    // 4. ACTIVE.json, naming what is about to be wired.
-    let run_id = state::new_run_id();
-    let run_dir = plan.paths.run_dir(&run_id);
-    std::fs::create_dir_all(&run_dir)
-        .with_context(|| format!("cannot create {}", run_dir.display()))?;
-    let guard_settings =
-        (plan.kind == Harness::Claude).then(|| run_dir.join("guard-settings.json"));
-    // The provisioned browser's files, before ACTIVE.json names them for the guard.
-    let provisioned = match &plan.browser {
-        Some(bins) => {
-            let p = crate::browser::provision(&plan.flow, bins, &run_dir)?;
-            for n in &p.notes {
-                out.warn(&format!("the provisioned browser cannot reach {n}"));
-            }
-            Some(p)
-        }
-        None => None,
-    };
-    let st = active_state(
-        &plan,
-        &run_id,
-        &holder.started_at,
-        guard_settings.clone(),
-        provisioned.as_ref(),
-    );
-    st.write_atomic(&plan.paths.active())?;
-    let _ = lock.update(&LockHolder {
-        flow: Some(format!("{} (run {run_id})", plan.flow.name)),
-        ..holder
-    });
-    timings.mark("active_written");
-    pause_point("active-written");
-
+    recover(&plan, out, timings)?;
+    let (started, st) = record_active(&plan, &mut lock, &holder, out, timings)?;
     let mut run = Teardown {
         plan: &plan,
         st,
         lock: Some(lock),
         out,
     };
-
-    // 5. Wire, write the --settings file, prove.
-    let setup = async {
-        let outcome = harness::wire(plan.kind, &plan.ctx)?;
-        tracing::debug!(
-            changed = outcome.changed,
-            "wired {}",
-            outcome.record.file.display()
-        );
-        for w in &outcome.warnings {
-            out.warn(w);
-        }
-        timings.mark("wired");
-        pause_point("wired");
-        if let Some(gs) = &guard_settings {
-            state::write_atomic(
-                gs,
-                harness::claude_guard_settings_json(&plan.ctx).as_bytes(),
-            )?;
-            timings.mark("settings_written");
-            pause_point("settings-written");
-        }
-        proof::prove_guard(&plan)?;
-        timings.mark("proved");
-        anyhow::Ok(())
-    };
-    if let Err(e) = setup.await {
+    // From here on every way out goes through `run`: unwire, archive, release.
+    if let Err(e) = wire_and_prove(&plan, started.guard_settings.as_deref(), out, timings) {
         return run.setup_failed(format!("{e:#}"));
     }
     if let Some(sig) = signals.pending().await {
@@ -262,62 +202,11 @@ async fn lifecycle(
             format!("{} before launch", sig.as_str()),
         ));
     }
-
-    // 6. Launch.
-    let extra: Vec<String> = match &provisioned {
-        Some(_) => crate::browser::harness_args(plan.kind)
-            .into_iter()
-            .chain(plan.extra.iter().cloned())
-            .collect(),
-        None => plan.extra.clone(),
-    };
-    let spec = WorkerSpec {
-        kind: plan.kind,
-        bin: plan.bin.clone(),
-        project: &plan.paths.project,
-        prompt: worker::build_prompt(&plan.flow),
-        mcp_config: provisioned
-            .as_ref()
-            .map(|p| p.mcp_config.as_path())
-            .or(plan.mcp_config.as_deref()),
-        mcp_servers: match &provisioned {
-            Some(p) => vec![p.server.clone()],
-            None => plan.mcp_servers.clone(),
-        },
-        guard_settings: guard_settings.as_deref(),
-        extra: &extra,
-    };
-    let events_offset = std::fs::metadata(plan.paths.events())
-        .map(|m| m.len())
-        .unwrap_or(0);
-    // The journal exists before the worker does: nothing it does goes unrecorded.
-    let mut observer = match Observer::new(
-        plan.kind,
-        &plan.flow,
-        &run_dir.join("journal.jsonl"),
-        &run_id,
-        &plan.paths.events(),
-        events_offset,
-    ) {
-        Ok(o) => o,
-        Err(e) => return run.setup_failed(format!("{e:#}")),
-    };
-    if let Some(p) = &provisioned {
-        observer = observer.with_ref_map(crate::browser::RefTracker::new(&p.state, &p.output_dir));
-    }
-    let cmd = worker::worker_command(&spec, &run_id);
-    let mut child = match tokio::process::Command::from(cmd).spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            return run.setup_failed(format!(
-                "cannot start the worker {}: {e}",
-                plan.bin.display()
-            ))
-        }
+    let (mut child, mut observer) = match launch(&plan, &started, timings) {
+        Ok(launched) => launched,
+        Err(msg) => return run.setup_failed(msg),
     };
     let pgid = child.id().unwrap_or(0);
-    tracing::debug!(pgid, "worker {} started", plan.bin.display());
-    timings.mark("worker_spawned");
     run.st.worker_pid = Some(pgid);
     if let Err(e) = run.st.write_atomic(&plan.paths.active()) {
         // Recovery could not find this worker by its recorded pid: stop it now.
@@ -325,6 +214,7 @@ async fn lifecycle(
         let _ = child.wait().await;
         return run.setup_failed(format!("{e:#}"));
     }
+    let run_id = &started.run_id;
     out.info(&format!(
         "leopold: run {run_id}: flow `{}` under {} (worker pid {pgid})",
         plan.flow.name, plan.kind
@@ -346,8 +236,8 @@ async fn lifecycle(
 
     // Chromium runs in a session of its own (Playwright starts it detached): whatever of the
     // browser outlived the worker's group carries the run's id.
-    if provisioned.is_some() {
-        let left = crate::os::kill_crashed_run(None, &run_id);
+    if started.provisioned.is_some() {
+        let left = crate::os::kill_crashed_run(None, run_id);
         if !left.is_empty() {
             out.warn(&format!(
                 "{} browser process(es) outlived the worker; stopped",
@@ -379,4 +269,154 @@ async fn lifecycle(
     })?;
     timings.mark("unwired");
     Ok(code)
+}
+
+/// Step 3: recovers a crashed earlier run, lock held.
+fn recover(plan: &Plan, out: &Reporter, timings: &mut Timings) -> anyhow::Result<()> {
+    let report = crate::recovery::recover_locked(&plan.paths, &plan.ctx)?;
+    tracing::debug!(crashed_run = ?report.crashed_run, lines = report.lines().len(), "recovery");
+    timings.mark("recovered");
+    for line in report.lines() {
+        out.info(&format!("leopold: recovered: {line}"));
+    }
+    if !report.is_empty() {
+        out.json(
+            json!({"event":"recovered","crashed_run":report.crashed_run,"lines":report.lines()}),
+        );
+    }
+    Ok(())
+}
+
+/// Step 4: the run directory, the provisioned browser's files, and ACTIVE.json naming what is
+/// about to be wired.
+fn record_active(
+    plan: &Plan,
+    lock: &mut RunLock,
+    holder: &LockHolder,
+    out: &Reporter,
+    timings: &mut Timings,
+) -> anyhow::Result<(Started, ActiveState)> {
+    let run_id = state::new_run_id();
+    let run_dir = plan.paths.run_dir(&run_id);
+    std::fs::create_dir_all(&run_dir)
+        .with_context(|| format!("cannot create {}", run_dir.display()))?;
+    let guard_settings =
+        (plan.kind == Harness::Claude).then(|| run_dir.join("guard-settings.json"));
+    // The provisioned browser's files, before ACTIVE.json names them for the guard.
+    let provisioned = match &plan.browser {
+        Some(bins) => {
+            let p = crate::browser::provision(&plan.flow, bins, &run_dir)?;
+            for n in &p.notes {
+                out.warn(&format!("the provisioned browser cannot reach {n}"));
+            }
+            Some(p)
+        }
+        None => None,
+    };
+    let st = active_state(
+        plan,
+        &run_id,
+        &holder.started_at,
+        guard_settings.clone(),
+        provisioned.as_ref(),
+    );
+    st.write_atomic(&plan.paths.active())?;
+    let _ = lock.update(&LockHolder {
+        flow: Some(format!("{} (run {run_id})", plan.flow.name)),
+        ..holder.clone()
+    });
+    timings.mark("active_written");
+    pause_point("active-written");
+    let started = Started {
+        run_id,
+        run_dir,
+        guard_settings,
+        provisioned,
+    };
+    Ok((started, st))
+}
+
+/// Step 5: wires the guard, writes the `--settings` file, proves the wired command denies.
+fn wire_and_prove(
+    plan: &Plan,
+    guard_settings: Option<&Path>,
+    out: &Reporter,
+    timings: &mut Timings,
+) -> anyhow::Result<()> {
+    let outcome = harness::wire(plan.kind, &plan.ctx)?;
+    tracing::debug!(
+        changed = outcome.changed,
+        "wired {}",
+        outcome.record.file.display()
+    );
+    for w in &outcome.warnings {
+        out.warn(w);
+    }
+    timings.mark("wired");
+    pause_point("wired");
+    if let Some(gs) = guard_settings {
+        state::write_atomic(
+            gs,
+            harness::claude_guard_settings_json(&plan.ctx).as_bytes(),
+        )?;
+        timings.mark("settings_written");
+        pause_point("settings-written");
+    }
+    proof::prove_guard(plan)?;
+    timings.mark("proved");
+    Ok(())
+}
+
+/// Step 6: creates the journal (before the worker exists: nothing it does goes unrecorded),
+/// then starts the worker. `Err` is the setup failure to report.
+fn launch(
+    plan: &Plan,
+    started: &Started,
+    timings: &mut Timings,
+) -> Result<(tokio::process::Child, Observer), String> {
+    let provisioned = started.provisioned.as_ref();
+    let extra: Vec<String> = match provisioned {
+        Some(_) => crate::browser::harness_args(plan.kind)
+            .into_iter()
+            .chain(plan.extra.iter().cloned())
+            .collect(),
+        None => plan.extra.clone(),
+    };
+    let spec = WorkerSpec {
+        kind: plan.kind,
+        bin: plan.bin.clone(),
+        project: &plan.paths.project,
+        prompt: worker::build_prompt(&plan.flow),
+        mcp_config: provisioned
+            .map(|p| p.mcp_config.as_path())
+            .or(plan.mcp_config.as_deref()),
+        mcp_servers: match provisioned {
+            Some(p) => vec![p.server.clone()],
+            None => plan.mcp_servers.clone(),
+        },
+        guard_settings: started.guard_settings.as_deref(),
+        extra: &extra,
+    };
+    let events_offset = std::fs::metadata(plan.paths.events())
+        .map(|m| m.len())
+        .unwrap_or(0);
+    let mut observer = Observer::new(
+        plan.kind,
+        &plan.flow,
+        &started.run_dir.join("journal.jsonl"),
+        &started.run_id,
+        &plan.paths.events(),
+        events_offset,
+    )
+    .map_err(|e| format!("{e:#}"))?;
+    if let Some(p) = provisioned {
+        observer = observer.with_ref_map(crate::browser::RefTracker::new(&p.state, &p.output_dir));
+    }
+    let cmd = worker::worker_command(&spec, &started.run_id);
+    let child = tokio::process::Command::from(cmd)
+        .spawn()
+        .map_err(|e| format!("cannot start the worker {}: {e}", plan.bin.display()))?;
+    tracing::debug!(pgid = child.id(), "worker {} started", plan.bin.display());
+    timings.mark("worker_spawned");
+    Ok((child, observer))
 }
