@@ -28,9 +28,10 @@ use std::time::{Duration, Instant};
 
 use leopold_flows::browser::DANGEROUS_TOOLS;
 use leopold_flows::Flow;
+use serde::Deserialize as _;
 use serde_json::{json, Map, Value};
 
-use crate::decide::{bare, HookInput};
+use crate::decide::{bare_tool, HookInput};
 use crate::reason::{safe_text, Denial, Reason, Verdict};
 
 /// How long the guard waits for the supervisor to catch up with a reference it does not know.
@@ -39,8 +40,9 @@ pub const REF_MAP_WAIT: Duration = Duration::from_millis(1500);
 /// A ref map bigger than this is damage.
 const MAX_REF_MAP_BYTES: u64 = 8 << 20;
 
-/// `ACTIVE.json`'s `browser` object. (No serde derives: the guard's dependency tree stays small.)
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `ACTIVE.json`'s `browser` object: the supervisor writes it, the guard reads it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BrowserState {
     /// `playwright`.
     pub kind: String,
@@ -55,18 +57,9 @@ impl BrowserState {
     /// Reads the object strictly: exactly `kind`, `server` and `ref_map`, all strings, `ref_map`
     /// absolute.
     pub fn from_value(v: &Value) -> Option<BrowserState> {
-        let obj = v.as_object()?;
-        if obj.len() != 3 {
-            return None;
-        }
-        let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
-        let ref_map = PathBuf::from(s("ref_map")?);
-        ref_map.is_absolute().then_some(())?;
-        Some(BrowserState {
-            kind: s("kind")?,
-            server: s("server")?,
-            ref_map,
-        })
+        BrowserState::deserialize(v)
+            .ok()
+            .filter(|b| b.ref_map.is_absolute())
     }
 
     /// The object as `ACTIVE.json` holds it.
@@ -221,8 +214,13 @@ pub fn dangerous_tool(flow: &Flow, input: &HookInput) -> Option<Denial> {
     if !input.tool_name.starts_with("mcp__") {
         return None;
     }
-    let b = bare(&input.tool_name);
-    (DANGEROUS_TOOLS.contains(&b) && !flow.allow_tools.iter().any(|t| t == b))
+    // The tool's own name, and its last segment in case the server's name holds `__`
+    // (see `bare_tool`): a dangerous tool is refused under either reading.
+    let b = bare_tool(&input.tool_name);
+    let last = b.rsplit("__").next().unwrap_or(b);
+    [b, last]
+        .into_iter()
+        .any(|t| DANGEROUS_TOOLS.contains(&t) && !flow.allow_tools.iter().any(|a| a == t))
         .then(|| Denial::new(Reason::DangerousBrowserTool))
 }
 
@@ -449,6 +447,14 @@ mod tests {
             json!({"code": "x"}),
         );
         assert!(dangerous_tool(&f, &c).is_some());
+        // A server whose name holds `__` reads as another tool name; still refused.
+        let f = flow("");
+        let c = call(
+            "mcp__my__pw__browser_evaluate",
+            json!({"function": "() => 1"}),
+        );
+        assert!(dangerous_tool(&f, &c).is_some());
+        assert!(dangerous_tool(&f, &call("mcp__pw__safe__browser_click", json!({}))).is_none());
     }
 
     #[test]

@@ -299,14 +299,30 @@ fn is_label_key(key: &str) -> bool {
     LABEL_KEYS.iter().any(|k| k.as_bytes() == &folded[..n])
 }
 
-/// The part of a tool's name after its last `__`.
-pub(crate) fn bare(tool_name: &str) -> &str {
-    tool_name.rsplit("__").next().unwrap_or(tool_name)
+/// The tool's own name: for an MCP tool, `mcp__<server>__<tool>` on both harnesses, the part
+/// after the server; any other tool (`WebFetch`), the whole name.
+///
+/// The server is the first segment, and the tool everything after it, `__` included: that is
+/// how Claude Code reads the name back (its `mcpInfoFromString`: `serverName = parts[1]`,
+/// `toolName = parts.slice(2).join("__")`), and tool names do hold `__` (Claude's own
+/// `mcp__<server>__Claude_Browser__save_download`). Codex builds the same name from the item's
+/// `server` and `tool`. So `mcp__a__b__c` is tool `b__c` of server `a`.
+///
+/// Neither harness forbids `__` in a *server* name, and then this split is wrong (`mcp__my__pw__
+/// browser_evaluate` reads as tool `pw__browser_evaluate`). Checks that must not miss a tool
+/// therefore also look at the last segment ([`crate::browser::dangerous_tool`]) or search the
+/// whole tool part ([`is_click_like`]).
+pub fn bare_tool(tool_name: &str) -> &str {
+    match tool_name.strip_prefix("mcp__") {
+        Some(rest) => rest.split_once("__").map_or(rest, |(_, tool)| tool),
+        None => tool_name,
+    }
 }
 
-/// A click, press or submit: the part of the tool's name after its last `__` says so.
+/// A click, press or submit: the tool's own name ([`bare_tool`], which holds its last segment)
+/// says so.
 pub fn is_click_like(tool_name: &str) -> bool {
-    let bare = bare(tool_name).to_ascii_lowercase();
+    let bare = bare_tool(tool_name).to_ascii_lowercase();
     ["click", "press", "submit", "tap"]
         .iter()
         .any(|w| bare.contains(w))
@@ -385,6 +401,24 @@ pub fn looks_like_navigation(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tool_is_everything_after_the_server() {
+        assert_eq!(bare_tool("mcp__browser__browser_click"), "browser_click");
+        assert_eq!(bare_tool("mcp__a__b__c"), "b__c");
+        assert_eq!(
+            bare_tool("mcp__claude-in-chrome__Claude_Browser__save_download"),
+            "Claude_Browser__save_download"
+        );
+        assert_eq!(bare_tool("WebFetch"), "WebFetch");
+        assert_eq!(bare_tool("mcp__lonely"), "lonely");
+        assert_eq!(bare_tool("mcp__"), "");
+        // Click-likeness searches the whole tool part: a `__` in the server's name cannot hide
+        // a click.
+        assert!(is_click_like("mcp__a__b__click"));
+        assert!(is_click_like("mcp__my__pw__browser_click"));
+        assert!(!is_click_like("mcp__clicker__navigate"));
+    }
 
     #[test]
     fn navigation_looking_strings() {

@@ -28,15 +28,24 @@
 
 pub mod browser;
 mod decide;
+mod events;
+mod harness;
 mod reason;
 mod state;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-pub use decide::{decide, is_click_like, looks_like_navigation, walk_call, CallItem, HookInput};
+pub use decide::{
+    bare_tool, decide, is_click_like, looks_like_navigation, walk_call, CallItem, HookInput,
+};
+pub use events::{EventName, GuardEvent};
+pub use harness::{Harness, UnknownHarness};
 pub use reason::{message, safe_text, Denial, Reason, Verdict, PREFIX};
-pub use state::{find_root, load_flow, read_active, ActiveState, ACTIVE_PATH, EVENTS_PATH};
+pub use state::{
+    find_root, load_flow, read_active, ActiveFile, ActiveState, WiringEntry, ACTIVE_PATH,
+    ACTIVE_VERSION, EVENTS_PATH,
+};
 
 /// The largest payload the guard judges; anything bigger denies (`payload_too_large`) while a
 /// run is active. Browser tool calls are a few hundred bytes.
@@ -180,25 +189,16 @@ pub fn event_line(
     flow: Option<String>,
     tool: Option<String>,
 ) -> Vec<u8> {
-    use serde_json::Value;
-    let mut obj = serde_json::Map::new();
-    let ts = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-    let opt = |s: Option<String>| s.map_or(Value::Null, Value::String);
-    obj.insert("ts".into(), Value::String(ts));
-    obj.insert("event".into(), Value::from(denial.reason.event()));
-    obj.insert("tool".into(), opt(tool));
-    obj.insert(
-        "host".into(),
-        opt(denial.host.as_deref().and_then(|h| safe_text(h, 253))),
-    );
-    obj.insert("flow".into(), opt(flow));
-    obj.insert("reason".into(), Value::from(denial.reason.id()));
-    if let Some(id) = eval.tool_use_id.as_deref().and_then(|i| safe_text(i, 128)) {
-        obj.insert("tool_use_id".into(), Value::String(id));
+    GuardEvent {
+        ts: Some(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()),
+        event: denial.reason.event(),
+        tool,
+        host: denial.host.as_deref().and_then(|h| safe_text(h, 253)),
+        flow,
+        reason: Some(denial.reason.id().to_owned()),
+        tool_use_id: eval.tool_use_id.as_deref().and_then(|i| safe_text(i, 128)),
     }
-    let mut line = serde_json::to_vec(&Value::Object(obj)).unwrap_or_default();
-    line.push(b'\n');
-    line
+    .to_line()
 }
 
 /// Appends one line to `<root>/.leopold/persona/events.jsonl` with a single `write(2)` on an

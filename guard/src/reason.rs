@@ -173,12 +173,12 @@ impl Reason {
     }
 
     /// The `event` field of the `events.jsonl` line.
-    pub fn event(self) -> &'static str {
+    pub fn event(self) -> crate::EventName {
         match self {
             Reason::IrreversibleTool | Reason::IrreversibleLabel | Reason::IrreversiblePath => {
-                "persona_guard_irreversible"
+                crate::EventName::GuardIrreversible
             }
-            _ => "persona_guard_block",
+            _ => crate::EventName::GuardBlock,
         }
     }
 }

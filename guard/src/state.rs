@@ -7,7 +7,11 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use leopold_flows::{Flow, FlowError};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::browser::BrowserState;
+use crate::Harness;
 
 use crate::reason::{safe_text, Denial, Reason};
 
@@ -19,6 +23,66 @@ pub const ACTIVE_PATH: &str = ".leopold/persona/ACTIVE.json";
 
 /// `events.jsonl`, relative to the project root.
 pub const EVENTS_PATH: &str = ".leopold/persona/events.jsonl";
+
+/// ACTIVE.json's format version.
+pub const ACTIVE_VERSION: u32 = 1;
+
+/// One wiring record: enough for recovery to unwire exactly what a run wired.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WiringEntry {
+    /// The harness wired.
+    pub harness: Harness,
+    /// The file the guard is (or is about to be) wired into.
+    pub file: PathBuf,
+    /// The tag on every handler Leopold adds.
+    pub tag: String,
+}
+
+/// `ACTIVE.json` as the supervisor writes it, and the run's `run.json` (the same object with
+/// `end`, the supervisor's account `E` of how the run ended). The one definition of the file:
+/// the supervisor reads it strictly (unknown keys refused); the guard reads only `active`,
+/// `flow`, `flow_path` and `browser` of it, each checked on its own so that a denial says which
+/// ([`read_active`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActiveFile<E> {
+    /// [`ACTIVE_VERSION`].
+    pub version: u32,
+    /// Whether the run is live (ACTIVE.json) or over (`run.json`).
+    pub active: bool,
+    /// The run's id, also its directory name under `runs/`.
+    pub run_id: String,
+    /// The flow's name.
+    pub flow: String,
+    /// The flow file, absolute.
+    pub flow_path: PathBuf,
+    /// The harness running the worker.
+    pub harness: Harness,
+    /// The supervisor's pid.
+    pub supervisor_pid: u32,
+    /// The worker's pid, which is also its process group id (it leads its own group).
+    pub worker_pid: Option<u32>,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    /// What is (or is about to be) wired. Written before each edit, so a crash in between leaves
+    /// a record naming a file that may or may not carry the tag; unwiring is idempotent.
+    pub wiring: Vec<WiringEntry>,
+    /// The `claude --settings` file of this run, removed at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard_settings: Option<PathBuf>,
+    /// Present when the supervisor provisioned the worker's browser: the guard then turns the
+    /// dangerous browser tools off and judges clicks by the ref map ([`crate::browser`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser: Option<BrowserState>,
+    /// Present only in `run.json`: how the run ended.
+    #[serde(default = "none", skip_serializing_if = "Option::is_none")]
+    pub end: Option<E>,
+}
+
+fn none<E>() -> Option<E> {
+    None
+}
 
 /// What the guard reads of `ACTIVE.json`: `active`, `flow`, `flow_path`, and `browser` when the
 /// supervisor provisioned the browser (see [`crate::browser`]); nothing else.
@@ -103,7 +167,7 @@ pub fn read_active(root: &Path) -> Result<ActiveState, Denial> {
     };
     let browser = match map.get("browser") {
         None | Some(Value::Null) => None,
-        Some(v) => match crate::browser::BrowserState::from_value(v) {
+        Some(v) => match BrowserState::from_value(v) {
             Some(b) => Some(b),
             None => return Err(malformed("`browser` is not a provisioned-browser object")),
         },
@@ -139,5 +203,76 @@ pub fn load_flow(name: &str, path: &Path) -> Result<Flow, Denial> {
         Err(_) => Err(Denial::new(Reason::FlowInvalid).with_detail(
             "its front matter does not parse; run `leopold persona run` on it to see why",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(active: bool) -> ActiveFile<Value> {
+        ActiveFile {
+            version: ACTIVE_VERSION,
+            active,
+            run_id: "r1".into(),
+            flow: "checkout".into(),
+            flow_path: "/p/flows/checkout.md".into(),
+            harness: Harness::Codex,
+            supervisor_pid: 7,
+            worker_pid: Some(8),
+            started_at: "2026-11-30T10:00:00.000Z".into(),
+            wiring: vec![WiringEntry {
+                harness: Harness::Codex,
+                file: "/h/.codex/config.toml".into(),
+                tag: "leopold-persona-guard".into(),
+            }],
+            guard_settings: None,
+            browser: Some(BrowserState {
+                kind: "playwright".into(),
+                server: "browser".into(),
+                ref_map: "/p/.leopold/persona/runs/r1/browser/refs.json".into(),
+            }),
+            end: None,
+        }
+    }
+
+    fn write(root: &Path, f: &ActiveFile<Value>) {
+        let path = root.join(ACTIVE_PATH);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, serde_json::to_vec_pretty(f).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn the_guard_reads_what_the_supervisor_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = file(true);
+        write(dir.path(), &f);
+        assert_eq!(
+            read_active(dir.path()).unwrap(),
+            ActiveState::Active {
+                flow: "checkout".into(),
+                flow_path: f.flow_path.clone(),
+                browser: f.browser.clone(),
+            }
+        );
+        let text = std::fs::read_to_string(dir.path().join(ACTIVE_PATH)).unwrap();
+        assert!(text.contains("\"harness\": \"codex\""), "{text}");
+        write(dir.path(), &file(false));
+        assert_eq!(read_active(dir.path()).unwrap(), ActiveState::Inactive);
+    }
+
+    #[test]
+    fn unknown_keys_are_the_supervisors_to_refuse_and_the_guards_to_ignore() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut v = serde_json::to_value(file(true)).unwrap();
+        v["from_a_later_version"] = Value::Bool(true);
+        let path = dir.path().join(ACTIVE_PATH);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, v.to_string()).unwrap();
+        assert!(matches!(
+            read_active(dir.path()),
+            Ok(ActiveState::Active { .. })
+        ));
+        assert!(serde_json::from_value::<ActiveFile<Value>>(v).is_err());
     }
 }

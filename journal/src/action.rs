@@ -2,25 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Which harness produced the action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Harness {
-    /// Claude Code (`-p --output-format stream-json --verbose`).
-    Claude,
-    /// OpenAI Codex CLI (`exec --json`).
-    Codex,
-}
-
-impl Harness {
-    /// The name as written in journals and on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Harness::Claude => "claude",
-            Harness::Codex => "codex",
-        }
-    }
-}
+/// Which harness produced the action: the guard crate's, so every file names it the same way.
+pub use leopold_guard::Harness;
 
 /// What an action does, as far as the bound cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -40,6 +23,20 @@ pub enum ActionKind {
     Other,
 }
 
+impl ActionKind {
+    /// The name in journals and progress lines.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionKind::Navigate => "navigate",
+            ActionKind::Click => "click",
+            ActionKind::Type => "type",
+            ActionKind::Submit => "submit",
+            ActionKind::Fetch => "fetch",
+            ActionKind::Other => "other",
+        }
+    }
+}
+
 /// How the call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -52,6 +49,18 @@ pub enum Outcome {
     Denied,
     /// The call was issued but the stream ended before its result: it may have run.
     Unfinished,
+}
+
+impl Outcome {
+    /// The name in journals and progress lines.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            Outcome::Errored => "errored",
+            Outcome::Denied => "denied",
+            Outcome::Unfinished => "unfinished",
+        }
+    }
 }
 
 /// A navigation the browser refused, as Playwright reported it.
@@ -215,6 +224,22 @@ pub fn now_rfc3339() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn as_str_is_the_name_on_disk() {
+        use ActionKind::*;
+        for k in [Navigate, Click, Type, Submit, Fetch, Other] {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+        for o in [
+            Outcome::Completed,
+            Outcome::Errored,
+            Outcome::Denied,
+            Outcome::Unfinished,
+        ] {
+            assert_eq!(serde_json::to_value(o).unwrap(), o.as_str());
+        }
+    }
 
     #[test]
     fn url_ref_drops_userinfo_query_and_fragment() {

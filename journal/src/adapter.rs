@@ -6,6 +6,10 @@
 //! were issued but never answered, as [`Outcome::Unfinished`].
 //!
 //! Memory is bounded whatever the stream's length: pending calls and snapshot refs are capped.
+//!
+//! The stream is parsed here once for everyone: an adapter made [`Adapter::with_tool_results`]
+//! also yields each completed call's result text ([`AdapterEvent::ToolResult`]), from which the
+//! supervisor keeps the provisioned browser's ref map.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -22,6 +26,14 @@ use crate::classify::{build_action, result_text, RefMap};
 pub enum AdapterEvent {
     /// A tool call whose outcome is now known (not yet validated; `seq` is 0).
     Action(Action),
+    /// The result text of a call that completed, just before its [`AdapterEvent::Action`]; only
+    /// from an adapter made [`Adapter::with_tool_results`].
+    ToolResult {
+        /// The tool, as in the action (`mcp__<server>__<tool>`).
+        tool: String,
+        /// The result's text blocks, joined by newlines.
+        text: String,
+    },
     /// A line that is not a JSON object.
     Malformed {
         /// 1-based line number in the stream.
@@ -105,6 +117,16 @@ impl Adapter {
         }
     }
 
+    /// Also yield [`AdapterEvent::ToolResult`]s (off by default: replay has no use for them).
+    #[must_use]
+    pub fn with_tool_results(mut self) -> Adapter {
+        match &mut self {
+            Adapter::Claude(a) => a.tool_results = true,
+            Adapter::Codex(a) => a.tool_results = true,
+        }
+        self
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> &AdapterStats {
         match self {
@@ -173,6 +195,7 @@ impl PendingCalls {
 pub struct ClaudeAdapter {
     pending: PendingCalls,
     refs: RefMap,
+    tool_results: bool,
     /// Counters so far.
     pub stats: AdapterStats,
 }
@@ -251,6 +274,12 @@ impl ClaudeAdapter {
                     }
                     if let Some(t) = result {
                         self.refs.learn(t);
+                        if self.tool_results {
+                            out.push(AdapterEvent::ToolResult {
+                                tool: call.tool.clone(),
+                                text: t.to_owned(),
+                            });
+                        }
                     }
                     out.push(AdapterEvent::Action(action));
                 }
@@ -320,6 +349,7 @@ fn is_claude_denial(message: &Value, id: &str, text: Option<&str>) -> bool {
 pub struct CodexAdapter {
     pending: PendingCalls,
     refs: RefMap,
+    tool_results: bool,
     /// Counters so far.
     pub stats: AdapterStats,
 }
@@ -400,6 +430,12 @@ impl CodexAdapter {
                     .map(Box::new);
                 if let Some(t) = result {
                     self.refs.learn(t);
+                    if self.tool_results {
+                        out.push(AdapterEvent::ToolResult {
+                            tool,
+                            text: t.to_owned(),
+                        });
+                    }
                 }
                 out.push(AdapterEvent::Action(action));
             }
@@ -471,7 +507,7 @@ mod tests {
             .into_iter()
             .filter_map(|e| match e {
                 AdapterEvent::Action(a) => Some(a),
-                AdapterEvent::Malformed { .. } => None,
+                _ => None,
             })
             .collect()
     }
@@ -537,6 +573,39 @@ mod tests {
         }
         assert_eq!(flushed, 10);
         assert_eq!(a.finish().len(), MAX_PENDING);
+    }
+
+    #[test]
+    fn tool_results_come_once_before_their_action_and_only_when_asked() {
+        let call = r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"mcp__browser__browser_snapshot","input":{}}]}}"#;
+        let ok = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"- Page URL: https://s.example/"}]}]}}"#;
+        let mut a = Adapter::new(Harness::Claude).with_tool_results();
+        a.push_line(1, call);
+        let got = a.push_line(2, ok);
+        assert_eq!(got.len(), 2);
+        assert_eq!(
+            got[0],
+            AdapterEvent::ToolResult {
+                tool: "mcp__browser__browser_snapshot".into(),
+                text: "- Page URL: https://s.example/".into()
+            }
+        );
+        assert!(matches!(&got[1], AdapterEvent::Action(x) if x.outcome == Outcome::Completed));
+        // An errored call has no result to yield.
+        a.push_line(3, &call.replace("t1", "t2"));
+        let err = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t2","is_error":true,"content":"boom"}]}}"#;
+        assert_eq!(actions(a.push_line(4, err)).len(), 1);
+        // Off by default.
+        let mut plain = Adapter::new(Harness::Claude);
+        plain.push_line(1, call);
+        assert_eq!(plain.push_line(2, ok).len(), 1);
+        // Codex: the completed item carries both.
+        let mut c = Adapter::new(Harness::Codex).with_tool_results();
+        let got = c.push_line(1, r#"{"type":"item.completed","item":{"id":"i1","type":"mcp_tool_call","server":"browser","tool":"browser_snapshot","arguments":{},"result":{"content":[{"type":"text","text":"snap"}]},"status":"completed"}}"#);
+        assert!(
+            matches!(&got[0], AdapterEvent::ToolResult { tool, text } if tool == "mcp__browser__browser_snapshot" && text == "snap")
+        );
+        assert_eq!(got.len(), 2);
     }
 
     #[test]

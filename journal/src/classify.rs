@@ -12,13 +12,10 @@ use serde_json::Value;
 
 use crate::action::{Action, ActionKind, Harness, Outcome, UrlRef, UrlRole};
 
-/// The bare tool name: `mcp__browser__browser_click` → `browser_click`, lowercased.
+/// The tool's own name, lowercased: `mcp__browser__browser_click` → `browser_click`
+/// ([`leopold_guard::bare_tool`], the one reading of `mcp__<server>__<tool>`).
 pub fn bare_tool_name(tool: &str) -> String {
-    let bare = match tool.strip_prefix("mcp__") {
-        Some(rest) => rest.split_once("__").map_or(rest, |(_, t)| t),
-        None => tool,
-    };
-    bare.to_ascii_lowercase()
+    leopold_guard::bare_tool(tool).to_ascii_lowercase()
 }
 
 /// The kind of a tool call, from its name and arguments.

@@ -2,33 +2,17 @@
 //! `denied` actions. On Codex a denied call leaves no item in the stream, so this is the only
 //! place those denials show; the supervisor merges them into the journal as they appear.
 //!
-//! Line format (written by the guard, one JSON object per line):
-//! `{"ts","event":"persona_guard_block"|"persona_guard_irreversible","tool","host","flow","reason","tool_use_id"?}`.
-//! Other events are skipped.
+//! The line format is the guard's own [`GuardEvent`]; other events (such as
+//! `persona_recovered`) are skipped.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
 use std::path::Path;
 
-use serde::Deserialize;
+use leopold_guard::GuardEvent;
 
 use crate::action::{now_rfc3339, Action, Harness, Outcome, UrlRef, UrlRole};
 use crate::classify::classify;
-
-#[derive(Debug, Deserialize)]
-struct GuardEvent {
-    #[serde(default)]
-    ts: Option<String>,
-    event: String,
-    #[serde(default)]
-    tool: Option<String>,
-    #[serde(default)]
-    host: Option<String>,
-    #[serde(default)]
-    reason: Option<String>,
-    #[serde(default)]
-    tool_use_id: Option<String>,
-}
 
 /// The guard's reasons are short snake_case ids; anything else is not kept (the journal holds no
 /// free text from outside Leopold).
@@ -84,13 +68,7 @@ pub fn guard_denials(
 
 /// One guard event line to a `denied` action, if it is a denial.
 pub fn denial_from_line(line: &[u8], harness: Harness) -> Option<Action> {
-    let ev: GuardEvent = serde_json::from_slice(line).ok()?;
-    if !matches!(
-        ev.event.as_str(),
-        "persona_guard_block" | "persona_guard_irreversible"
-    ) {
-        return None;
-    }
+    let ev = GuardEvent::from_line(line)?;
     let tool = ev.tool.unwrap_or_default();
     let urls = ev
         .host

@@ -198,7 +198,7 @@ fn claude_playwright_capture_resolves_the_blue_button_and_the_link() {
 }
 
 fn bare(tool: &str) -> &str {
-    tool.rsplit("__").next().unwrap()
+    leopold_guard::bare_tool(tool)
 }
 
 #[test]

@@ -17,7 +17,6 @@
 //!
 //! The builders are pure; [`provision`] does the writing.
 
-use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -28,9 +27,8 @@ use leopold_guard::browser::{
 };
 use serde_json::{json, Value};
 
-use crate::observe::{Batch, Note, Observer};
+use crate::harness::Harness;
 use crate::os::find_executable;
-use crate::wiring_port::HarnessKind;
 use crate::worker::{McpServer, McpTransport};
 
 /// The MCP server name the worker knows the browser by: tools are `mcp__browser__browser_*`.
@@ -192,10 +190,10 @@ pub fn claude_mcp_config(server: &McpServer) -> Value {
 /// Harness arguments a provisioned browser needs. Codex starts its first turn without an MCP
 /// server that is still starting (seen: Playwright MCP's tools were missing from the first
 /// requests, so the model's browser calls were "unsupported"); `required = true` makes it wait.
-pub fn harness_args(kind: HarnessKind) -> Vec<String> {
+pub fn harness_args(kind: Harness) -> Vec<String> {
     match kind {
-        HarnessKind::Codex => vec!["-c".into(), format!("mcp_servers.{SERVER}.required=true")],
-        HarnessKind::Claude => Vec::new(),
+        Harness::Codex => vec!["-c".into(), format!("mcp_servers.{SERVER}.required=true")],
+        Harness::Claude => Vec::new(),
     }
 }
 
@@ -308,16 +306,17 @@ pub fn find_bins(
     })
 }
 
-/// Keeps the run's ref map current from the worker's event stream: every browser tool result
-/// that carries a snapshot (inline YAML, or a `[Snapshot](…)` file in the output directory) is
-/// folded in; a change of page URL starts the map afresh (refs of another page are stale).
+/// Keeps the run's ref map current from the browser's tool results, as the journal's adapter
+/// reads them from the worker's stream (one parse of the stream for both): every result that
+/// carries a snapshot (inline YAML, or a `[Snapshot](…)` file in the output directory) is folded
+/// in; a change of page URL starts the map afresh (refs of another page are stale).
 pub struct RefTracker {
     path: PathBuf,
     output_dir: PathBuf,
     map: RefMapFile,
     page: Option<String>,
-    /// Claude: `tool_use_id`s of browser calls, to recognise their results.
-    claude_ids: HashMap<String, ()>,
+    /// `mcp__<server>__`: only the provisioned browser's results count.
+    prefix: String,
 }
 
 impl RefTracker {
@@ -330,7 +329,7 @@ impl RefTracker {
                 ..RefMapFile::default()
             },
             page: None,
-            claude_ids: HashMap::new(),
+            prefix: format!("mcp__{}__", state.server),
         }
     }
 
@@ -340,69 +339,14 @@ impl RefTracker {
         &self.map
     }
 
-    /// Feeds one stream line (either harness's shape). Writes the map when it changed.
+    /// Folds in the result of a completed call ([`leopold_journal::AdapterEvent::ToolResult`]);
+    /// writes the map when it changed. Results of other servers' tools are ignored.
     ///
     /// # Errors
     ///
     /// The ref map could not be written.
-    pub fn line(&mut self, line: &str) -> anyhow::Result<()> {
-        // Cheap pre-filter: most lines are neither a browser call nor a tool result.
-        if !line.contains("mcp__")
-            && !line.contains("tool_result")
-            && !line.contains("mcp_tool_call")
-        {
-            return Ok(());
-        }
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            return Ok(());
-        };
-        let prefix = format!("mcp__{SERVER}__");
-        let mut texts: Vec<String> = Vec::new();
-        match v.get("type").and_then(Value::as_str) {
-            // Claude: the assistant's tool_use names the tool; the user's tool_result answers it.
-            Some("assistant") => {
-                for c in content(&v) {
-                    if c.get("type").and_then(Value::as_str) == Some("tool_use")
-                        && c.get("name")
-                            .and_then(Value::as_str)
-                            .is_some_and(|n| n.starts_with(&prefix))
-                    {
-                        if let Some(id) = c.get("id").and_then(Value::as_str) {
-                            if self.claude_ids.len() > 10_000 {
-                                self.claude_ids.clear();
-                            }
-                            self.claude_ids.insert(id.to_owned(), ());
-                        }
-                    }
-                }
-            }
-            Some("user") => {
-                for c in content(&v) {
-                    let ours = c.get("type").and_then(Value::as_str) == Some("tool_result")
-                        && c.get("tool_use_id")
-                            .and_then(Value::as_str)
-                            .is_some_and(|id| self.claude_ids.remove(id).is_some());
-                    if ours && c.get("is_error") != Some(&Value::Bool(true)) {
-                        texts.extend(result_texts(c.get("content")));
-                    }
-                }
-            }
-            // Codex: one completed item carries the call and its result.
-            Some("item.completed") => {
-                let item = &v["item"];
-                if item["type"] == "mcp_tool_call" && item["server"] == SERVER {
-                    texts.extend(result_texts(
-                        item.get("result").and_then(|r| r.get("content")),
-                    ));
-                }
-            }
-            _ => {}
-        }
-        let mut changed = false;
-        for t in &texts {
-            changed |= self.result(t);
-        }
-        if changed {
+    pub fn tool_result(&mut self, tool: &str, text: &str) -> anyhow::Result<()> {
+        if tool.starts_with(&self.prefix) && self.result(text) {
             self.write()?;
         }
         Ok(())
@@ -457,68 +401,6 @@ impl RefTracker {
             .map_err(|e| e.error)
             .with_context(|| format!("cannot replace {}", self.path.display()))?;
         Ok(())
-    }
-}
-
-/// The run's observer with the ref map kept alongside: each line updates the map first (the
-/// guard may be waiting for it), then goes to the journal.
-pub struct WithRefMap {
-    inner: Box<dyn Observer>,
-    tracker: RefTracker,
-    warned: bool,
-}
-
-impl WithRefMap {
-    pub fn new(inner: Box<dyn Observer>, tracker: RefTracker) -> WithRefMap {
-        WithRefMap {
-            inner,
-            tracker,
-            warned: false,
-        }
-    }
-}
-
-impl Observer for WithRefMap {
-    fn line(&mut self, line_no: u64, line: &str) -> anyhow::Result<Batch> {
-        let refs = self.tracker.line(line);
-        let mut batch = self.inner.line(line_no, line)?;
-        if let Err(e) = refs {
-            // The guard then denies clicks it cannot judge (stale map): say so once.
-            if !self.warned {
-                self.warned = true;
-                batch.notes.push(Note {
-                    line_no,
-                    message: format!("ref map not updated: {e:#}"),
-                });
-            }
-        }
-        Ok(batch)
-    }
-    fn overlong(&mut self, line_no: u64) -> Batch {
-        self.inner.overlong(line_no)
-    }
-    fn finish(&mut self) -> anyhow::Result<Batch> {
-        self.inner.finish()
-    }
-}
-
-fn content(v: &Value) -> impl Iterator<Item = &Value> {
-    v.get("message")
-        .and_then(|m| m.get("content"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-}
-
-fn result_texts(content: Option<&Value>) -> Vec<String> {
-    match content {
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter(|i| i.get("type").and_then(Value::as_str) == Some("text"))
-            .filter_map(|i| i.get("text").and_then(Value::as_str).map(str::to_owned))
-            .collect(),
-        _ => Vec::new(),
     }
 }
 
@@ -688,10 +570,10 @@ mod tests {
     #[test]
     fn codex_waits_for_the_browser_server() {
         assert_eq!(
-            harness_args(HarnessKind::Codex),
+            harness_args(Harness::Codex),
             ["-c", "mcp_servers.browser.required=true"]
         );
-        assert!(harness_args(HarnessKind::Claude).is_empty());
+        assert!(harness_args(Harness::Claude).is_empty());
     }
 
     #[test]
@@ -730,9 +612,21 @@ mod tests {
             };
             let mut t = RefTracker::new(&state, &dir.path().join("output"));
             let stream = std::fs::read_to_string(leopold_tests::capture(file)).unwrap();
+            let harness = if file.starts_with("claude") {
+                leopold_journal::Harness::Claude
+            } else {
+                leopold_journal::Harness::Codex
+            };
+            // The stream goes through the journal's adapter, as in a run: the tracker sees only
+            // the results it yields.
+            let mut adapter = leopold_journal::Adapter::new(harness).with_tool_results();
             let mut seen_place_order = false;
-            for line in stream.lines() {
-                t.line(line).unwrap();
+            for (n, line) in stream.lines().enumerate() {
+                for ev in adapter.push_line(n as u64 + 1, line) {
+                    if let leopold_journal::AdapterEvent::ToolResult { tool, text } = ev {
+                        t.tool_result(&tool, &text).unwrap();
+                    }
+                }
                 if let Some(e) = t.map().refs.get(last) {
                     seen_place_order |= e.name == "Place order" && e.role == "button";
                 }

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::harness::Harness;
+
 /// Leopold bounds an autonomous coding agent (Claude Code, Codex CLI) walking a user flow on a
 /// staging web app: a guard hook, a browser held to the flow's allowlist, and a supervisor that
 /// journals and validates every action.
@@ -12,6 +14,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Trace each step on stderr with its timing (`-v`: lifecycle steps; `-vv`: more detail).
+    /// `RUST_LOG` (e.g. `RUST_LOG=leopold=debug`) overrides it. Never on stdout, so `--json`
+    /// output stays machine-readable.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
 }
 
 #[derive(Debug, Subcommand)]
@@ -66,21 +73,16 @@ pub enum PersonaCommand {
     Replay(ReplayArgs),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum HarnessName {
-    /// Claude Code (`claude`).
-    Claude,
-    /// OpenAI Codex CLI (`codex`).
-    Codex,
-}
-
-impl From<HarnessName> for crate::harness::HarnessKind {
-    fn from(name: HarnessName) -> Self {
-        match name {
-            HarnessName::Claude => Self::Claude,
-            HarnessName::Codex => Self::Codex,
-        }
-    }
+/// `--harness claude|codex`, parsed straight into the one [`Harness`] enum.
+fn harness_parser() -> impl clap::builder::TypedValueParser<Value = Harness> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
+    PossibleValuesParser::new(Harness::ALL.map(|h| {
+        PossibleValue::new(h.as_str()).help(match h {
+            Harness::Claude => "Claude Code (`claude`)",
+            Harness::Codex => "OpenAI Codex CLI (`codex`)",
+        })
+    }))
+    .try_map(|s| s.parse::<Harness>())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -93,6 +95,17 @@ pub enum HarnessChoice {
     All,
 }
 
+impl HarnessChoice {
+    /// The harnesses chosen.
+    pub fn harnesses(self) -> &'static [Harness] {
+        match self {
+            HarnessChoice::Claude => &[Harness::Claude],
+            HarnessChoice::Codex => &[Harness::Codex],
+            HarnessChoice::All => &Harness::ALL,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ProjectArgs {
     /// The project root (holds `.leopold/`). Default: the current directory.
@@ -103,8 +116,8 @@ pub struct ProjectArgs {
 #[derive(Debug, Args)]
 pub struct WireArgs {
     /// Which harness to wire.
-    #[arg(long, value_enum)]
-    pub harness: HarnessName,
+    #[arg(long, value_parser = harness_parser())]
+    pub harness: Harness,
     #[command(flatten)]
     pub project: ProjectArgs,
     /// The Claude Code executable whose version decides whether the hook gets
@@ -128,8 +141,8 @@ pub struct RunArgs {
     #[arg(value_name = "FLOW")]
     pub flow: PathBuf,
     /// Which harness runs the persona.
-    #[arg(long, value_enum)]
-    pub harness: HarnessName,
+    #[arg(long, value_parser = harness_parser())]
+    pub harness: Harness,
     #[command(flatten)]
     pub project: ProjectArgs,
     /// The harness executable. Default: `claude` or `codex` on PATH.
@@ -181,6 +194,16 @@ pub enum StreamFormat {
     ClaudeStream,
     /// Codex CLI `exec --json`.
     CodexJson,
+}
+
+impl StreamFormat {
+    /// The harness that prints this stream.
+    pub fn harness(self) -> Harness {
+        match self {
+            StreamFormat::ClaudeStream => Harness::Claude,
+            StreamFormat::CodexJson => Harness::Codex,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

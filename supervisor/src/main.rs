@@ -10,13 +10,13 @@ mod commands;
 mod exit;
 mod harness;
 mod observe;
-mod observe_impl;
 #[cfg(unix)]
 #[path = "os/unix.rs"]
 mod os;
+mod process;
+mod recovery;
 mod redact;
 mod state;
-mod wiring_port;
 mod worker;
 
 use std::process::ExitCode;
@@ -34,6 +34,12 @@ fn main() -> ExitCode {
     }
 
     let cli = cli::Cli::parse();
+    if !matches!(
+        cli.command,
+        cli::Command::Persona(cli::PersonaCommand::Guard)
+    ) {
+        init_tracing(cli.verbose);
+    }
     match commands::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -42,4 +48,26 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Traces to stderr when asked: `RUST_LOG` if set, else `-v` (info) or `-vv` (debug) for
+/// Leopold's own crates. Not asked: no subscriber at all, nothing to pay. The guard never gets
+/// here (README "Start-up cost").
+fn init_tracing(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(spec) if !spec.trim().is_empty() => EnvFilter::new(spec),
+        _ => match verbose {
+            0 => return,
+            1 => EnvFilter::new("leopold=info,leopold_journal=info"),
+            _ => EnvFilter::new("leopold=debug,leopold_journal=debug,leopold_guard=debug"),
+        },
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_timer(tracing_subscriber::fmt::time::uptime())
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
 }

@@ -1,9 +1,20 @@
 //! What the supervisor sees of the worker: stream lines in, journaled actions and violations out.
 //!
-//! The run loop talks to an [`Observer`]; [`JournalObserver`] is the real one (the journal
-//! crate's adapters, journal writer and validation).
+//! [`Observer`] puts the journal crate's pieces together: the harness's stream adapter, live
+//! validation, the journal writer, the guard's own denials (Codex leaves no trace of them in its
+//! stream) and, when the supervisor provisioned the browser, the ref map the guard judges clicks
+//! by, kept from the same parse of the stream.
 
+use std::path::{Path, PathBuf};
+
+use leopold_flows::Flow;
+use leopold_journal::{
+    guard_denials, validate, Action, Adapter, AdapterEvent, Harness, JournalHeader, JournalWriter,
+    Outcome, Verdict,
+};
 use serde_json::Value;
+
+use crate::browser::RefTracker;
 
 /// One action observed in the worker's stream, already journaled.
 #[derive(Debug, Clone)]
@@ -14,8 +25,7 @@ pub struct Observed {
     pub tool: String,
     /// Short description for progress lines: kind, host or label; never a full URL.
     pub summary: String,
-    /// `completed`, `errored`, `denied`, `unfinished`.
-    pub outcome: String,
+    pub outcome: Outcome,
     /// Why this action breaks the flow's bound, if it does.
     pub violation: Option<String>,
     /// The journal line, for `--json`.
@@ -35,11 +45,67 @@ pub struct Batch {
     pub notes: Vec<Note>,
 }
 
-pub trait Observer {
+pub struct Observer {
+    flow: Flow,
+    harness: Harness,
+    adapter: Adapter,
+    writer: JournalWriter,
+    /// Codex leaves no item for a call the guard denied: the guard's own events are merged.
+    events: Option<(PathBuf, u64)>,
+    /// The provisioned browser's ref map, when there is one.
+    refs: Option<RefTracker>,
+    /// Whether a failure to write the ref map was already noted (once is enough).
+    refs_warned: bool,
+}
+
+impl Observer {
+    /// Creates the journal (its header line) before the worker exists: nothing it does goes
+    /// unrecorded. `events_offset` is where the guard's events of this run begin.
+    pub fn new(
+        harness: Harness,
+        flow: &Flow,
+        journal: &Path,
+        run_id: &str,
+        events_path: &Path,
+        events_offset: u64,
+    ) -> anyhow::Result<Observer> {
+        let header = JournalHeader::new(
+            run_id,
+            &flow.name,
+            &flow.source,
+            harness,
+            leopold_journal::now_rfc3339(),
+        );
+        let writer = JournalWriter::create(journal, &header)?;
+        Ok(Observer {
+            flow: flow.clone(),
+            harness,
+            adapter: Adapter::new(harness).with_tool_results(),
+            writer,
+            events: (harness == Harness::Codex).then(|| (events_path.to_path_buf(), events_offset)),
+            refs: None,
+            refs_warned: false,
+        })
+    }
+
+    /// Keeps the provisioned browser's ref map from the tool results.
+    pub fn with_ref_map(mut self, tracker: RefTracker) -> Observer {
+        self.refs = Some(tracker);
+        self
+    }
+
     /// One line of the worker's stdout (without the newline). `line_no` counts from 1.
-    fn line(&mut self, line_no: u64, line: &str) -> anyhow::Result<Batch>;
+    pub fn line(&mut self, line_no: u64, line: &str) -> anyhow::Result<Batch> {
+        let mut batch = Batch::default();
+        // Denials first: they happened before the calls that follow them in the stream.
+        self.merge_guard_denials(&mut batch)?;
+        let events = self.adapter.push_line(line_no, line);
+        self.absorb(line_no, events, &mut batch)?;
+        Ok(batch)
+    }
+
     /// A line longer than the limit was skipped.
-    fn overlong(&mut self, line_no: u64) -> Batch {
+    pub fn overlong(&mut self, line_no: u64) -> Batch {
         Batch {
             actions: Vec::new(),
             notes: vec![Note {
@@ -48,7 +114,150 @@ pub trait Observer {
             }],
         }
     }
-    /// The stream ended: calls still open become `unfinished`; the guard's own denials (which
-    /// Codex leaves no trace of in its stream) are merged.
-    fn finish(&mut self) -> anyhow::Result<Batch>;
+
+    /// The stream ended: calls still open become `unfinished`; the guard's remaining denials are
+    /// merged.
+    pub fn finish(&mut self) -> anyhow::Result<Batch> {
+        let mut batch = Batch::default();
+        self.merge_guard_denials(&mut batch)?;
+        let events = self.adapter.finish();
+        self.absorb(0, events, &mut batch)?;
+        self.writer.sync()?;
+        Ok(batch)
+    }
+
+    fn record(&mut self, mut action: Action, batch: &mut Batch) -> anyhow::Result<()> {
+        let verdict = validate(&self.flow, &action);
+        let violation = match &verdict {
+            Verdict::Violation { rule, detail } => Some(match detail {
+                Some(d) => format!("{rule}: {d}"),
+                None => rule.clone(),
+            }),
+            _ => None,
+        };
+        action.verdict = Some(verdict);
+        self.writer.append(&mut action)?;
+        if violation.is_some() {
+            // The journal must say why before the worker is stopped.
+            self.writer.sync()?;
+        }
+        batch.actions.push(Observed {
+            seq: action.seq,
+            tool: action.tool.clone(),
+            summary: summary(&action),
+            outcome: action.outcome,
+            violation,
+            json: serde_json::to_value(&action).unwrap_or_default(),
+        });
+        Ok(())
+    }
+
+    fn absorb(
+        &mut self,
+        line_no: u64,
+        events: Vec<AdapterEvent>,
+        batch: &mut Batch,
+    ) -> anyhow::Result<()> {
+        for ev in events {
+            match ev {
+                // The map first: the guard may be waiting for it to judge the next click.
+                AdapterEvent::ToolResult { tool, text } => {
+                    let Some(refs) = &mut self.refs else { continue };
+                    if let Err(e) = refs.tool_result(&tool, &text) {
+                        // The guard then denies clicks it cannot judge (stale map): say so once.
+                        if !self.refs_warned {
+                            self.refs_warned = true;
+                            batch.notes.push(Note {
+                                line_no,
+                                message: format!("ref map not updated: {e:#}"),
+                            });
+                        }
+                    }
+                }
+                AdapterEvent::Action(a) => self.record(a, batch)?,
+                AdapterEvent::Malformed { line_no, error } => batch.notes.push(Note {
+                    line_no,
+                    message: format!("unreadable stream line: {error}"),
+                }),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn merge_guard_denials(&mut self, batch: &mut Batch) -> anyhow::Result<()> {
+        let Some((path, offset)) = self.events.clone() else {
+            return Ok(());
+        };
+        let (denials, next) = guard_denials(&path, self.harness, offset)?;
+        self.events = Some((path, next));
+        for d in denials {
+            self.record(d, batch)?;
+        }
+        Ok(())
+    }
+}
+
+/// What a progress line shows of an action: kind, host, label; never a full URL, never typed text.
+fn summary(a: &Action) -> String {
+    let mut parts = vec![a.kind.as_str().to_owned()];
+    // Every distinct host, not only the first: in a batch the blocked host is often not first.
+    let mut hosts: Vec<&str> = Vec::new();
+    for h in a.urls.iter().filter_map(|u| u.host.as_deref()) {
+        if !hosts.contains(&h) {
+            hosts.push(h);
+        }
+    }
+    const SHOWN: usize = 4;
+    if !hosts.is_empty() {
+        let mut shown = hosts[..hosts.len().min(SHOWN)].join(", ");
+        if hosts.len() > SHOWN {
+            shown.push_str(&format!(" (+{} more)", hosts.len() - SHOWN));
+        }
+        parts.push(shown);
+    }
+    if let Some(l) = &a.label {
+        parts.push(format!("{l:?}"));
+    }
+    if let Some(n) = a.typed_len {
+        parts.push(format!("({n} chars typed)"));
+    }
+    if let Some(b) = &a.browser_blocked {
+        parts.push(match &b.host {
+            Some(h) => format!("[blocked by the browser: {h}]"),
+            None => "[blocked by the browser]".to_owned(),
+        });
+    }
+    parts.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_names_every_distinct_host_of_a_batch() {
+        let mut a: Action = serde_json::from_value(serde_json::json!({
+            "seq": 1, "ts": "2026-11-30T00:00:00Z", "harness": "claude",
+            "tool": "mcp__s__navigate", "kind": "navigate", "outcome": "denied",
+            "urls": [
+                {"role": "target", "scheme": "https", "host": "staging.example.com", "path": "/"},
+                {"role": "target", "scheme": "https", "host": "staging.example.com", "path": "/a"},
+                {"role": "target", "scheme": "https", "host": "evil.example", "path": "/"}
+            ]
+        }))
+        .unwrap();
+        assert_eq!(summary(&a), "navigate staging.example.com, evil.example");
+        for i in 0..4 {
+            a.urls.push(leopold_journal::UrlRef {
+                host: Some(format!("h{i}.example")),
+                ..a.urls[0].clone()
+            });
+        }
+        assert!(
+            summary(&a).ends_with("h1.example (+2 more)"),
+            "{}",
+            summary(&a)
+        );
+    }
 }

@@ -19,8 +19,7 @@ use std::time::SystemTime;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-/// ACTIVE.json's format version.
-pub const ACTIVE_VERSION: u32 = 1;
+pub use leopold_guard::{WiringEntry, ACTIVE_VERSION};
 
 /// Paths of one project's persona state.
 #[derive(Debug, Clone)]
@@ -69,68 +68,66 @@ pub fn resolve_project(arg: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(abs)
 }
 
-/// One wiring record: enough for recovery to unwire exactly what a run wired.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WiringEntry {
-    /// `claude` or `codex`.
-    pub harness: String,
-    /// The file the guard is (or is about to be) wired into.
-    pub file: PathBuf,
-    /// The tag on every handler Leopold adds.
-    pub tag: String,
+/// ACTIVE.json while a run is active, and `run.json` (with `end`) after it ended: the guard
+/// crate's one definition of the file, with the supervisor's [`RunEnd`].
+pub type ActiveState = leopold_guard::ActiveFile<RunEnd>;
+
+/// How a persona run ended: `run.json`'s `end.outcome`, `--json`'s `run_ended`, and the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOutcome {
+    /// The worker finished and every action was inside the flow's bounds.
+    Clean,
+    /// An action broke the flow's bounds; the worker was stopped.
+    Violated,
+    /// The worker exited non-zero, crashed, or was lost.
+    WorkerFailed,
+    /// `--timeout` passed.
+    TimedOut,
+    /// SIGINT, SIGTERM or SIGHUP reached the supervisor.
+    Interrupted,
+    /// A step before the worker ran failed (wiring, its proof, the journal, the launch).
+    SetupFailed,
+    /// Archived by `persona recover` after the supervisor died.
+    Recovered,
+    /// Another run holds the lock; nothing was touched (never archived: no run.json).
+    Busy,
 }
 
-/// ACTIVE.json while a run is active, and `run.json` (with `end`) after it ended.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ActiveState {
-    pub version: u32,
-    pub active: bool,
-    pub run_id: String,
-    /// The flow's name.
-    pub flow: String,
-    /// The flow file, absolute.
-    pub flow_path: PathBuf,
-    /// `claude` or `codex`.
-    pub harness: String,
-    pub supervisor_pid: u32,
-    /// The worker's pid, which is also its process group id (it leads its own group).
-    pub worker_pid: Option<u32>,
-    /// RFC 3339, UTC.
-    pub started_at: String,
-    /// What is (or is about to be) wired. Written before each edit, so a crash in between leaves
-    /// a record naming a file that may or may not carry the tag; unwiring is idempotent.
-    pub wiring: Vec<WiringEntry>,
-    /// The `claude --settings` file of this run, removed at the end.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub guard_settings: Option<PathBuf>,
-    /// Present when the supervisor provisioned the worker's browser: the guard then turns the
-    /// dangerous browser tools off and judges clicks by the ref map (guard/src/browser.rs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub browser: Option<BrowserActive>,
-    /// Present only in `run.json`: how the run ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub end: Option<RunEnd>,
-}
-
-/// `browser` in ACTIVE.json; the guard reads the same three keys
-/// (`leopold_guard::browser::BrowserState`).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct BrowserActive {
-    pub kind: String,
-    pub server: String,
-    pub ref_map: PathBuf,
-}
-
-impl From<&leopold_guard::browser::BrowserState> for BrowserActive {
-    fn from(b: &leopold_guard::browser::BrowserState) -> BrowserActive {
-        BrowserActive {
-            kind: b.kind.clone(),
-            server: b.server.clone(),
-            ref_map: b.ref_map.clone(),
+impl RunOutcome {
+    /// The name run.json and `--json` use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunOutcome::Clean => "clean",
+            RunOutcome::Violated => "violated",
+            RunOutcome::WorkerFailed => "worker_failed",
+            RunOutcome::TimedOut => "timed_out",
+            RunOutcome::Interrupted => "interrupted",
+            RunOutcome::SetupFailed => "setup_failed",
+            RunOutcome::Recovered => "recovered",
+            RunOutcome::Busy => "busy",
         }
+    }
+
+    /// The exit code of `persona run` for this outcome (README "Running a persona").
+    pub fn exit_code(self) -> u8 {
+        use crate::exit::RunExit;
+        match self {
+            RunOutcome::Clean => RunExit::CLEAN,
+            RunOutcome::Violated => RunExit::VIOLATIONS,
+            RunOutcome::SetupFailed => RunExit::CONFIG,
+            RunOutcome::WorkerFailed
+            | RunOutcome::TimedOut
+            | RunOutcome::Interrupted
+            | RunOutcome::Recovered => RunExit::WORKER_FAILED,
+            RunOutcome::Busy => RunExit::BUSY,
+        }
+    }
+}
+
+impl std::fmt::Display for RunOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -138,9 +135,7 @@ impl From<&leopold_guard::browser::BrowserState> for BrowserActive {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunEnd {
-    /// `clean`, `violated`, `worker_failed`, `timed_out`, `interrupted`, `setup_failed`,
-    /// `recovered` (archived by `persona recover` after a crash).
-    pub outcome: String,
+    pub outcome: RunOutcome,
     pub exit_code: u8,
     pub ended_at: String,
     pub counts: Counts,
@@ -165,8 +160,16 @@ pub struct Counts {
     pub unreadable_lines: u64,
 }
 
-impl ActiveState {
-    pub fn read(path: &Path) -> anyhow::Result<ActiveState> {
+/// Reading and writing ACTIVE.json and run.json.
+pub trait StateFile: Sized {
+    /// Reads the file strictly: unknown keys are refused.
+    fn read(path: &Path) -> anyhow::Result<Self>;
+    /// Writes this state to `path` atomically (temp file in the same directory, fsync, rename).
+    fn write_atomic(&self, path: &Path) -> anyhow::Result<()>;
+}
+
+impl StateFile for ActiveState {
+    fn read(path: &Path) -> anyhow::Result<ActiveState> {
         let bytes =
             std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
         serde_json::from_slice(&bytes).with_context(|| {
@@ -177,8 +180,7 @@ impl ActiveState {
         })
     }
 
-    /// Writes this state to `path` atomically (temp file in the same directory, fsync, rename).
-    pub fn write_atomic(&self, path: &Path) -> anyhow::Result<()> {
+    fn write_atomic(&self, path: &Path) -> anyhow::Result<()> {
         let mut text = serde_json::to_string_pretty(self).expect("state serialises");
         text.push('\n');
         write_atomic(path, text.as_bytes())
@@ -361,6 +363,31 @@ pub fn append_event(paths: &PersonaPaths, event: &serde_json::Value) -> anyhow::
 #[cfg(test)]
 mod tests {
     use super::*;
+    use leopold_guard::Harness;
+
+    #[test]
+    fn outcomes_keep_their_names_and_exit_codes() {
+        let all = [
+            (RunOutcome::Clean, "clean", 0),
+            (RunOutcome::Violated, "violated", 1),
+            (RunOutcome::WorkerFailed, "worker_failed", 3),
+            (RunOutcome::TimedOut, "timed_out", 3),
+            (RunOutcome::Interrupted, "interrupted", 3),
+            (RunOutcome::SetupFailed, "setup_failed", 2),
+            (RunOutcome::Recovered, "recovered", 3),
+            (RunOutcome::Busy, "busy", 4),
+        ];
+        for (o, name, code) in all {
+            assert_eq!(o.as_str(), name);
+            assert_eq!(o.exit_code(), code, "{name}");
+            // On disk and in --json the name is the serde form.
+            assert_eq!(serde_json::to_value(o).unwrap(), name);
+            assert_eq!(
+                serde_json::from_value::<RunOutcome>(name.into()).unwrap(),
+                o
+            );
+        }
+    }
 
     fn holder(pid: u32) -> LockHolder {
         LockHolder {
@@ -402,12 +429,12 @@ mod tests {
             run_id: new_run_id(),
             flow: "checkout".into(),
             flow_path: "/x/flows/checkout.md".into(),
-            harness: "claude".into(),
+            harness: Harness::Claude,
             supervisor_pid: 1,
             worker_pid: None,
             started_at: now_rfc3339(),
             wiring: vec![WiringEntry {
-                harness: "claude".into(),
+                harness: Harness::Claude,
                 file: "/x/.claude/settings.json".into(),
                 tag: "leopold-persona-guard".into(),
             }],

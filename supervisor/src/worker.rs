@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::Context as _;
 use leopold_flows::Flow;
 
-use crate::wiring_port::HarnessKind;
+use crate::harness::Harness;
 
 /// One MCP server from a `--mcp-config` file (Claude's format: `{"mcpServers": {name: {...}}}`).
 #[derive(Debug, Clone, PartialEq)]
@@ -119,7 +119,7 @@ pub fn read_mcp_config(path: &Path) -> anyhow::Result<Vec<McpServer>> {
 
 /// Extra arguments that would switch hooks off (HARNESS-FACTS §2) or break the event stream the
 /// supervisor reads. `Err` names the argument and why.
-pub fn check_extra_args(kind: HarnessKind, extra: &[String]) -> Result<(), String> {
+pub fn check_extra_args(kind: Harness, extra: &[String]) -> Result<(), String> {
     let mut i = 0;
     while i < extra.len() {
         let arg = extra[i].as_str();
@@ -133,7 +133,7 @@ pub fn check_extra_args(kind: HarnessKind, extra: &[String]) -> Result<(), Strin
                 .or_else(|| extra.get(i + 1).cloned())
         };
         match kind {
-            HarnessKind::Claude => match flag {
+            Harness::Claude => match flag {
                 "--bare" | "--safe-mode" => {
                     return Err(format!("`{flag}` makes Claude Code skip hooks: the guard would not run"))
                 }
@@ -159,7 +159,7 @@ pub fn check_extra_args(kind: HarnessKind, extra: &[String]) -> Result<(), Strin
                 }
                 _ => {}
             },
-            HarnessKind::Codex => {
+            Harness::Codex => {
                 let config_value = match flag {
                     "-c" | "--config" => next(),
                     _ if arg.starts_with("-c") && arg.len() > 2 => Some(arg[2..].to_owned()),
@@ -248,7 +248,7 @@ pub fn build_prompt(flow: &Flow) -> String {
 /// What the worker is launched with.
 #[derive(Debug, Clone)]
 pub struct WorkerSpec<'a> {
-    pub kind: HarnessKind,
+    pub kind: Harness,
     pub bin: PathBuf,
     pub project: &'a Path,
     pub prompt: String,
@@ -263,7 +263,7 @@ pub struct WorkerSpec<'a> {
 pub fn worker_args(spec: &WorkerSpec<'_>) -> Vec<String> {
     let mut a: Vec<String> = Vec::new();
     match spec.kind {
-        HarnessKind::Claude => {
+        Harness::Claude => {
             a.extend(
                 [
                     "-p",
@@ -295,7 +295,7 @@ pub fn worker_args(spec: &WorkerSpec<'_>) -> Vec<String> {
             }
             a.extend(spec.extra.iter().cloned());
         }
-        HarnessKind::Codex => {
+        Harness::Codex => {
             a.extend(
                 [
                     "exec",
@@ -384,16 +384,11 @@ mod tests {
             s(&["--setting-sources", "user"]),
             s(&["--output-format", "text"]),
         ] {
-            assert!(
-                check_extra_args(HarnessKind::Claude, &bad).is_err(),
-                "{bad:?}"
-            );
+            assert!(check_extra_args(Harness::Claude, &bad).is_err(), "{bad:?}");
         }
-        assert!(check_extra_args(
-            HarnessKind::Claude,
-            &s(&["--model", "x", "--max-turns", "3"])
-        )
-        .is_ok());
+        assert!(
+            check_extra_args(Harness::Claude, &s(&["--model", "x", "--max-turns", "3"])).is_ok()
+        );
     }
 
     #[test]
@@ -406,14 +401,9 @@ mod tests {
             s(&["--disable", "codex_hooks"]),
             s(&["-C", "/elsewhere"]),
         ] {
-            assert!(
-                check_extra_args(HarnessKind::Codex, &bad).is_err(),
-                "{bad:?}"
-            );
+            assert!(check_extra_args(Harness::Codex, &bad).is_err(), "{bad:?}");
         }
-        assert!(
-            check_extra_args(HarnessKind::Codex, &s(&["-c", "model=\"x\"", "-m", "o3"])).is_ok()
-        );
+        assert!(check_extra_args(Harness::Codex, &s(&["-c", "model=\"x\"", "-m", "o3"])).is_ok());
     }
 
     #[test]
@@ -428,7 +418,7 @@ mod tests {
         let servers = read_mcp_config(&cfg).unwrap();
         let settings = dir.path().join("guard-settings.json");
         let spec = WorkerSpec {
-            kind: HarnessKind::Claude,
+            kind: Harness::Claude,
             bin: "claude".into(),
             project: dir.path(),
             prompt: "P".into(),
@@ -455,7 +445,7 @@ mod tests {
         .unwrap();
         let servers = read_mcp_config(&cfg).unwrap();
         let spec = WorkerSpec {
-            kind: HarnessKind::Codex,
+            kind: Harness::Codex,
             bin: "codex".into(),
             project: dir.path(),
             prompt: "P".into(),

@@ -59,41 +59,34 @@ pub const GUARD_TAG: &str = "leopold-persona-guard";
 /// The hook matcher Leopold wires: every MCP tool, and WebFetch.
 pub const GUARD_MATCHER: &str = "mcp__.*|WebFetch";
 
-/// A harness under test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Harness {
-    /// Claude Code (`claude`).
-    Claude,
-    /// OpenAI Codex CLI (`codex`).
-    Codex,
+/// A harness under test: the product's own enum (`leopold_guard::Harness`), so the kit names
+/// harnesses exactly as the files and the command line do.
+pub use leopold_guard::Harness;
+
+/// What the test kit adds to [`Harness`].
+pub trait HarnessKit: Sized {
+    /// The harnesses a `--harness claude|codex|all` argument names; `None` for anything else.
+    fn select(arg: &str) -> Option<Vec<Self>>;
+    /// The benchmark binaries' arguments, `[--rounds N] [--harness claude|codex|all]`: the
+    /// rounds (default `default_rounds`, at least 1) and the harnesses (default both); `None` for
+    /// anything else.
+    fn bench_args(
+        args: impl Iterator<Item = String>,
+        default_rounds: usize,
+    ) -> Option<(usize, Vec<Self>)>;
+    /// The environment variable naming this harness's binary.
+    fn env_var(self) -> &'static str;
 }
 
-impl Harness {
-    /// Both harnesses, in a fixed order.
-    pub const ALL: [Harness; 2] = [Harness::Claude, Harness::Codex];
-
-    /// The name `leopold persona run --harness` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            Harness::Claude => "claude",
-            Harness::Codex => "codex",
-        }
-    }
-
-    /// The harnesses a `--harness claude|codex|all` argument names; `None` for anything else.
-    pub fn select(arg: &str) -> Option<Vec<Harness>> {
+impl HarnessKit for Harness {
+    fn select(arg: &str) -> Option<Vec<Harness>> {
         match arg {
-            "claude" => Some(vec![Harness::Claude]),
-            "codex" => Some(vec![Harness::Codex]),
             "all" => Some(Harness::ALL.to_vec()),
-            _ => None,
+            one => one.parse().ok().map(|h| vec![h]),
         }
     }
 
-    /// The benchmark binaries' arguments, `[--rounds N] [--harness claude|codex|all]`: the rounds
-    /// (default `default_rounds`, at least 1) and the harnesses (default both); `None` for
-    /// anything else.
-    pub fn bench_args(
+    fn bench_args(
         mut args: impl Iterator<Item = String>,
         default_rounds: usize,
     ) -> Option<(usize, Vec<Harness>)> {
@@ -109,8 +102,7 @@ impl Harness {
         Some((rounds, harnesses))
     }
 
-    /// The environment variable naming this harness's binary.
-    pub fn env_var(self) -> &'static str {
+    fn env_var(self) -> &'static str {
         match self {
             Harness::Claude => "LEOPOLD_CLAUDE_BIN",
             Harness::Codex => "LEOPOLD_CODEX_BIN",
@@ -145,7 +137,7 @@ pub fn require_cli(harness: Harness) -> Option<PathBuf> {
             eprintln!(
                 "\n*** SKIPPED: {var} is not set, so this test did not run the real {} CLI.\n\
                  *** Run ./scripts/test.sh (it installs the pinned CLIs and sets {var}).\n",
-                harness.name()
+                harness.as_str()
             );
             None
         }
@@ -482,7 +474,7 @@ impl Sandbox {
             "run_id": format!("e2e-{}", std::process::id()),
             "flow": flow_name,
             "flow_path": format!("flows/{}", name.to_string_lossy()),
-            "harness": harness.name(),
+            "harness": harness.as_str(),
             "supervisor_pid": std::process::id(),
             "started_at": "2026-01-01T00:00:00Z",
         });
@@ -699,7 +691,7 @@ pub fn note_timing(scenario: &str, harness: Harness, elapsed: Duration) {
     let Some(path) = std::env::var_os("LEOPOLD_E2E_TIMINGS") else {
         return;
     };
-    let line = serde_json::json!({"scenario": scenario, "harness": harness.name(),
+    let line = serde_json::json!({"scenario": scenario, "harness": harness.as_str(),
         "secs": (elapsed.as_secs_f64() * 1000.0).round() / 1000.0});
     if let Ok(mut f) = std::fs::OpenOptions::new()
         .create(true)
@@ -927,7 +919,7 @@ impl Drop for ModelServer {
 
 #[cfg(test)]
 mod tests {
-    use super::Harness;
+    use super::{Harness, HarnessKit};
 
     fn args(a: &[&str]) -> Option<(usize, Vec<Harness>)> {
         Harness::bench_args(a.iter().map(|s| (*s).to_owned()), 3)

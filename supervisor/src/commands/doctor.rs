@@ -7,16 +7,16 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::cli::DoctorArgs;
 use crate::exit::RunExit;
 use crate::state::{self, PersonaPaths};
-use crate::wiring_port::{self as harness, HarnessKind};
 
-use crate::harness::{claude_schema_problems, parse_version, CLAUDE_ON_FAILURE_SINCE};
+use crate::harness::{
+    self, claude_schema_problems, parse_version, Harness, CLAUDE_ON_FAILURE_SINCE,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -53,26 +53,9 @@ fn f(
     }
 }
 
-/// `<bin> --version`, bounded to a few seconds; the first line.
+/// `<bin> --version`, bounded ([`crate::process::version_output`]); the first line.
 pub fn harness_version(bin: &Path) -> Option<String> {
-    use std::io::Read as _;
-    let mut child = std::process::Command::new(bin)
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    super::run::wait_or_kill(&mut child, Duration::from_secs(5))
-        .ok()
-        .flatten()?;
-    let mut text = String::new();
-    child
-        .stdout
-        .take()?
-        .take(4096)
-        .read_to_string(&mut text)
-        .ok()?;
+    let text = crate::process::version_output(bin, crate::process::version_timeout()).ok()?;
     text.lines()
         .next()
         .map(|l| l.trim().to_owned())
@@ -141,7 +124,7 @@ fn linking_finding() -> Option<Finding> {
 
 pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
     let paths = PersonaPaths::new(project);
-    let ctx = super::run::harness_context(project)?;
+    let ctx = super::harness_context(project)?;
     let mut out = Vec::new();
     out.extend(linking_finding());
 
@@ -184,10 +167,10 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
         ));
     }
 
-    for kind in HarnessKind::ALL {
-        let scope = kind.name();
+    for kind in Harness::ALL {
+        let scope = kind.as_str();
         // Binary and version.
-        let bin = crate::os::find_executable(Path::new(kind.name()));
+        let bin = crate::os::find_executable(Path::new(kind.as_str()));
         let version = bin.as_deref().and_then(harness_version);
         match (&bin, &version) {
             (Some(b), Some(v)) => out.push(f(
@@ -210,13 +193,13 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 Status::Note,
                 format!(
                     "`{}` not on PATH (pass --harness-bin to `persona run` if it lives elsewhere)",
-                    kind.name()
+                    kind.as_str()
                 ),
                 None,
             )),
         }
         // Wired now?
-        let target = harness::target_file(kind, &ctx);
+        let target = ctx.settings_path(kind);
         let wired = harness::wired_handlers(kind, &ctx);
         match wired {
             Ok(h) if h.is_empty() => out.push(f(
@@ -230,7 +213,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 None,
             )),
             Ok(h) => {
-                let on_failure = kind == HarnessKind::Claude;
+                let on_failure = kind == Harness::Claude;
                 let msg = format!(
                     "guard wired in {} ({} handler{}{})",
                     target.display(),
@@ -266,7 +249,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
             )),
         }
         match kind {
-            HarnessKind::Claude => {
+            Harness::Claude => {
                 if let Some(v) = version.as_deref().and_then(parse_version) {
                     if v >= CLAUDE_ON_FAILURE_SINCE {
                         out.push(f(
@@ -322,7 +305,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                     }
                 }
             }
-            HarnessKind::Codex => {
+            Harness::Codex => {
                 out.push(f(
                     scope,
                     "exec_flags",

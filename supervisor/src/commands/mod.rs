@@ -1,11 +1,16 @@
-//! One module per command; each returns the process exit code.
+//! One module per command; each returns the process exit code. What several commands share
+//! (the harness context, the test pause points) sits here, so no command imports another.
 
 mod doctor;
 mod recover;
 mod replay;
 mod run;
 
+use std::path::Path;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
 
 use crate::cli::{Cli, Command, PersonaCommand};
 
@@ -20,5 +25,38 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Doctor(args) => doctor::doctor(args),
         Command::Persona(PersonaCommand::Wire(args)) => wire::wire(args),
         Command::Persona(PersonaCommand::Unwire(args)) => wire::unwire(args),
+    }
+}
+
+/// The harness context for this project: where Codex keeps its config, the guard's command (this
+/// binary's own path).
+pub fn harness_context(project: &Path) -> anyhow::Result<crate::harness::Context> {
+    let exe = std::env::current_exe().context("cannot find the leopold executable's path")?;
+    Ok(crate::harness::Context::new(
+        project.to_path_buf(),
+        &exe,
+        true,
+    )?)
+}
+
+/// Test-only: pause at a named step (write a marker file, then sleep until killed). Steps, in
+/// order: `locked`, `active-written`, `wired`, `settings-written` (Claude), `launched`,
+/// `mid-stream` (after the first journaled action), `mid-unwire` (unwired, not yet archived).
+const PAUSE_AT_ENV: &str = "__LEOPOLD_PAUSE_AT";
+const PAUSE_MARKER_ENV: &str = "__LEOPOLD_PAUSE_MARKER";
+
+/// Pauses here if a test asked for it. Never returns in that case: the test SIGKILLs us.
+pub fn pause_point(step: &str) {
+    let Ok(want) = std::env::var(PAUSE_AT_ENV) else {
+        return;
+    };
+    if want != step {
+        return;
+    }
+    if let Ok(marker) = std::env::var(PAUSE_MARKER_ENV) {
+        let _ = std::fs::write(&marker, format!("{step} {}\n", std::process::id()));
+    }
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
     }
 }

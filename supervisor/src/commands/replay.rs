@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use leopold_journal::{replay, Harness, ReplayEvent, ReplayOptions, Verdict};
+use leopold_journal::{replay, ReplayEvent, ReplayOptions, Verdict};
 
 use crate::cli::{ReplayArgs, StreamFormat};
 
@@ -13,10 +13,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let opts = ReplayOptions {
         input: args.input.clone(),
         flow: args.flow.clone(),
-        from: args.from.map(|f| match f {
-            StreamFormat::ClaudeStream => Harness::Claude,
-            StreamFormat::CodexJson => Harness::Codex,
-        }),
+        from: args.from.map(StreamFormat::harness),
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

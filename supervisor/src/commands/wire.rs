@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use crate::cli::{HarnessChoice, UnwireArgs, WireArgs};
-use crate::harness::{self, Context, HarnessKind, UnwireAction};
+use crate::cli::{UnwireArgs, WireArgs};
+use crate::harness::{self, Context, Harness, UnwireAction};
 
 fn context(project: PathBuf, claude_on_failure: bool) -> anyhow::Result<Context> {
     let exe = std::env::current_exe().context("cannot tell where this leopold binary is")?;
@@ -17,7 +17,7 @@ fn context(project: PathBuf, claude_on_failure: bool) -> anyhow::Result<Context>
 /// Whether the Claude Code at `bin` (default `claude` on PATH) understands `onFailure`; when it
 /// cannot be asked, says so and wires without it (the hook then fails open if it cannot run).
 fn detect_on_failure(bin: Option<&Path>) -> bool {
-    let bin = bin.unwrap_or(Path::new("claude"));
+    let bin = bin.unwrap_or(Path::new(Harness::Claude.as_str()));
     match harness::claude_supports_on_failure(bin) {
         Ok(yes) => yes,
         Err(err) => {
@@ -32,9 +32,9 @@ fn detect_on_failure(bin: Option<&Path>) -> bool {
 }
 
 pub fn wire(args: WireArgs) -> anyhow::Result<ExitCode> {
-    let kind = HarnessKind::from(args.harness);
+    let kind = args.harness;
     let project = crate::state::resolve_project(args.project.project.as_deref())?;
-    let on_failure = kind == HarnessKind::Claude && detect_on_failure(args.harness_bin.as_deref());
+    let on_failure = kind == Harness::Claude && detect_on_failure(args.harness_bin.as_deref());
     let ctx = context(project, on_failure)?;
     let outcome = harness::wire(kind, &ctx)?;
     let file = outcome.record.file.display();
@@ -53,7 +53,7 @@ pub fn wire(args: WireArgs) -> anyhow::Result<ExitCode> {
     for w in &outcome.warnings {
         eprintln!("leopold: warning: {w}");
     }
-    if kind == HarnessKind::Codex {
+    if kind == Harness::Codex {
         // HARNESS-FACTS §2: untrusted hooks are inert under `codex exec`.
         println!(
             "  note: `codex exec` runs this hook only once you trust it, or with \
@@ -65,11 +65,7 @@ pub fn wire(args: WireArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn unwire(args: UnwireArgs) -> anyhow::Result<ExitCode> {
-    let kinds: &[HarnessKind] = match args.harness {
-        HarnessChoice::Claude => &[HarnessKind::Claude],
-        HarnessChoice::Codex => &[HarnessKind::Codex],
-        HarnessChoice::All => &HarnessKind::ALL,
-    };
+    let kinds = args.harness.harnesses();
     let project = crate::state::resolve_project(args.project.project.as_deref())?;
     let ctx = context(project, false)?;
     let mut first_error = None;

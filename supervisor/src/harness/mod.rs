@@ -33,7 +33,6 @@ mod tests;
 pub(crate) use atomic::write_own_file;
 pub(crate) use claude::schema_problems as claude_schema_problems;
 
-use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -59,32 +58,8 @@ pub const CLAUDE_ON_FAILURE_SINCE: (u64, u64, u64) = (2, 1, 295);
 /// How often a read-edit-write is redone when the file changes under us before giving up.
 const MAX_ATTEMPTS: usize = 5;
 
-/// A supported harness.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum HarnessKind {
-    /// Claude Code: the project's `.claude/settings.json`.
-    Claude,
-    /// Codex CLI: `$CODEX_HOME/config.toml` (default `~/.codex`).
-    Codex,
-}
-
-impl HarnessKind {
-    pub const ALL: [HarnessKind; 2] = [HarnessKind::Claude, HarnessKind::Codex];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            HarnessKind::Claude => "claude",
-            HarnessKind::Codex => "codex",
-        }
-    }
-}
-
-impl fmt::Display for HarnessKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// Which harness: the one enum every crate uses.
+pub use leopold_guard::Harness;
 
 /// Everything wiring needs to know, resolved before any side effect.
 #[derive(Debug, Clone)]
@@ -120,15 +95,15 @@ impl Context {
     }
 
     /// The settings file `kind` is wired in.
-    pub fn settings_path(&self, kind: HarnessKind) -> PathBuf {
+    pub fn settings_path(&self, kind: Harness) -> PathBuf {
         match kind {
-            HarnessKind::Claude => self.project.join(".claude").join("settings.json"),
-            HarnessKind::Codex => self.codex_home.join("config.toml"),
+            Harness::Claude => self.project.join(".claude").join("settings.json"),
+            Harness::Codex => self.codex_home.join("config.toml"),
         }
     }
 
     /// Where `wire` records what the file was before it.
-    pub fn record_path(&self, kind: HarnessKind) -> PathBuf {
+    pub fn record_path(&self, kind: Harness) -> PathBuf {
         self.project
             .join(".leopold")
             .join("persona")
@@ -136,11 +111,11 @@ impl Context {
             .join(format!("{kind}.json"))
     }
 
-    fn spec(&self, kind: HarnessKind) -> HookSpec {
+    fn spec(&self, kind: Harness) -> HookSpec {
         HookSpec {
             command: self.guard_command.clone(),
             timeout: HOOK_TIMEOUT_SECS,
-            on_failure_block: kind == HarnessKind::Claude && self.claude_on_failure,
+            on_failure_block: kind == Harness::Claude && self.claude_on_failure,
         }
     }
 }
@@ -180,26 +155,17 @@ pub fn guard_command(leopold_exe: &Path) -> Result<String, WiringError> {
     ))
 }
 
-/// The version `claude --version` reports, as `(major, minor, patch)`.
+/// The version `claude --version` reports, as `(major, minor, patch)`; the probe is bounded by
+/// [`crate::process::VERSION_TIMEOUT`].
 ///
 /// # Errors
 /// When the binary cannot be run, fails, or prints no version.
 pub fn claude_version(claude_bin: &Path) -> Result<(u64, u64, u64), WiringError> {
-    let out = std::process::Command::new(claude_bin)
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|source| WiringError::ClaudeVersion {
+    let text = crate::process::version_output(claude_bin, crate::process::version_timeout())
+        .map_err(|e| WiringError::ClaudeVersion {
             bin: claude_bin.to_path_buf(),
-            problem: source.to_string(),
+            problem: e.to_string(),
         })?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Err(WiringError::ClaudeVersion {
-            bin: claude_bin.to_path_buf(),
-            problem: format!("it exited with {}", out.status),
-        });
-    }
     parse_version(&text).ok_or_else(|| WiringError::ClaudeVersion {
         bin: claude_bin.to_path_buf(),
         problem: format!("no version in its output {:?}", text.trim()),
@@ -232,7 +198,7 @@ pub(crate) fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
 /// guard's hook group. Claude deduplicates an identical command present in two settings layers,
 /// so with the project file also wired the guard still runs once per call.
 pub fn claude_guard_settings_json(ctx: &Context) -> String {
-    let group = claude::group(&ctx.spec(HarnessKind::Claude));
+    let group = claude::group(&ctx.spec(Harness::Claude));
     json_text::Style::default().render_document(&json_text::J::Obj(vec![(
         "hooks",
         json_text::J::Obj(vec![("PreToolUse", json_text::J::Arr(vec![group]))]),
@@ -242,7 +208,7 @@ pub fn claude_guard_settings_json(ctx: &Context) -> String {
 /// What `wire` writes into ACTIVE.json: where the guard is wired.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireRecord {
-    pub harness: HarnessKind,
+    pub harness: Harness,
     pub file: PathBuf,
     pub tag: String,
 }
@@ -277,6 +243,13 @@ pub struct UnwireOutcome {
     pub file: PathBuf,
     pub action: UnwireAction,
     pub warnings: Vec<String>,
+}
+
+impl UnwireOutcome {
+    /// Whether the file changed (anything of ours was there to remove).
+    pub fn changed(&self) -> bool {
+        self.action != UnwireAction::NothingWired
+    }
 }
 
 /// One handler carrying [`TAG`] in a settings file.
@@ -373,7 +346,7 @@ pub(crate) struct Added {
 #[serde(deny_unknown_fields)]
 struct Record {
     version: u32,
-    harness: HarnessKind,
+    harness: Harness,
     file: PathBuf,
     /// The file's text before wire (`None`: it did not exist). Absent when unknown (the file was
     /// already wired, e.g. by an older leopold): then unwire only removes tagged handlers.
@@ -421,45 +394,45 @@ fn decode(file: &Path, state: &FileState) -> Result<Option<String>, WiringError>
 }
 
 fn list(
-    kind: HarnessKind,
+    kind: Harness,
     file: &Path,
     text: &str,
     spec: &HookSpec,
 ) -> Result<Vec<WiredHandler>, WiringError> {
     match kind {
-        HarnessKind::Claude => claude::list(file, text, spec),
-        HarnessKind::Codex => codex::list(file, text, spec),
+        Harness::Claude => claude::list(file, text, spec),
+        Harness::Codex => codex::list(file, text, spec),
     }
 }
 
 fn add(
-    kind: HarnessKind,
+    kind: Harness,
     file: &Path,
     text: Option<&str>,
     spec: &HookSpec,
 ) -> Result<Added, WiringError> {
     match kind {
-        HarnessKind::Claude => claude::add(file, text, spec),
-        HarnessKind::Codex => codex::add(file, text, spec),
+        Harness::Claude => claude::add(file, text, spec),
+        Harness::Codex => codex::add(file, text, spec),
     }
 }
 
 /// Removes every tagged handler; returns the new text and how many were removed.
 fn strip(
-    kind: HarnessKind,
+    kind: Harness,
     file: &Path,
     text: &str,
     created: Created,
 ) -> Result<(String, usize), WiringError> {
     match kind {
-        HarnessKind::Claude => claude::strip(file, text, created),
-        HarnessKind::Codex => codex::strip(file, text, created),
+        Harness::Claude => claude::strip(file, text, created),
+        Harness::Codex => codex::strip(file, text, created),
     }
 }
 
 /// Reads the wiring record; an unreadable one is reported as a warning and ignored (unwire then
 /// falls back to removing tagged handlers, which never needs it).
-fn load_record(ctx: &Context, kind: HarnessKind, warnings: &mut Vec<String>) -> Option<Record> {
+fn load_record(ctx: &Context, kind: Harness, warnings: &mut Vec<String>) -> Option<Record> {
     let path = ctx.record_path(kind);
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
@@ -491,7 +464,7 @@ fn load_record(ctx: &Context, kind: HarnessKind, warnings: &mut Vec<String>) -> 
     }
 }
 
-fn save_record(ctx: &Context, kind: HarnessKind, record: &Record) -> Result<(), WiringError> {
+fn save_record(ctx: &Context, kind: Harness, record: &Record) -> Result<(), WiringError> {
     let path = ctx.record_path(kind);
     let mut bytes = serde_json::to_vec_pretty(record).map_err(|e| WiringError::Internal {
         file: path.clone(),
@@ -501,11 +474,7 @@ fn save_record(ctx: &Context, kind: HarnessKind, record: &Record) -> Result<(), 
     atomic::write_own_file(&path, &bytes).map_err(io_err("write the wiring record", &path))
 }
 
-fn remove_record(
-    ctx: &Context,
-    kind: HarnessKind,
-    record: Option<&Record>,
-) -> Result<(), WiringError> {
+fn remove_record(ctx: &Context, kind: Harness, record: Option<&Record>) -> Result<(), WiringError> {
     let path = ctx.record_path(kind);
     match std::fs::remove_file(&path) {
         Ok(()) => {}
@@ -552,12 +521,12 @@ fn missing_dirs(dir: &Path) -> Vec<PathBuf> {
 /// # Errors
 /// A malformed settings file ([`WiringError::Malformed`], [`WiringError::NotUtf8`]) is left
 /// untouched; I/O errors; [`WiringError::Contended`] when the file keeps changing under us.
-pub fn wire(kind: HarnessKind, ctx: &Context) -> Result<WireOutcome, WiringError> {
+pub fn wire(kind: Harness, ctx: &Context) -> Result<WireOutcome, WiringError> {
     wire_with_hook(kind, ctx, &mut |_| {})
 }
 
 pub(crate) fn wire_with_hook(
-    kind: HarnessKind,
+    kind: Harness,
     ctx: &Context,
     before_rename: &mut dyn FnMut(&Path),
 ) -> Result<WireOutcome, WiringError> {
@@ -576,7 +545,7 @@ pub(crate) fn wire_with_hook(
             Some(t) => list(kind, &file, t, &spec)?,
             None => Vec::new(),
         };
-        if kind == HarnessKind::Claude {
+        if kind == Harness::Claude {
             if let Some(t) = &text {
                 warnings.extend(claude::validation_warnings(&file, t));
             }
@@ -604,7 +573,7 @@ pub(crate) fn wire_with_hook(
                 // A record of the other harness may already have created them: inherit its
                 // list, so whichever unwire comes last removes them.
                 let mut dirs = record_dir.parent().map(missing_dirs).unwrap_or_default();
-                for other in HarnessKind::ALL.into_iter().filter(|k| *k != kind) {
+                for other in Harness::ALL.into_iter().filter(|k| *k != kind) {
                     if let Some(r) = load_record(ctx, other, &mut Vec::new()) {
                         for d in r.state_dirs {
                             if !dirs.contains(&d) {
@@ -670,12 +639,12 @@ pub(crate) fn wire_with_hook(
 ///
 /// # Errors
 /// As [`wire`]; a malformed file is left untouched (and the wiring record kept).
-pub fn unwire(kind: HarnessKind, ctx: &Context) -> Result<UnwireOutcome, WiringError> {
+pub fn unwire(kind: Harness, ctx: &Context) -> Result<UnwireOutcome, WiringError> {
     unwire_with_hook(kind, ctx, &mut |_| {})
 }
 
 pub(crate) fn unwire_with_hook(
-    kind: HarnessKind,
+    kind: Harness,
     ctx: &Context,
     before_rename: &mut dyn FnMut(&Path),
 ) -> Result<UnwireOutcome, WiringError> {
@@ -761,7 +730,7 @@ pub(crate) fn unwire_with_hook(
 ///
 /// # Errors
 /// A malformed file, or an I/O error.
-pub fn wired_handlers(kind: HarnessKind, ctx: &Context) -> Result<Vec<WiredHandler>, WiringError> {
+pub fn wired_handlers(kind: Harness, ctx: &Context) -> Result<Vec<WiredHandler>, WiringError> {
     let file = ctx.settings_path(kind);
     let state = atomic::read_state(&file).map_err(io_err("read", &file))?;
     match decode(&file, &state)? {

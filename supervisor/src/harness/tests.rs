@@ -43,17 +43,17 @@ fn sandbox_with(exe: &str) -> Sandbox {
 }
 
 impl Sandbox {
-    fn file(&self, kind: HarnessKind) -> PathBuf {
+    fn file(&self, kind: Harness) -> PathBuf {
         self.ctx.settings_path(kind)
     }
 
-    fn put(&self, kind: HarnessKind, text: &str) {
+    fn put(&self, kind: Harness, text: &str) {
         let f = self.file(kind);
         fs::create_dir_all(f.parent().unwrap()).unwrap();
         fs::write(f, text).unwrap();
     }
 
-    fn read(&self, kind: HarnessKind) -> Option<String> {
+    fn read(&self, kind: Harness) -> Option<String> {
         fs::read_to_string(self.file(kind)).ok()
     }
 }
@@ -330,7 +330,7 @@ proptest! {
     fn claude_wire_keeps_every_existing_hook_and_key(doc in settings_doc(), style in json_style()) {
         let sb = sandbox();
         let original = render_doc(&doc, &style);
-        let wired = claude::add(Path::new("s.json"), Some(&original), &sb.ctx.spec(HarnessKind::Claude)).unwrap().text;
+        let wired = claude::add(Path::new("s.json"), Some(&original), &sb.ctx.spec(Harness::Claude)).unwrap().text;
         let before: Value = serde_json::from_str(&original).unwrap();
         let after: Value = serde_json::from_str(&wired).unwrap();
         let (pre_before, mut pre_after) = (pre_tool_use_of(&before), pre_tool_use_of(&after));
@@ -362,7 +362,7 @@ proptest! {
         let sb = sandbox();
         let file = Path::new("s.json");
         let original = render_doc(&doc, &style);
-        let added = claude::add(file, Some(&original), &sb.ctx.spec(HarnessKind::Claude)).unwrap();
+        let added = claude::add(file, Some(&original), &sb.ctx.spec(Harness::Claude)).unwrap();
         let (unwired, n) = claude::strip(file, &user_edit_json(&added.text), added.created).unwrap();
         prop_assert_eq!(n, 1);
         prop_assert_eq!(unwired, user_edit_json(&original));
@@ -381,7 +381,7 @@ proptest! {
         let sb = sandbox();
         let file = Path::new("s.json");
         let original = render_doc(&with_pre_tool_use(doc, groups), &style);
-        let added = claude::add(file, Some(&original), &sb.ctx.spec(HarnessKind::Claude)).unwrap();
+        let added = claude::add(file, Some(&original), &sb.ctx.spec(Harness::Claude)).unwrap();
         let edited = append_group(&added.text, &theirs);
         let (unwired, n) = claude::strip(file, &edited, added.created).unwrap();
         prop_assert_eq!(n, 1);
@@ -397,7 +397,7 @@ proptest! {
         let sb = sandbox();
         let file = Path::new("s.json");
         let original = render_doc(&with_pre_tool_use(doc, groups), &style);
-        let added = claude::add(file, Some(&original), &sb.ctx.spec(HarnessKind::Claude)).unwrap();
+        let added = claude::add(file, Some(&original), &sb.ctx.spec(Harness::Claude)).unwrap();
         prop_assert_eq!(added.created, Created::default());
         let (unwired, n) = claude::strip(file, &added.text, Created::default()).unwrap();
         prop_assert_eq!(n, 1);
@@ -578,7 +578,7 @@ proptest! {
     fn codex_wire_keeps_every_existing_line_and_hook((original, newline) in config_toml()) {
         let sb = sandbox();
         let file = Path::new("config.toml");
-        let wired = codex::add(file, Some(&original), &sb.ctx.spec(HarnessKind::Codex)).unwrap().text;
+        let wired = codex::add(file, Some(&original), &sb.ctx.spec(Harness::Codex)).unwrap().text;
         // Every line of the user's file is still there, in order (comments, spacing and all).
         let mut rest = wired.as_str();
         for line in original.split(newline).filter(|l| !l.is_empty()) {
@@ -588,7 +588,7 @@ proptest! {
         }
         let before = original.matches("[[hooks.PreToolUse]]").count();
         prop_assert_eq!(wired.matches("[[hooks.PreToolUse]]").count(), before + 1);
-        let handlers = codex::list(file, &wired, &sb.ctx.spec(HarnessKind::Codex)).unwrap();
+        let handlers = codex::list(file, &wired, &sb.ctx.spec(Harness::Codex)).unwrap();
         prop_assert_eq!(handlers.len(), 1);
         prop_assert!(handlers[0].current);
         if newline == "\r\n" && original.contains('\n') {
@@ -600,7 +600,7 @@ proptest! {
     fn codex_edit_between_wire_and_unwire_survives((original, newline) in config_toml()) {
         let sb = sandbox();
         let file = Path::new("config.toml");
-        let added = codex::add(file, Some(&original), &sb.ctx.spec(HarnessKind::Codex)).unwrap();
+        let added = codex::add(file, Some(&original), &sb.ctx.spec(Harness::Codex)).unwrap();
         // The user edits in the file's line endings (an empty file had none: wire wrote LF).
         let newline = if added.text.contains(newline) { newline } else { "\n" };
         let (unwired, n) = codex::strip(file, &user_edit_toml(&added.text, newline), added.created).unwrap();
@@ -614,7 +614,7 @@ proptest! {
     fn codex_wire_keeps_each_lines_ending_in_a_mixed_file((original, _nl) in config_toml_with(true)) {
         let sb = sandbox();
         let file = Path::new("config.toml");
-        let added = codex::add(file, Some(&original), &sb.ctx.spec(HarnessKind::Codex)).unwrap();
+        let added = codex::add(file, Some(&original), &sb.ctx.spec(Harness::Codex)).unwrap();
         let mut rest = added.text.as_str();
         for line in original.split_inclusive('\n').filter(|l| l.trim() != "") {
             let at = rest.find(line);
@@ -638,7 +638,7 @@ proptest! {
     ) {
         let sb = sandbox();
         let file = Path::new("config.toml");
-        let added = codex::add(file, Some(&original), &sb.ctx.spec(HarnessKind::Codex)).unwrap();
+        let added = codex::add(file, Some(&original), &sb.ctx.spec(Harness::Codex)).unwrap();
         let newline = if added.text.contains(newline) { newline } else { "\n" };
         let edit = |text: &str| {
             let sep = if text.is_empty() || text.ends_with('\n') { "" } else { newline };
@@ -661,7 +661,7 @@ proptest! {
         } else {
             format!("{original}{newline}{}{newline}", group.join(newline))
         };
-        let added = codex::add(file, Some(&original), &sb.ctx.spec(HarnessKind::Codex)).unwrap();
+        let added = codex::add(file, Some(&original), &sb.ctx.spec(Harness::Codex)).unwrap();
         prop_assert_eq!(added.created, Created::default());
         let (unwired, n) = codex::strip(file, &added.text, Created::default()).unwrap();
         prop_assert_eq!(n, 1);
@@ -679,56 +679,56 @@ proptest! {
     fn claude_wire_then_unwire_restores_the_bytes(doc in settings_doc(), style in json_style()) {
         let sb = sandbox();
         let original = render_doc(&doc, &style);
-        sb.put(HarnessKind::Claude, &original);
-        let out = wire(HarnessKind::Claude, &sb.ctx).unwrap();
+        sb.put(Harness::Claude, &original);
+        let out = wire(Harness::Claude, &sb.ctx).unwrap();
         prop_assert!(out.changed);
-        let wired = sb.read(HarnessKind::Claude).unwrap();
+        let wired = sb.read(Harness::Claude).unwrap();
         prop_assert_ne!(&wired, &original);
-        let un = unwire(HarnessKind::Claude, &sb.ctx).unwrap();
+        let un = unwire(Harness::Claude, &sb.ctx).unwrap();
         prop_assert_eq!(un.action, UnwireAction::Restored);
-        prop_assert_eq!(sb.read(HarnessKind::Claude).unwrap(), original);
-        prop_assert!(!sb.ctx.record_path(HarnessKind::Claude).exists());
+        prop_assert_eq!(sb.read(Harness::Claude).unwrap(), original);
+        prop_assert!(!sb.ctx.record_path(Harness::Claude).exists());
     }
 
     #[test]
     fn claude_wire_is_idempotent_and_unwire_twice_is_a_no_op(doc in settings_doc(), style in json_style()) {
         let sb = sandbox();
         let original = render_doc(&doc, &style);
-        sb.put(HarnessKind::Claude, &original);
-        let _ = wire(HarnessKind::Claude, &sb.ctx).unwrap();
-        let once = sb.read(HarnessKind::Claude).unwrap();
-        let again = wire(HarnessKind::Claude, &sb.ctx).unwrap();
+        sb.put(Harness::Claude, &original);
+        let _ = wire(Harness::Claude, &sb.ctx).unwrap();
+        let once = sb.read(Harness::Claude).unwrap();
+        let again = wire(Harness::Claude, &sb.ctx).unwrap();
         prop_assert!(!again.changed);
-        prop_assert_eq!(sb.read(HarnessKind::Claude).unwrap(), once);
-        prop_assert_eq!(wired_handlers(HarnessKind::Claude, &sb.ctx).unwrap().len(), 1);
-        let _ = unwire(HarnessKind::Claude, &sb.ctx).unwrap();
-        let second = unwire(HarnessKind::Claude, &sb.ctx).unwrap();
+        prop_assert_eq!(sb.read(Harness::Claude).unwrap(), once);
+        prop_assert_eq!(wired_handlers(Harness::Claude, &sb.ctx).unwrap().len(), 1);
+        let _ = unwire(Harness::Claude, &sb.ctx).unwrap();
+        let second = unwire(Harness::Claude, &sb.ctx).unwrap();
         prop_assert_eq!(second.action, UnwireAction::NothingWired);
-        prop_assert_eq!(sb.read(HarnessKind::Claude).unwrap(), original);
+        prop_assert_eq!(sb.read(Harness::Claude).unwrap(), original);
     }
 
     #[test]
     fn codex_wire_then_unwire_restores_the_bytes((original, _nl) in config_toml()) {
         let sb = sandbox();
-        sb.put(HarnessKind::Codex, &original);
-        let out = wire(HarnessKind::Codex, &sb.ctx).unwrap();
+        sb.put(Harness::Codex, &original);
+        let out = wire(Harness::Codex, &sb.ctx).unwrap();
         prop_assert!(out.changed);
-        let un = unwire(HarnessKind::Codex, &sb.ctx).unwrap();
+        let un = unwire(Harness::Codex, &sb.ctx).unwrap();
         prop_assert_eq!(un.action, UnwireAction::Restored);
-        prop_assert_eq!(sb.read(HarnessKind::Codex).unwrap(), original);
+        prop_assert_eq!(sb.read(Harness::Codex).unwrap(), original);
     }
 
     #[test]
     fn codex_wire_is_idempotent((original, _nl) in config_toml()) {
         let sb = sandbox();
-        sb.put(HarnessKind::Codex, &original);
-        let _ = wire(HarnessKind::Codex, &sb.ctx).unwrap();
-        let once = sb.read(HarnessKind::Codex).unwrap();
-        prop_assert!(!wire(HarnessKind::Codex, &sb.ctx).unwrap().changed);
-        prop_assert_eq!(sb.read(HarnessKind::Codex).unwrap(), once);
-        let _ = unwire(HarnessKind::Codex, &sb.ctx).unwrap();
-        prop_assert_eq!(unwire(HarnessKind::Codex, &sb.ctx).unwrap().action, UnwireAction::NothingWired);
-        prop_assert_eq!(sb.read(HarnessKind::Codex).unwrap(), original);
+        sb.put(Harness::Codex, &original);
+        let _ = wire(Harness::Codex, &sb.ctx).unwrap();
+        let once = sb.read(Harness::Codex).unwrap();
+        prop_assert!(!wire(Harness::Codex, &sb.ctx).unwrap().changed);
+        prop_assert_eq!(sb.read(Harness::Codex).unwrap(), once);
+        let _ = unwire(Harness::Codex, &sb.ctx).unwrap();
+        prop_assert_eq!(unwire(Harness::Codex, &sb.ctx).unwrap().action, UnwireAction::NothingWired);
+        prop_assert_eq!(sb.read(Harness::Codex).unwrap(), original);
     }
 }
 
@@ -737,7 +737,7 @@ proptest! {
 
 /// Wire and unwire both refuse `text` in `kind`'s file, leaving its bytes alone; returns the
 /// error message.
-fn refused(kind: HarnessKind, text: &[u8]) -> String {
+fn refused(kind: Harness, text: &[u8]) -> String {
     let sb = sandbox();
     let file = sb.file(kind);
     fs::create_dir_all(file.parent().unwrap()).unwrap();
@@ -769,10 +769,7 @@ fn refused(kind: HarnessKind, text: &[u8]) -> String {
 
 #[test]
 fn truncated_json_is_refused_with_line_and_column() {
-    let msg = refused(
-        HarnessKind::Claude,
-        b"{\n  \"hooks\": {\n    \"PreToolUse\": [",
-    );
+    let msg = refused(Harness::Claude, b"{\n  \"hooks\": {\n    \"PreToolUse\": [");
     assert!(
         msg.contains("line 3, column 19: not valid JSON: EOF while parsing"),
         "{msg}"
@@ -782,7 +779,7 @@ fn truncated_json_is_refused_with_line_and_column() {
 #[test]
 fn duplicate_json_keys_are_refused() {
     let msg = refused(
-        HarnessKind::Claude,
+        Harness::Claude,
         b"{\n  \"hooks\": {},\n  \"model\": \"a\",\n  \"model\": \"b\"\n}\n",
     );
     assert!(
@@ -794,13 +791,13 @@ fn duplicate_json_keys_are_refused() {
 
 #[test]
 fn hooks_of_the_wrong_type_are_refused() {
-    let msg = refused(HarnessKind::Claude, b"{\"hooks\": \"none\"}");
+    let msg = refused(Harness::Claude, b"{\"hooks\": \"none\"}");
     assert!(
         msg.contains("line 1, column 11: `hooks` is a string, expected an object"),
         "{msg}"
     );
     let msg = refused(
-        HarnessKind::Claude,
+        Harness::Claude,
         b"{\"hooks\": {\"PreToolUse\": {\"matcher\": \"x\"}}}",
     );
     assert!(
@@ -808,14 +805,14 @@ fn hooks_of_the_wrong_type_are_refused() {
         "{msg}"
     );
     let msg = refused(
-        HarnessKind::Claude,
+        Harness::Claude,
         b"{\"hooks\": {\"PreToolUse\": [{\"hooks\": 3}]}}",
     );
     assert!(
         msg.contains("`hooks.PreToolUse[0].hooks` is a number"),
         "{msg}"
     );
-    let msg = refused(HarnessKind::Claude, b"[1, 2]\n");
+    let msg = refused(Harness::Claude, b"[1, 2]\n");
     assert!(
         msg.contains("line 1, column 1: the top level is an array, expected an object"),
         "{msg}"
@@ -824,19 +821,19 @@ fn hooks_of_the_wrong_type_are_refused() {
 
 #[test]
 fn empty_and_non_utf8_settings_are_refused() {
-    let msg = refused(HarnessKind::Claude, b"  \n");
+    let msg = refused(Harness::Claude, b"  \n");
     assert!(msg.contains("the file is empty"), "{msg}");
-    let msg = refused(HarnessKind::Claude, b"{\"model\": \"\xff\"}");
+    let msg = refused(Harness::Claude, b"{\"model\": \"\xff\"}");
     assert!(msg.contains("is not UTF-8"), "{msg}");
-    let msg = refused(HarnessKind::Codex, b"model = \"\xfe\"\n");
+    let msg = refused(Harness::Codex, b"model = \"\xfe\"\n");
     assert!(msg.contains("is not UTF-8"), "{msg}");
 }
 
 #[test]
 fn toml_syntax_errors_are_refused_with_line_and_column() {
-    let msg = refused(HarnessKind::Codex, b"model = \"o3\"\n\n[hooks\nx = 1\n");
+    let msg = refused(Harness::Codex, b"model = \"o3\"\n\n[hooks\nx = 1\n");
     assert!(msg.contains("line 3, column 7: not valid TOML"), "{msg}");
-    let msg = refused(HarnessKind::Codex, b"a = 1\na = 2\n");
+    let msg = refused(Harness::Codex, b"a = 1\na = 2\n");
     assert!(
         msg.contains("line 2, column 1: not valid TOML: duplicate key"),
         "{msg}"
@@ -846,20 +843,20 @@ fn toml_syntax_errors_are_refused_with_line_and_column() {
 #[test]
 fn toml_pre_tool_use_as_a_table_is_refused() {
     let msg = refused(
-        HarnessKind::Codex,
+        Harness::Codex,
         b"# mine\n[hooks.PreToolUse]\nmatcher = \"Bash\"\n",
     );
     assert!(
         msg.contains("line 2, column 8: `hooks.PreToolUse` is table, expected an array of tables"),
         "{msg}"
     );
-    let msg = refused(HarnessKind::Codex, b"hooks = \"off\"\n");
+    let msg = refused(Harness::Codex, b"hooks = \"off\"\n");
     assert!(
         msg.contains("line 1, column 1: `hooks` is string, expected a table"),
         "{msg}"
     );
     let msg = refused(
-        HarnessKind::Codex,
+        Harness::Codex,
         b"[[hooks.PreToolUse]]\nmatcher = \"x\"\nhooks = \"y\"\n",
     );
     assert!(
@@ -874,17 +871,17 @@ fn toml_pre_tool_use_as_a_table_is_refused() {
 #[test]
 fn claude_file_and_directory_are_created_and_removed_again() {
     let sb = sandbox();
-    let out = wire(HarnessKind::Claude, &sb.ctx).unwrap();
+    let out = wire(Harness::Claude, &sb.ctx).unwrap();
     assert!(out.changed);
     assert_eq!(
         out.record,
         WireRecord {
-            harness: HarnessKind::Claude,
-            file: sb.file(HarnessKind::Claude),
+            harness: Harness::Claude,
+            file: sb.file(Harness::Claude),
             tag: TAG.to_owned()
         }
     );
-    let v: Value = serde_json::from_str(&sb.read(HarnessKind::Claude).unwrap()).unwrap();
+    let v: Value = serde_json::from_str(&sb.read(Harness::Claude).unwrap()).unwrap();
     assert_eq!(
         v,
         serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "mcp__.*|WebFetch", "hooks": [{
@@ -894,7 +891,7 @@ fn claude_file_and_directory_are_created_and_removed_again() {
             "onFailure": "block"
         }]}]}})
     );
-    let un = unwire(HarnessKind::Claude, &sb.ctx).unwrap();
+    let un = unwire(Harness::Claude, &sb.ctx).unwrap();
     assert_eq!(un.action, UnwireAction::Restored);
     assert!(!sb.ctx.project.join(".claude").exists());
     assert!(!sb.ctx.project.join(".leopold").exists());
@@ -905,9 +902,9 @@ fn state_directories_that_existed_before_wire_are_kept() {
     let sb = sandbox();
     let persona = sb.ctx.project.join(".leopold/persona");
     fs::create_dir_all(&persona).unwrap();
-    let _ = wire(HarnessKind::Codex, &sb.ctx).unwrap();
-    assert!(sb.ctx.record_path(HarnessKind::Codex).exists());
-    let _ = unwire(HarnessKind::Codex, &sb.ctx).unwrap();
+    let _ = wire(Harness::Codex, &sb.ctx).unwrap();
+    assert!(sb.ctx.record_path(Harness::Codex).exists());
+    let _ = unwire(Harness::Codex, &sb.ctx).unwrap();
     assert!(!persona.join("wiring").exists());
     assert!(persona.is_dir(), "the supervisor's directory was removed");
 }
@@ -915,10 +912,10 @@ fn state_directories_that_existed_before_wire_are_kept() {
 #[test]
 fn claude_directory_holding_something_else_is_kept() {
     let sb = sandbox();
-    let _ = wire(HarnessKind::Claude, &sb.ctx).unwrap();
+    let _ = wire(Harness::Claude, &sb.ctx).unwrap();
     fs::write(sb.ctx.project.join(".claude/settings.local.json"), "{}").unwrap();
-    let _ = unwire(HarnessKind::Claude, &sb.ctx).unwrap();
-    assert!(!sb.file(HarnessKind::Claude).exists());
+    let _ = unwire(Harness::Claude, &sb.ctx).unwrap();
+    assert!(!sb.file(Harness::Claude).exists());
     assert!(sb.ctx.project.join(".claude/settings.local.json").exists());
 }
 
@@ -926,21 +923,21 @@ fn claude_directory_holding_something_else_is_kept() {
 fn on_failure_is_only_set_when_claude_supports_it() {
     let mut sb = sandbox();
     sb.ctx.claude_on_failure = false;
-    let _ = wire(HarnessKind::Claude, &sb.ctx).unwrap();
-    assert!(!sb.read(HarnessKind::Claude).unwrap().contains("onFailure"));
+    let _ = wire(Harness::Claude, &sb.ctx).unwrap();
+    assert!(!sb.read(Harness::Claude).unwrap().contains("onFailure"));
     // Codex has no such setting, whatever Claude supports.
     sb.ctx.claude_on_failure = true;
-    let _ = wire(HarnessKind::Codex, &sb.ctx).unwrap();
-    assert!(!sb.read(HarnessKind::Codex).unwrap().contains("onFailure"));
+    let _ = wire(Harness::Codex, &sb.ctx).unwrap();
+    assert!(!sb.read(Harness::Codex).unwrap().contains("onFailure"));
 }
 
 #[test]
 fn codex_wiring_is_the_documented_toml() {
     let sb = sandbox();
-    sb.put(HarnessKind::Codex, "model = \"o3\" # mine\n");
-    let _ = wire(HarnessKind::Codex, &sb.ctx).unwrap();
+    sb.put(Harness::Codex, "model = \"o3\" # mine\n");
+    let _ = wire(Harness::Codex, &sb.ctx).unwrap();
     assert_eq!(
-        sb.read(HarnessKind::Codex).unwrap(),
+        sb.read(Harness::Codex).unwrap(),
         "model = \"o3\" # mine\n\
          \n\
          # leopold-persona-guard: added by `leopold persona wire` (or `persona run`); `leopold persona unwire` removes it\n\
@@ -958,18 +955,18 @@ fn codex_wiring_is_the_documented_toml() {
 fn codex_inline_pre_tool_use_array_gets_an_inline_group() {
     let sb = sandbox();
     let original = "hooks = { PreToolUse = [{ matcher = \"Bash\", hooks = [{ type = \"command\", command = \"x\" }] }] }\n";
-    sb.put(HarnessKind::Codex, original);
-    let _ = wire(HarnessKind::Codex, &sb.ctx).unwrap();
-    let wired = sb.read(HarnessKind::Codex).unwrap();
+    sb.put(Harness::Codex, original);
+    let _ = wire(Harness::Codex, &sb.ctx).unwrap();
+    let wired = sb.read(Harness::Codex).unwrap();
     assert!(wired.starts_with("hooks = { PreToolUse = [{ matcher = \"Bash\", hooks = [{ type = \"command\", command = \"x\" }] }, {"), "{wired}");
-    let h = wired_handlers(HarnessKind::Codex, &sb.ctx).unwrap();
+    let h = wired_handlers(Harness::Codex, &sb.ctx).unwrap();
     assert_eq!(h.len(), 1);
     assert!(h[0].current);
     // Removal by tag too (the record lost).
-    fs::remove_file(sb.ctx.record_path(HarnessKind::Codex)).unwrap();
-    let un = unwire(HarnessKind::Codex, &sb.ctx).unwrap();
+    fs::remove_file(sb.ctx.record_path(Harness::Codex)).unwrap();
+    let un = unwire(Harness::Codex, &sb.ctx).unwrap();
     assert_eq!(un.action, UnwireAction::RemovedHandlers(1));
-    let after = sb.read(HarnessKind::Codex).unwrap();
+    let after = sb.read(Harness::Codex).unwrap();
     assert!(!after.contains(TAG));
     assert!(after.contains("matcher = \"Bash\""));
 }
@@ -983,14 +980,14 @@ fn a_shared_group_keeps_the_other_handler() {
          {{\"type\": \"command\", \"command\": {}}}, {{\"type\": \"command\", \"command\": \"audit\"}}]}}]}}}}",
         Value::String(cmd.clone())
     );
-    sb.put(HarnessKind::Claude, &text);
-    let h = wired_handlers(HarnessKind::Claude, &sb.ctx).unwrap();
+    sb.put(Harness::Claude, &text);
+    let h = wired_handlers(Harness::Claude, &sb.ctx).unwrap();
     assert_eq!(h.len(), 1);
     assert!(!h[0].current, "not alone in its group");
-    let un = unwire(HarnessKind::Claude, &sb.ctx).unwrap();
+    let un = unwire(Harness::Claude, &sb.ctx).unwrap();
     assert_eq!(un.action, UnwireAction::RemovedHandlers(1));
     assert_eq!(
-        sb.read(HarnessKind::Claude).unwrap(),
+        sb.read(Harness::Claude).unwrap(),
         "{\"hooks\": {\"PreToolUse\": [{\"matcher\": \"mcp__.*|WebFetch\", \"hooks\": [\
          {\"type\": \"command\", \"command\": \"audit\"}]}]}}"
     );
@@ -1000,37 +997,37 @@ fn a_shared_group_keeps_the_other_handler() {
 fn a_stale_wiring_is_replaced_and_unwire_still_restores_the_original() {
     let old = sandbox_with("/old/leopold");
     let original = "{\n  \"model\": \"opus\"\n}\n";
-    old.put(HarnessKind::Claude, original);
-    let _ = wire(HarnessKind::Claude, &old.ctx).unwrap();
+    old.put(Harness::Claude, original);
+    let _ = wire(Harness::Claude, &old.ctx).unwrap();
     let mut new_ctx = old.ctx.clone();
     new_ctx.guard_command = guard_command(Path::new("/new/leopold")).unwrap();
-    let stale = wired_handlers(HarnessKind::Claude, &new_ctx).unwrap();
+    let stale = wired_handlers(Harness::Claude, &new_ctx).unwrap();
     assert_eq!(stale.len(), 1);
     assert!(!stale[0].current);
-    assert!(wire(HarnessKind::Claude, &new_ctx).unwrap().changed);
-    let now = wired_handlers(HarnessKind::Claude, &new_ctx).unwrap();
+    assert!(wire(Harness::Claude, &new_ctx).unwrap().changed);
+    let now = wired_handlers(Harness::Claude, &new_ctx).unwrap();
     assert_eq!(now.len(), 1);
     assert!(now[0].current);
     assert!(now[0].command.starts_with("'/new/leopold'"));
     assert_eq!(
-        unwire(HarnessKind::Claude, &new_ctx).unwrap().action,
+        unwire(Harness::Claude, &new_ctx).unwrap().action,
         UnwireAction::Restored
     );
-    assert_eq!(old.read(HarnessKind::Claude).unwrap(), original);
+    assert_eq!(old.read(Harness::Claude).unwrap(), original);
 }
 
 #[test]
 fn a_wiring_found_without_record_is_not_taken_as_the_original() {
     // Wired, record lost, wired again: unwire must not "restore" the wired file.
     let sb = sandbox();
-    sb.put(HarnessKind::Claude, "{\"a\": 1}");
-    let _ = wire(HarnessKind::Claude, &sb.ctx).unwrap();
-    fs::remove_file(sb.ctx.record_path(HarnessKind::Claude)).unwrap();
+    sb.put(Harness::Claude, "{\"a\": 1}");
+    let _ = wire(Harness::Claude, &sb.ctx).unwrap();
+    fs::remove_file(sb.ctx.record_path(Harness::Claude)).unwrap();
     let mut other = sb.ctx.clone();
     other.guard_command = guard_command(Path::new("/elsewhere/leopold")).unwrap();
-    let _ = wire(HarnessKind::Claude, &other).unwrap();
-    let _ = unwire(HarnessKind::Claude, &other).unwrap();
-    let after = sb.read(HarnessKind::Claude).unwrap();
+    let _ = wire(Harness::Claude, &other).unwrap();
+    let _ = unwire(Harness::Claude, &other).unwrap();
+    let after = sb.read(Harness::Claude).unwrap();
     assert!(!after.contains(TAG), "{after}");
     let v: Value = serde_json::from_str(&after).unwrap();
     assert_eq!(v["a"], 1);
@@ -1039,29 +1036,29 @@ fn a_wiring_found_without_record_is_not_taken_as_the_original() {
 #[test]
 fn unwire_with_nothing_wired_succeeds_without_writing() {
     let sb = sandbox();
-    for kind in HarnessKind::ALL {
+    for kind in Harness::ALL {
         assert_eq!(
             unwire(kind, &sb.ctx).unwrap().action,
             UnwireAction::NothingWired
         );
         assert!(!sb.file(kind).exists());
     }
-    sb.put(HarnessKind::Claude, "{ \"x\" : 1 }");
+    sb.put(Harness::Claude, "{ \"x\" : 1 }");
     assert_eq!(
-        unwire(HarnessKind::Claude, &sb.ctx).unwrap().action,
+        unwire(Harness::Claude, &sb.ctx).unwrap().action,
         UnwireAction::NothingWired
     );
-    assert_eq!(sb.read(HarnessKind::Claude).unwrap(), "{ \"x\" : 1 }");
+    assert_eq!(sb.read(Harness::Claude).unwrap(), "{ \"x\" : 1 }");
 }
 
 #[test]
 fn claude_validation_problems_are_warned_about() {
     let sb = sandbox();
     sb.put(
-        HarnessKind::Claude,
+        Harness::Claude,
         "{\"permissions\": {\"allow\": 5, \"deny\": [\"x\", 1]}, \"env\": {\"A\": 1}, \"disableAllHooks\": true}",
     );
-    let out = wire(HarnessKind::Claude, &sb.ctx).unwrap();
+    let out = wire(Harness::Claude, &sb.ctx).unwrap();
     let all = out.warnings.join("\n");
     assert!(
         all.contains("`permissions.allow` is not an array of strings"),
@@ -1080,10 +1077,10 @@ fn claude_validation_problems_are_warned_about() {
     // A valid file gets no warning.
     let clean = sandbox();
     clean.put(
-        HarnessKind::Claude,
+        Harness::Claude,
         "{\"permissions\": {\"allow\": [\"Bash(ls)\"]}}",
     );
-    assert!(wire(HarnessKind::Claude, &clean.ctx)
+    assert!(wire(Harness::Claude, &clean.ctx)
         .unwrap()
         .warnings
         .is_empty());
@@ -1117,9 +1114,9 @@ fn a_symlinked_settings_file_stays_a_link_and_its_target_is_written() {
     let original = "{\n    \"model\": \"opus\"\n}\n";
     fs::write(&target, original).unwrap();
     fs::create_dir_all(sb.ctx.project.join(".claude")).unwrap();
-    let link = sb.file(HarnessKind::Claude);
+    let link = sb.file(Harness::Claude);
     std::os::unix::fs::symlink("../../dotfiles/claude-settings.json", &link).unwrap();
-    let _ = wire(HarnessKind::Claude, &sb.ctx).unwrap();
+    let _ = wire(Harness::Claude, &sb.ctx).unwrap();
     assert!(fs::symlink_metadata(&link)
         .unwrap()
         .file_type()
@@ -1129,7 +1126,7 @@ fn a_symlinked_settings_file_stays_a_link_and_its_target_is_written() {
     assert_eq!(fs::read_dir(&dotfiles).unwrap().count(), 1);
     assert_eq!(fs::read_dir(link.parent().unwrap()).unwrap().count(), 1);
     assert_eq!(
-        unwire(HarnessKind::Claude, &sb.ctx).unwrap().action,
+        unwire(Harness::Claude, &sb.ctx).unwrap().action,
         UnwireAction::Restored
     );
     assert!(fs::symlink_metadata(&link)
@@ -1145,10 +1142,10 @@ fn a_dangling_symlink_is_written_through_to_its_target() {
     let sb = sandbox();
     fs::create_dir_all(&sb.ctx.codex_home).unwrap();
     let target = sb.root.join("config-real.toml");
-    std::os::unix::fs::symlink(&target, sb.file(HarnessKind::Codex)).unwrap();
-    let _ = wire(HarnessKind::Codex, &sb.ctx).unwrap();
+    std::os::unix::fs::symlink(&target, sb.file(Harness::Codex)).unwrap();
+    let _ = wire(Harness::Codex, &sb.ctx).unwrap();
     assert!(fs::read_to_string(&target).unwrap().contains(TAG));
-    assert!(fs::symlink_metadata(sb.file(HarnessKind::Codex))
+    assert!(fs::symlink_metadata(sb.file(Harness::Codex))
         .unwrap()
         .file_type()
         .is_symlink());
@@ -1159,8 +1156,8 @@ fn a_dangling_symlink_is_written_through_to_its_target() {
 fn file_permissions_survive_wire_and_unwire() {
     use std::os::unix::fs::PermissionsExt;
     for (kind, text, mode) in [
-        (HarnessKind::Claude, "{}", 0o600),
-        (HarnessKind::Codex, "# private\n", 0o640),
+        (Harness::Claude, "{}", 0o600),
+        (Harness::Codex, "# private\n", 0o640),
     ] {
         let sb = sandbox();
         sb.put(kind, text);
@@ -1182,14 +1179,14 @@ fn file_permissions_survive_wire_and_unwire() {
 
 #[test]
 fn a_change_between_read_and_rename_is_redone_not_overwritten() {
-    for kind in HarnessKind::ALL {
+    for kind in Harness::ALL {
         let sb = sandbox();
         let (first, theirs) = match kind {
-            HarnessKind::Claude => (
+            Harness::Claude => (
                 "{\n  \"a\": 1\n}\n",
                 "{\n  \"a\": 1,\n  \"theirs\": true\n}\n",
             ),
-            HarnessKind::Codex => ("a = 1\n", "a = 1\ntheirs = true\n"),
+            Harness::Codex => ("a = 1\n", "a = 1\ntheirs = true\n"),
         };
         sb.put(kind, first);
         let file = sb.file(kind);
@@ -1233,20 +1230,20 @@ fn a_change_between_read_and_rename_is_redone_not_overwritten() {
     }
 }
 
-fn user_edit(kind: HarnessKind, text: &str) -> String {
+fn user_edit(kind: Harness, text: &str) -> String {
     match kind {
-        HarnessKind::Claude => user_edit_json(text),
-        HarnessKind::Codex => user_edit_toml(text, "\n"),
+        Harness::Claude => user_edit_json(text),
+        Harness::Codex => user_edit_toml(text, "\n"),
     }
 }
 
 #[test]
 fn a_file_that_keeps_changing_is_left_alone_with_an_error() {
     let sb = sandbox();
-    sb.put(HarnessKind::Claude, "{}");
-    let file = sb.file(HarnessKind::Claude);
+    sb.put(Harness::Claude, "{}");
+    let file = sb.file(Harness::Claude);
     let mut n = 0;
-    let err = wire_with_hook(HarnessKind::Claude, &sb.ctx, &mut |_| {
+    let err = wire_with_hook(Harness::Claude, &sb.ctx, &mut |_| {
         n += 1;
         fs::write(&file, format!("{{\"n\": {n}}}")).unwrap();
     })
@@ -1256,7 +1253,7 @@ fn a_file_that_keeps_changing_is_left_alone_with_an_error() {
         "{err}"
     );
     assert!(err.to_string().contains("kept changing"));
-    assert_eq!(sb.read(HarnessKind::Claude).unwrap(), "{\"n\": 5}");
+    assert_eq!(sb.read(Harness::Claude).unwrap(), "{\"n\": 5}");
     // No temp file left behind.
     assert_eq!(fs::read_dir(file.parent().unwrap()).unwrap().count(), 1);
 }
@@ -1403,7 +1400,7 @@ proptest! {
     /// and accepts exactly the objects serde_json accepts.
     #[test]
     fn arbitrary_text_is_judged_never_panics(text in "[{}\\[\\]\":,a-z0-9 \\\\\n\r\tu.eE+-]{0,60}") {
-        let spec = sandbox().ctx.spec(HarnessKind::Claude);
+        let spec = sandbox().ctx.spec(Harness::Claude);
         let ours = claude::list(Path::new("s.json"), &text, &spec);
         let theirs = serde_json::from_str::<Value>(&text);
         if ours.is_ok() {
@@ -1438,9 +1435,9 @@ fn wiring_corpus_before_wired_and_back() {
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
         let (kind, ext) = if name.starts_with("claude") {
-            (HarnessKind::Claude, "json")
+            (Harness::Claude, "json")
         } else {
-            (HarnessKind::Codex, "toml")
+            (Harness::Codex, "toml")
         };
         let before = fs::read_to_string(case.join(format!("before.{ext}"))).ok();
         let sb = sandbox_with("/usr/local/bin/leopold");
@@ -1468,8 +1465,8 @@ fn wiring_corpus_before_wired_and_back() {
         }
         if let Some(b) = &before {
             let (stripped, n) = match kind {
-                HarnessKind::Claude => claude::strip(Path::new(&name), &wired, Created::default()),
-                HarnessKind::Codex => codex::strip(Path::new(&name), &wired, Created::default()),
+                Harness::Claude => claude::strip(Path::new(&name), &wired, Created::default()),
+                Harness::Codex => codex::strip(Path::new(&name), &wired, Created::default()),
             }
             .unwrap();
             assert_eq!(n, 1, "{name}");

@@ -386,3 +386,100 @@ fn codex_denials_leave_no_stream_item_and_are_merged_from_the_guards_events() {
     );
     assert_eq!(sb.run_json()["end"]["counts"]["denied"], 1);
 }
+
+#[test]
+fn a_claude_stuck_on_version_does_not_hold_the_run() {
+    let sb = Sandbox::new();
+    sb.set_script(&clean_claude_script());
+    let started = std::time::Instant::now();
+    let child = sb
+        .run_cmd("claude", &[])
+        .env("FAKE_WORKER_VERSION_HANG", "300")
+        .env("__LEOPOLD_VERSION_TIMEOUT_MS", "500")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The --settings file exists while the worker runs: the version being unknown, the handler
+    // keeps `onFailure: block`.
+    wait_for(20, "the worker to start", || sb.record().exists());
+    let active: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.active()).unwrap()).unwrap();
+    let gs = std::fs::read_to_string(active["guard_settings"].as_str().unwrap()).unwrap();
+    assert!(gs.contains("\"onFailure\": \"block\""), "{gs}");
+    let out = wait_output(child, 30);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "the run waited {:?} for `claude --version`",
+        started.elapsed()
+    );
+    // The stuck probe was killed, not left behind (witness: the process table). Every process
+    // of this sandbox carries its FAKE_WORKER_RECORD; the run is over, so none may be left.
+    let mark = format!("FAKE_WORKER_RECORD={}", sb.record().display());
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let env = std::fs::read(e.path().join("environ")).unwrap_or_default();
+            !stat.contains(") Z ") && env.split(|b| *b == 0).any(|v| v == mark.as_bytes())
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "processes of the run outlived it: {left:?}"
+    );
+}
+
+#[test]
+fn verbose_traces_each_step_on_stderr_and_keeps_json_stdout_clean() {
+    let sb = Sandbox::new();
+    sb.set_script(&clean_claude_script());
+    let out = sb
+        .run_cmd("claude", &["--json", "-v"])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for line in stdout(&out).lines() {
+        assert!(
+            serde_json::from_str::<serde_json::Value>(line).is_ok(),
+            "not JSON on stdout: {line:?}"
+        );
+    }
+    let err = stderr(&out);
+    for step in [
+        "planned",
+        "locked",
+        "recovered",
+        "active_written",
+        "wired",
+        "settings_written",
+        "proved",
+        "worker_spawned",
+        "worker_exited",
+        "unwired",
+    ] {
+        assert!(
+            err.contains(&format!("step=\"{step}\"")) || err.contains(&format!("step={step}")),
+            "no trace of step {step} in stderr:\n{err}"
+        );
+    }
+    assert!(err.contains("total_ms="), "{err}");
+    // Without -v (and without RUST_LOG) stderr carries no trace.
+    let quiet = sb
+        .run_cmd("claude", &["--json"])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert_eq!(quiet.status.code(), Some(0), "{}", stderr(&quiet));
+    assert!(!stderr(&quiet).contains("step="), "{}", stderr(&quiet));
+}

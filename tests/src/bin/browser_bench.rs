@@ -23,7 +23,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use leopold_tests::script::{Script, ToolCall, Turn};
 use leopold_tests::staging::StagingApp;
-use leopold_tests::{leopold_bin, median, run_bounded, Harness, ModelServer, Sandbox};
+use leopold_tests::{leopold_bin, median, run_bounded, Harness, HarnessKit, ModelServer, Sandbox};
 use serde_json::{json, Value};
 
 fn script() -> Script {
@@ -75,7 +75,7 @@ fn main() -> ExitCode {
                     bare.push(b);
                 }
                 Err(e) => {
-                    eprintln!("{}: {e:#}", h.name());
+                    eprintln!("{}: {e:#}", h.as_str());
                     return ExitCode::FAILURE;
                 }
             }
@@ -88,7 +88,7 @@ fn main() -> ExitCode {
             let m = median(t);
             println!(
                 "| {} | {name} | {:.2} s | {:.2} s | {:.2} s | {:.2}x |",
-                h.name(),
+                h.as_str(),
                 m.as_secs_f64(),
                 t.iter().min().unwrap().as_secs_f64(),
                 t.iter().max().unwrap().as_secs_f64(),
@@ -129,7 +129,7 @@ fn round(
         ),
     )?;
     let mut cmd = Command::new(leopold);
-    cmd.args(["persona", "run", "flows/shop.md", "--harness", h.name()])
+    cmd.args(["persona", "run", "flows/shop.md", "--harness", h.as_str()])
         .args(["--quiet", "--harness-bin"])
         .arg(cli)
         .arg("--playwright-mcp")

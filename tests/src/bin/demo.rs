@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-use leopold_tests::{checkout, leopold_bin, read_jsonl, Harness, ModelServer, Sandbox};
+use leopold_tests::{checkout, leopold_bin, read_jsonl, Harness, HarnessKit, ModelServer, Sandbox};
 use serde_json::Value;
 
 fn main() -> ExitCode {
@@ -32,10 +32,10 @@ fn main() -> ExitCode {
     }
     let mut ok = true;
     for h in harnesses {
-        match demo(h, &dir.join(h.name())) {
+        match demo(h, &dir.join(h.as_str())) {
             Ok(bounded) => ok &= bounded,
             Err(e) => {
-                eprintln!("leopold-demo: {}: {e:#}", h.name());
+                eprintln!("leopold-demo: {}: {e:#}", h.as_str());
                 ok = false;
             }
         }
@@ -84,17 +84,23 @@ fn demo(h: Harness, dir: &Path) -> anyhow::Result<bool> {
     };
     println!(
         "\n== {title}: leopold persona run flows/checkout.md --harness {} ({} tool calls scripted)\n",
-        h.name(),
+        h.as_str(),
         checkout::script().call_count()
     );
     let mut cmd = Command::new(&leopold);
-    cmd.args(["persona", "run", "flows/checkout.md", "--harness", h.name()])
-        .args(["--timeout", "120s", "--project"])
-        .arg(&sb.project)
-        .arg("--harness-bin")
-        .arg(&bin)
-        .arg("--mcp-config")
-        .arg(&mcp);
+    cmd.args([
+        "persona",
+        "run",
+        "flows/checkout.md",
+        "--harness",
+        h.as_str(),
+    ])
+    .args(["--timeout", "120s", "--project"])
+    .arg(&sb.project)
+    .arg("--harness-bin")
+    .arg(&bin)
+    .arg("--mcp-config")
+    .arg(&mcp);
     sb.hermetic(&mut cmd, &model);
     let start = Instant::now();
     // The supervisor's own progress lines go straight to the terminal.

@@ -20,7 +20,8 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use leopold_tests::{
-    checkout, leopold_bin, median, run_bounded, shell_quote, Harness, ModelServer, Sandbox,
+    checkout, leopold_bin, median, run_bounded, shell_quote, Harness, HarnessKit, ModelServer,
+    Sandbox,
 };
 
 #[derive(Clone, Copy)]
@@ -59,7 +60,7 @@ fn main() -> ExitCode {
                 match once(h, *way, &cli, &leopold) {
                     Ok(t) => times[i].push(t),
                     Err(e) => {
-                        eprintln!("{} / {}: {e:#}", h.name(), way.name());
+                        eprintln!("{} / {}: {e:#}", h.as_str(), way.name());
                         return ExitCode::FAILURE;
                     }
                 }
@@ -71,7 +72,7 @@ fn main() -> ExitCode {
             let m = median(t);
             println!(
                 "| {} | {} | {:.2} s | {:.2} s | {:.2} s | {:.2}x |",
-                h.name(),
+                h.as_str(),
                 way.name(),
                 m.as_secs_f64(),
                 t.iter().min().unwrap().as_secs_f64(),
@@ -110,13 +111,19 @@ fn once(h: Harness, way: Way, cli: &Path, leopold: &Path) -> anyhow::Result<Dura
             }
             let mcp = sb.write_claude_mcp_config(&browser);
             let mut cmd = Command::new(leopold);
-            cmd.args(["persona", "run", "flows/checkout.md", "--harness", h.name()])
-                .args(["--quiet", "--project"])
-                .arg(&sb.project)
-                .arg("--harness-bin")
-                .arg(cli)
-                .arg("--mcp-config")
-                .arg(&mcp);
+            cmd.args([
+                "persona",
+                "run",
+                "flows/checkout.md",
+                "--harness",
+                h.as_str(),
+            ])
+            .args(["--quiet", "--project"])
+            .arg(&sb.project)
+            .arg("--harness-bin")
+            .arg(cli)
+            .arg("--mcp-config")
+            .arg(&mcp);
             sb.hermetic(&mut cmd, &model);
             cmd
         }

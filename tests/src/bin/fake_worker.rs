@@ -22,7 +22,7 @@
 //!
 //! At start, if `FAKE_WORKER_RECORD` is set, it writes `{argv, pid, pgid, cwd, stdin_is_null,
 //! run_id}` there as JSON. With `--version` it prints `FAKE_WORKER_VERSION` (default a Claude
-//! Code version line) and exits.
+//! Code version line) and exits, after sleeping `FAKE_WORKER_VERSION_HANG` seconds if set.
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 #![allow(unsafe_code)]
 
@@ -175,6 +175,13 @@ fn guard_call(argv: &[String], n: &mut u32, tool: &str, url: &str) {
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     if argv.first().map(String::as_str) == Some("--version") {
+        // A harness stuck before it answers (the supervisor must not wait for it).
+        if let Some(secs) = std::env::var("FAKE_WORKER_VERSION_HANG")
+            .ok()
+            .and_then(|s| s.parse().ok())
+        {
+            std::thread::sleep(Duration::from_secs(secs));
+        }
         out(&std::env::var("FAKE_WORKER_VERSION")
             .unwrap_or_else(|_| "2.1.332 (Claude Code)".into()));
         return;

@@ -122,7 +122,7 @@ fn run_scenario(
         "run",
         "flows/shop.md",
         "--harness",
-        harness.name(),
+        harness.as_str(),
     ])
     .arg("--harness-bin")
     .arg(&bin)
@@ -135,7 +135,7 @@ fn run_scenario(
     let run = sb.run(cmd, TIMEOUT);
     eprintln!(
         "scenario {name} on {}: {:.2} s wall",
-        harness.name(),
+        harness.as_str(),
         run.elapsed.as_secs_f64()
     );
     Some(Scenario { sb, app, run })

@@ -24,7 +24,7 @@ fn an_unrunnable_guard_blocks_on_claude_and_fails_open_on_codex() {
         let run = sb.run(cmd, TIMEOUT);
         assert!(run.status.success(), "{run}");
         record_fixture(
-            &format!("{}-unrunnable-guard-stream.jsonl", h.name()),
+            &format!("{}-unrunnable-guard-stream.jsonl", h.as_str()),
             &sb.scrub(&run.stdout, &[&bin, &browser.bin]),
         );
         let reached = browser.calls().len();

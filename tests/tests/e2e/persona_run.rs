@@ -80,7 +80,7 @@ impl World {
             "run",
             "flows/checkout.md",
             "--harness",
-            self.h.name(),
+            self.h.as_str(),
         ])
         .arg("--project")
         .arg(&self.sb.project)

@@ -1,0 +1,422 @@
+//! `leopold persona run`: the persona-run lifecycle.
+//!
+//! 1. resolve the project, parse the flow, check the arguments (nothing touched yet): [`plan`];
+//! 2. take `.leopold/persona/run.lock` without waiting (busy: exit 4, nothing touched);
+//! 3. with the lock held, recover a crashed earlier run;
+//! 4. write ACTIVE.json, naming what is about to be wired (record before you change);
+//! 5. wire the guard, write Claude's `--settings` file, prove the wired command denies: [`proof`];
+//! 6. launch the worker in its own process group, dying with the supervisor;
+//! 7. journal and validate its event stream live, stopping it on a violation: [`supervise`];
+//! 8. on worker exit, timeout or signal: stop the group, decide the outcome ([`outcome`]), unwire,
+//!    archive ACTIVE.json as `runs/<run_id>/run.json`, release the lock: [`teardown`].
+//!
+//! Recovery is step 3 rather than before the lock: recovering without the lock could undo a live
+//! run's wiring.
+//!
+//! Each step is traced (`-v`, or `RUST_LOG=leopold=info`) with the time since the run started.
+
+mod outcome;
+mod plan;
+mod progress;
+mod proof;
+mod supervise;
+mod teardown;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use serde_json::json;
+
+use crate::cli::RunArgs;
+use crate::commands::pause_point;
+use crate::harness::{self, Harness};
+use crate::observe::Observer;
+use crate::state::{
+    self, ActiveState, LockHolder, RunLock, RunOutcome, StateFile, TryLock, WiringEntry,
+};
+use crate::worker::{self, WorkerSpec};
+use outcome::{classify, Ended};
+use plan::Plan;
+use progress::{Mode, Reporter};
+use supervise::Signals;
+use teardown::{Ending, Teardown};
+
+/// Benchmarks: write monotonic timings (microseconds since start) of the lifecycle to this file.
+const TIMINGS_ENV: &str = "__LEOPOLD_TIMINGS";
+
+/// Monotonic lifecycle timings: traced as each step ends, and written for BENCHMARKS.md.
+pub struct Timings {
+    start: Instant,
+    last: Instant,
+    marks: Vec<(&'static str, u128)>,
+}
+
+impl Timings {
+    fn new() -> Timings {
+        let now = Instant::now();
+        Timings {
+            start: now,
+            last: now,
+            marks: Vec::new(),
+        }
+    }
+
+    pub fn mark(&mut self, name: &'static str) {
+        let now = Instant::now();
+        let since_start = now - self.start;
+        tracing::info!(
+            step = name,
+            step_ms = format_args!("{:.1}", (now - self.last).as_secs_f64() * 1e3),
+            total_ms = format_args!("{:.1}", since_start.as_secs_f64() * 1e3),
+            "lifecycle step done"
+        );
+        self.last = now;
+        self.marks.push((name, since_start.as_micros()));
+    }
+
+    fn write(&self) {
+        if let Some(path) = std::env::var_os(TIMINGS_ENV) {
+            let obj: serde_json::Map<String, serde_json::Value> = self
+                .marks
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), json!(*v as u64)))
+                .collect();
+            let _ = std::fs::write(path, serde_json::Value::Object(obj).to_string());
+        }
+    }
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let mut timings = Timings::new();
+    let out = Reporter {
+        mode: if args.json {
+            Mode::Json
+        } else if args.quiet {
+            Mode::Quiet
+        } else {
+            Mode::Human
+        },
+    };
+    // 1. Everything resolved before any side effect; errors here exit 2 via main.
+    let plan = plan::plan(&args)?;
+    timings.mark("planned");
+
+    // 2. The lock. Busy: say who holds it and touch nothing else.
+    let holder = LockHolder {
+        pid: std::process::id(),
+        command: "persona run".into(),
+        flow: Some(plan.flow.name.clone()),
+        started_at: state::now_rfc3339(),
+    };
+    let lock = match RunLock::try_acquire(&plan.paths, &holder)? {
+        TryLock::Acquired(lock) => lock,
+        TryLock::Busy(h) => {
+            let who = h.map_or_else(
+                || "another process (it has not described itself yet)".to_owned(),
+                |h| h.to_string(),
+            );
+            out.error(&format!(
+                "another persona run is active in {}: {who}\n(hint: wait for it to finish, or stop it; if it crashed, its lock is already free and `leopold persona recover` cleans up)",
+                plan.paths.project.display()
+            ));
+            return Ok(ExitCode::from(RunOutcome::Busy.exit_code()));
+        }
+    };
+    timings.mark("locked");
+    pause_point("locked");
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let code = rt.block_on(lifecycle(plan, lock, holder, &out, &mut timings))?;
+    timings.mark("done");
+    timings.write();
+    Ok(ExitCode::from(code))
+}
+
+/// The ACTIVE.json a run writes before it changes anything.
+fn active_state(
+    plan: &Plan,
+    run_id: &str,
+    started_at: &str,
+    guard_settings: Option<std::path::PathBuf>,
+    browser: Option<&crate::browser::Provisioned>,
+) -> ActiveState {
+    ActiveState {
+        version: state::ACTIVE_VERSION,
+        active: true,
+        run_id: run_id.to_owned(),
+        flow: plan.flow.name.clone(),
+        flow_path: plan.flow_path.clone(),
+        harness: plan.kind,
+        supervisor_pid: std::process::id(),
+        worker_pid: None,
+        started_at: started_at.to_owned(),
+        wiring: vec![WiringEntry {
+            harness: plan.kind,
+            file: plan.ctx.settings_path(plan.kind),
+            tag: harness::TAG.into(),
+        }],
+        guard_settings,
+        browser: browser.map(|p| p.state.clone()),
+        end: None,
+    }
+}
+
+/// What step 4 set up for the rest of the run.
+struct Started {
+    run_id: String,
+    run_dir: PathBuf,
+    /// Claude's `--settings` file.
+    guard_settings: Option<PathBuf>,
+    provisioned: Option<crate::browser::Provisioned>,
+}
+
+async fn lifecycle(
+    plan: Plan,
+    mut lock: RunLock,
+    holder: LockHolder,
+    out: &Reporter,
+    timings: &mut Timings,
+) -> anyhow::Result<u8> {
+    // Signals from here on are ours to handle: a Ctrl-C during setup must still unwire.
+    let mut signals = Signals::install()?;
+    recover(&plan, out, timings)?;
+    let (started, st) = record_active(&plan, &mut lock, &holder, out, timings)?;
+    let mut run = Teardown {
+        plan: &plan,
+        st,
+        lock: Some(lock),
+        out,
+    };
+    // From here on every way out goes through `run`: unwire, archive, release.
+    if let Err(e) = wire_and_prove(&plan, started.guard_settings.as_deref(), out, timings) {
+        return run.setup_failed(format!("{e:#}"));
+    }
+    if let Some(sig) = signals.pending().await {
+        return run.finish(Ending::early(
+            RunOutcome::Interrupted,
+            format!("{} before launch", sig.as_str()),
+        ));
+    }
+    let (mut child, mut observer) = match launch(&plan, &started, timings) {
+        Ok(launched) => launched,
+        Err(msg) => return run.setup_failed(msg),
+    };
+    let pgid = child.id().unwrap_or(0);
+    run.st.worker_pid = Some(pgid);
+    if let Err(e) = run.st.write_atomic(&plan.paths.active()) {
+        // Recovery could not find this worker by its recorded pid: stop it now.
+        let _ = crate::os::signal_group(pgid, libc::SIGKILL);
+        let _ = child.wait().await;
+        return run.setup_failed(format!("{e:#}"));
+    }
+    let run_id = &started.run_id;
+    out.info(&format!(
+        "leopold: run {run_id}: flow `{}` under {} (worker pid {pgid})",
+        plan.flow.name, plan.kind
+    ));
+    out.json(json!({"event":"run_started","run_id":run_id,"flow":plan.flow.name,"harness":plan.kind,"worker_pid":pgid}));
+    pause_point("launched");
+
+    // 7. Supervise.
+    let sup = supervise::supervise(
+        &mut child,
+        pgid,
+        &mut observer,
+        &plan,
+        out,
+        &mut signals,
+        timings,
+    )
+    .await;
+
+    // Chromium runs in a session of its own (Playwright starts it detached): whatever of the
+    // browser outlived the worker's group carries the run's id.
+    if started.provisioned.is_some() {
+        let left = crate::os::kill_crashed_run(None, run_id);
+        if !left.is_empty() {
+            out.warn(&format!(
+                "{} browser process(es) outlived the worker; stopped",
+                left.len()
+            ));
+        }
+    }
+
+    // 8. Outcome, then the undo.
+    let c = classify(&Ended {
+        violations: sup.counts.violations,
+        stop: sup.stop.as_ref(),
+        status: sup.status.as_ref(),
+        leaked: sup.leaked,
+        stderr_tail: &sup.stderr_tail,
+    });
+    tracing::info!(
+        outcome = c.outcome.as_str(),
+        actions = sup.counts.actions,
+        violations = sup.counts.violations,
+        "worker's group gone"
+    );
+    timings.mark("worker_exited");
+    let code = run.finish(Ending {
+        outcome: c.outcome,
+        counts: sup.counts,
+        worker_status: sup.status.as_ref().map(crate::process::describe_status),
+        reason: c.reason,
+    })?;
+    timings.mark("unwired");
+    Ok(code)
+}
+
+/// Step 3: recovers a crashed earlier run, lock held.
+fn recover(plan: &Plan, out: &Reporter, timings: &mut Timings) -> anyhow::Result<()> {
+    let report = crate::recovery::recover_locked(&plan.paths, &plan.ctx)?;
+    tracing::debug!(crashed_run = ?report.crashed_run, lines = report.lines().len(), "recovery");
+    timings.mark("recovered");
+    for line in report.lines() {
+        out.info(&format!("leopold: recovered: {line}"));
+    }
+    if !report.is_empty() {
+        out.json(
+            json!({"event":"recovered","crashed_run":report.crashed_run,"lines":report.lines()}),
+        );
+    }
+    Ok(())
+}
+
+/// Step 4: the run directory, the provisioned browser's files, and ACTIVE.json naming what is
+/// about to be wired.
+fn record_active(
+    plan: &Plan,
+    lock: &mut RunLock,
+    holder: &LockHolder,
+    out: &Reporter,
+    timings: &mut Timings,
+) -> anyhow::Result<(Started, ActiveState)> {
+    let run_id = state::new_run_id();
+    let run_dir = plan.paths.run_dir(&run_id);
+    std::fs::create_dir_all(&run_dir)
+        .with_context(|| format!("cannot create {}", run_dir.display()))?;
+    let guard_settings =
+        (plan.kind == Harness::Claude).then(|| run_dir.join("guard-settings.json"));
+    // The provisioned browser's files, before ACTIVE.json names them for the guard.
+    let provisioned = match &plan.browser {
+        Some(bins) => {
+            let p = crate::browser::provision(&plan.flow, bins, &run_dir)?;
+            for n in &p.notes {
+                out.warn(&format!("the provisioned browser cannot reach {n}"));
+            }
+            Some(p)
+        }
+        None => None,
+    };
+    let st = active_state(
+        plan,
+        &run_id,
+        &holder.started_at,
+        guard_settings.clone(),
+        provisioned.as_ref(),
+    );
+    st.write_atomic(&plan.paths.active())?;
+    let _ = lock.update(&LockHolder {
+        flow: Some(format!("{} (run {run_id})", plan.flow.name)),
+        ..holder.clone()
+    });
+    timings.mark("active_written");
+    pause_point("active-written");
+    let started = Started {
+        run_id,
+        run_dir,
+        guard_settings,
+        provisioned,
+    };
+    Ok((started, st))
+}
+
+/// Step 5: wires the guard, writes the `--settings` file, proves the wired command denies.
+fn wire_and_prove(
+    plan: &Plan,
+    guard_settings: Option<&Path>,
+    out: &Reporter,
+    timings: &mut Timings,
+) -> anyhow::Result<()> {
+    let outcome = harness::wire(plan.kind, &plan.ctx)?;
+    tracing::debug!(
+        changed = outcome.changed,
+        "wired {}",
+        outcome.record.file.display()
+    );
+    for w in &outcome.warnings {
+        out.warn(w);
+    }
+    timings.mark("wired");
+    pause_point("wired");
+    if let Some(gs) = guard_settings {
+        state::write_atomic(
+            gs,
+            harness::claude_guard_settings_json(&plan.ctx).as_bytes(),
+        )?;
+        timings.mark("settings_written");
+        pause_point("settings-written");
+    }
+    proof::prove_guard(plan)?;
+    timings.mark("proved");
+    Ok(())
+}
+
+/// Step 6: creates the journal (before the worker exists: nothing it does goes unrecorded),
+/// then starts the worker. `Err` is the setup failure to report.
+fn launch(
+    plan: &Plan,
+    started: &Started,
+    timings: &mut Timings,
+) -> Result<(tokio::process::Child, Observer), String> {
+    let provisioned = started.provisioned.as_ref();
+    let extra: Vec<String> = match provisioned {
+        Some(_) => crate::browser::harness_args(plan.kind)
+            .into_iter()
+            .chain(plan.extra.iter().cloned())
+            .collect(),
+        None => plan.extra.clone(),
+    };
+    let spec = WorkerSpec {
+        kind: plan.kind,
+        bin: plan.bin.clone(),
+        project: &plan.paths.project,
+        prompt: worker::build_prompt(&plan.flow),
+        mcp_config: provisioned
+            .map(|p| p.mcp_config.as_path())
+            .or(plan.mcp_config.as_deref()),
+        mcp_servers: match provisioned {
+            Some(p) => vec![p.server.clone()],
+            None => plan.mcp_servers.clone(),
+        },
+        guard_settings: started.guard_settings.as_deref(),
+        extra: &extra,
+    };
+    let events_offset = std::fs::metadata(plan.paths.events())
+        .map(|m| m.len())
+        .unwrap_or(0);
+    let mut observer = Observer::new(
+        plan.kind,
+        &plan.flow,
+        &started.run_dir.join("journal.jsonl"),
+        &started.run_id,
+        &plan.paths.events(),
+        events_offset,
+    )
+    .map_err(|e| format!("{e:#}"))?;
+    if let Some(p) = provisioned {
+        observer = observer.with_ref_map(crate::browser::RefTracker::new(&p.state, &p.output_dir));
+    }
+    let cmd = worker::worker_command(&spec, &started.run_id);
+    let child = tokio::process::Command::from(cmd)
+        .spawn()
+        .map_err(|e| format!("cannot start the worker {}: {e}", plan.bin.display()))?;
+    tracing::debug!(pgid = child.id(), "worker {} started", plan.bin.display());
+    timings.mark("worker_spawned");
+    Ok((child, observer))
+}

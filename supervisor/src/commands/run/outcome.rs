@@ -1,0 +1,220 @@
+//! How a run ended, decided from what supervision saw: a pure function, unit-tested.
+
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use crate::state::RunOutcome;
+
+/// A signal that asks the supervisor to stop the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    Int,
+    Term,
+    Hup,
+}
+
+impl Signal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Signal::Int => "SIGINT",
+            Signal::Term => "SIGTERM",
+            Signal::Hup => "SIGHUP",
+        }
+    }
+}
+
+/// Why the worker is being stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// The first violation, as `#<seq> <tool>: <rule>`.
+    Violation(String),
+    Timeout(Duration),
+    Signal(Signal),
+}
+
+/// What supervision saw by the time the worker's group is gone.
+#[derive(Debug, Clone, Copy)]
+pub struct Ended<'a> {
+    pub violations: u64,
+    /// Why the supervisor stopped the worker, if it did.
+    pub stop: Option<&'a Stop>,
+    /// The worker's exit status; `None` when it could not be waited for.
+    pub status: Option<&'a ExitStatus>,
+    /// A process the worker started held its stdout after it exited (and was killed).
+    pub leaked: bool,
+    /// The end of the worker's stderr.
+    pub stderr_tail: &'a [u8],
+}
+
+/// The outcome and the reason run.json and the summary give.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Classified {
+    pub outcome: RunOutcome,
+    pub reason: Option<String>,
+}
+
+/// Violations win over everything (the bound was broken, whatever happened next); then the
+/// supervisor's own reason for stopping; then the worker's exit status.
+pub fn classify(end: &Ended<'_>) -> Classified {
+    let (outcome, reason) = if end.violations > 0 {
+        let why = match end.stop {
+            Some(Stop::Violation(v)) => v.clone(),
+            _ => "violation".into(),
+        };
+        (RunOutcome::Violated, Some(why))
+    } else {
+        match end.stop {
+            Some(Stop::Timeout(d)) => (
+                RunOutcome::TimedOut,
+                Some(format!(
+                    "timed out after {}",
+                    humantime::format_duration(*d)
+                )),
+            ),
+            Some(Stop::Signal(s)) => (RunOutcome::Interrupted, Some(s.as_str().to_owned())),
+            Some(Stop::Violation(v)) => (RunOutcome::Violated, Some(v.clone())),
+            None => match end.status {
+                Some(s) if s.success() => (RunOutcome::Clean, None),
+                Some(s) => (
+                    RunOutcome::WorkerFailed,
+                    Some(format!(
+                        "worker {}{}",
+                        crate::process::describe_status(s),
+                        tail_hint(end.stderr_tail)
+                    )),
+                ),
+                None => (RunOutcome::WorkerFailed, Some("worker lost".into())),
+            },
+        }
+    };
+    const LEAKED: &str = "a process the worker started held its output after it exited (killed)";
+    let reason = match (reason, end.leaked) {
+        (Some(r), true) => Some(format!("{r}; {LEAKED}")),
+        (None, true) => Some(LEAKED.to_owned()),
+        (r, false) => r,
+    };
+    Classified { outcome, reason }
+}
+
+/// `: <last non-blank line of stderr>`, URLs stripped (the worker's stderr may carry one).
+fn tail_hint(tail: &[u8]) -> String {
+    let text = String::from_utf8_lossy(tail);
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    if last.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", crate::redact::strip_urls(last.trim()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt as _;
+
+    fn end<'a>(
+        violations: u64,
+        stop: Option<&'a Stop>,
+        status: Option<&'a ExitStatus>,
+    ) -> Ended<'a> {
+        Ended {
+            violations,
+            stop,
+            status,
+            leaked: false,
+            stderr_tail: b"",
+        }
+    }
+
+    #[test]
+    fn a_worker_that_exits_zero_is_clean() {
+        let ok = ExitStatus::from_raw(0);
+        let c = classify(&end(0, None, Some(&ok)));
+        assert_eq!(c.outcome, RunOutcome::Clean);
+        assert_eq!(c.reason, None);
+    }
+
+    #[test]
+    fn a_violation_wins_over_a_timeout_or_a_signal() {
+        let killed = ExitStatus::from_raw(9);
+        let v = Stop::Violation("#2 mcp__b__navigate: left_allowlist".into());
+        let c = classify(&end(1, Some(&v), Some(&killed)));
+        assert_eq!(c.outcome, RunOutcome::Violated);
+        assert_eq!(
+            c.reason.as_deref(),
+            Some("#2 mcp__b__navigate: left_allowlist")
+        );
+        // The violation showed up only after the stop was a timeout: still violated.
+        let t = Stop::Timeout(Duration::from_secs(90));
+        let c = classify(&end(2, Some(&t), Some(&killed)));
+        assert_eq!(c.outcome, RunOutcome::Violated);
+        assert_eq!(c.reason.as_deref(), Some("violation"));
+        assert_eq!(c.outcome.exit_code(), 1);
+    }
+
+    #[test]
+    fn timeouts_signals_and_failures_exit_3_with_their_reason() {
+        let killed = ExitStatus::from_raw(15);
+        let t = Stop::Timeout(Duration::from_secs(90));
+        let c = classify(&end(0, Some(&t), Some(&killed)));
+        assert_eq!(
+            (c.outcome, c.reason.as_deref()),
+            (RunOutcome::TimedOut, Some("timed out after 1m 30s"))
+        );
+        let s = Stop::Signal(Signal::Hup);
+        let c = classify(&end(0, Some(&s), Some(&killed)));
+        assert_eq!(
+            (c.outcome, c.reason.as_deref()),
+            (RunOutcome::Interrupted, Some("SIGHUP"))
+        );
+        let failed = ExitStatus::from_raw(3 << 8);
+        let mut e = end(0, None, Some(&failed));
+        e.stderr_tail = b"starting\nerror: cannot reach https://api.example/v1?key=s3cret\n\n";
+        let c = classify(&e);
+        assert_eq!(c.outcome, RunOutcome::WorkerFailed);
+        let reason = c.reason.unwrap();
+        assert!(
+            reason.starts_with("worker exit 3: error: cannot reach "),
+            "{reason}"
+        );
+        assert!(
+            !reason.contains("s3cret"),
+            "a URL from stderr leaked: {reason}"
+        );
+        let c = classify(&end(0, None, None));
+        assert_eq!(
+            (c.outcome, c.reason.as_deref()),
+            (RunOutcome::WorkerFailed, Some("worker lost"))
+        );
+        for o in [
+            RunOutcome::TimedOut,
+            RunOutcome::Interrupted,
+            RunOutcome::WorkerFailed,
+        ] {
+            assert_eq!(o.exit_code(), 3);
+        }
+    }
+
+    #[test]
+    fn a_leaked_output_holder_is_added_to_the_reason() {
+        let ok = ExitStatus::from_raw(0);
+        let mut e = end(0, None, Some(&ok));
+        e.leaked = true;
+        let c = classify(&e);
+        assert_eq!(c.outcome, RunOutcome::Clean);
+        assert_eq!(
+            c.reason.as_deref(),
+            Some("a process the worker started held its output after it exited (killed)")
+        );
+        let s = Stop::Signal(Signal::Int);
+        e.stop = Some(&s);
+        assert_eq!(
+            classify(&e).reason.as_deref(),
+            Some("SIGINT; a process the worker started held its output after it exited (killed)")
+        );
+    }
+}

@@ -1,0 +1,218 @@
+//! Step 1: everything resolved before any side effect (a bad flow, MCP config or harness argument
+//! stops here, touching nothing).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use leopold_flows::Flow;
+
+use crate::cli::RunArgs;
+use crate::harness::{self, Harness};
+use crate::state::{self, PersonaPaths};
+use crate::worker;
+
+/// Default grace between SIGTERM and SIGKILL.
+const DEFAULT_GRACE: Duration = Duration::from_secs(5);
+/// Test-only: grace period in milliseconds between SIGTERM and SIGKILL.
+const GRACE_ENV: &str = "__LEOPOLD_STOP_GRACE_MS";
+
+/// Everything resolved before any side effect.
+pub struct Plan {
+    pub paths: PersonaPaths,
+    pub flow: Flow,
+    pub flow_path: PathBuf,
+    pub kind: Harness,
+    pub bin: PathBuf,
+    pub mcp_config: Option<PathBuf>,
+    pub mcp_servers: Vec<worker::McpServer>,
+    /// The provisioned browser's programs, when the run provisions one.
+    pub browser: Option<crate::browser::BrowserBins>,
+    pub extra: Vec<String>,
+    pub timeout: Option<Duration>,
+    pub grace: Duration,
+    pub ctx: harness::Context,
+}
+
+/// Whether the run provisions its browser: `--browser`, or the flow's `browser` key.
+pub fn provisions_browser(args: &RunArgs, flow: &Flow) -> bool {
+    args.browser.is_some() || flow.browser == Some(leopold_flows::browser::BrowserKind::Playwright)
+}
+
+/// The grace period: the test override in milliseconds, else [`DEFAULT_GRACE`].
+fn grace(env: Option<&str>) -> Duration {
+    env.and_then(|v| v.parse::<u64>().ok())
+        .map_or(DEFAULT_GRACE, Duration::from_millis)
+}
+
+pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
+    let project = state::resolve_project(args.project.project.as_deref())?;
+    let flow_path = std::path::absolute(&args.flow)
+        .with_context(|| format!("cannot resolve flow path {}", args.flow.display()))?;
+    let flow = Flow::load(&flow_path)?;
+    let kind = args.harness;
+    worker::check_extra_args(kind, &args.extra).map_err(|why| {
+        anyhow::anyhow!(
+            "refused harness argument: {why}\n(hint: Leopold's guard must stay in force; remove it from after `--`)"
+        )
+    })?;
+    let (mcp_config, mcp_servers) = match &args.mcp_config {
+        Some(p) => {
+            let abs = std::path::absolute(p)
+                .with_context(|| format!("cannot resolve {}", p.display()))?;
+            let servers = worker::read_mcp_config(&abs)?;
+            (Some(abs), servers)
+        }
+        None => (None, Vec::new()),
+    };
+    let provision = provisions_browser(args, &flow);
+    if provision && args.mcp_config.is_some() {
+        anyhow::bail!(
+            "flow `{}` provisions its browser (`browser = \"playwright\"`), and --mcp-config gives the worker another\n(hint: drop --mcp-config; the supervisor writes the browser's MCP config itself)",
+            flow.name
+        );
+    }
+    let browser = if provision {
+        Some(crate::browser::find_bins(
+            args.chromium.as_deref(),
+            args.playwright_mcp.as_deref(),
+        )?)
+    } else {
+        None
+    };
+    let wanted = args
+        .harness_bin
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(kind.as_str()));
+    let bin = crate::os::find_executable(&wanted).with_context(|| {
+        format!(
+            "harness executable `{}` not found{}\n(hint: install it (README \"Set up\") or pass --harness-bin PATH)",
+            wanted.display(),
+            if args.harness_bin.is_none() { " on PATH" } else { "" }
+        )
+    })?;
+    let mut ctx = crate::commands::harness_context(&project)?;
+    if kind == Harness::Claude {
+        // `onFailure: block` only where this Claude Code understands it (2.1.295+); when the
+        // version cannot be told (the probe failed or timed out), keep it: older releases
+        // tolerate unknown keys in a handler.
+        let _probe = tracing::info_span!("version_probe").entered();
+        ctx.claude_on_failure = match harness::claude_supports_on_failure(&bin) {
+            Ok(yes) => {
+                tracing::debug!(on_failure = yes, "{} --version answered", bin.display());
+                yes
+            }
+            Err(e) => {
+                tracing::warn!("{e}; keeping `onFailure: block`");
+                true
+            }
+        };
+    }
+    Ok(Plan {
+        paths: PersonaPaths::new(&project),
+        flow,
+        flow_path,
+        kind,
+        bin,
+        mcp_config,
+        mcp_servers,
+        browser,
+        extra: args.extra.clone(),
+        timeout: args.timeout,
+        grace: grace(std::env::var(GRACE_ENV).ok().as_deref()),
+        ctx,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    fn args(extra: &[&str]) -> RunArgs {
+        let cli = crate::cli::Cli::try_parse_from(
+            [
+                "leopold",
+                "persona",
+                "run",
+                "flows/checkout.md",
+                "--harness",
+                "codex",
+            ]
+            .iter()
+            .chain(extra),
+        )
+        .unwrap();
+        match cli.command {
+            crate::cli::Command::Persona(crate::cli::PersonaCommand::Run(a)) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn write_flow(dir: &std::path::Path, extra: &str) -> PathBuf {
+        let p = dir.join("checkout.md");
+        std::fs::write(
+            &p,
+            format!("+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\"]\n{extra}+++\nBrief.\n"),
+        )
+        .unwrap();
+        p
+    }
+
+    #[test]
+    fn grace_defaults_and_takes_the_test_override() {
+        assert_eq!(grace(None), DEFAULT_GRACE);
+        assert_eq!(grace(Some("250")), Duration::from_millis(250));
+        assert_eq!(grace(Some("soon")), DEFAULT_GRACE);
+    }
+
+    #[test]
+    fn a_plan_resolves_the_flow_the_harness_and_the_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let flow = write_flow(dir.path(), "");
+        let bin = dir.path().join("codex");
+        std::fs::write(&bin, "#!/bin/sh\n").unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let mut a = args(&["--timeout", "90s", "--", "--model", "x"]);
+        a.flow = flow.clone();
+        a.project.project = Some(dir.path().to_path_buf());
+        a.harness_bin = Some(bin.clone());
+        let p = plan(&a).unwrap();
+        assert_eq!(p.flow.name, "checkout");
+        assert_eq!(p.flow_path, flow);
+        assert_eq!(p.kind, Harness::Codex);
+        assert_eq!(p.bin, bin);
+        assert_eq!(p.timeout, Some(Duration::from_secs(90)));
+        assert_eq!(p.extra, ["--model", "x"]);
+        assert!(p.browser.is_none() && p.mcp_config.is_none());
+        assert_eq!(p.paths.project, std::fs::canonicalize(dir.path()).unwrap());
+        // Nothing was touched: planning has no side effect.
+        assert!(!dir.path().join(".leopold").exists());
+    }
+
+    #[test]
+    fn a_plan_refuses_before_touching_anything() {
+        let dir = tempfile::tempdir().unwrap();
+        let flow = write_flow(dir.path(), "");
+        let mut a = args(&["--", "-c", "features.codex_hooks=false"]);
+        a.flow = flow.clone();
+        a.project.project = Some(dir.path().to_path_buf());
+        let err = format!("{:#}", plan(&a).err().unwrap());
+        assert!(err.starts_with("refused harness argument"), "{err}");
+        let mut a = args(&[]);
+        a.flow = flow;
+        a.project.project = Some(dir.path().to_path_buf());
+        a.harness_bin = Some(dir.path().join("no-such-codex"));
+        let err = format!("{:#}", plan(&a).err().unwrap());
+        assert!(err.contains("no-such-codex` not found"), "{err}");
+        assert!(!dir.path().join(".leopold").exists());
+        // A flow that provisions its browser cannot also take --mcp-config.
+        let f = write_flow(dir.path(), "browser = \"playwright\"\n");
+        let mut a = args(&["--mcp-config", "m.json"]);
+        a.flow = f;
+        assert!(provisions_browser(&a, &Flow::load(&a.flow).unwrap()));
+    }
+}

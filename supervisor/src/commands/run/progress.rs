@@ -1,0 +1,205 @@
+//! What a run prints: progress lines and the summary (human), or one JSON object per event
+//! (`--json`). The text is built by pure functions; [`Reporter`] only decides where it goes.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::io::Write as _;
+
+use leopold_journal::Outcome;
+use serde_json::json;
+
+use crate::observe::{Batch, Observed};
+use crate::state::{Counts, RunOutcome};
+
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Human,
+    Quiet,
+    Json,
+}
+
+pub struct Reporter {
+    pub mode: Mode,
+}
+
+impl Reporter {
+    pub fn info(&self, line: &str) {
+        if self.mode == Mode::Human {
+            let _ = writeln!(std::io::stdout().lock(), "{line}");
+        }
+    }
+    pub fn json(&self, v: serde_json::Value) {
+        if self.mode == Mode::Json {
+            let _ = writeln!(std::io::stdout().lock(), "{v}");
+        }
+    }
+    pub fn summary(&self, line: &str) {
+        if self.mode != Mode::Json {
+            let _ = writeln!(std::io::stdout().lock(), "{line}");
+        }
+    }
+    pub fn warn(&self, line: &str) {
+        let _ = writeln!(std::io::stderr().lock(), "leopold: warning: {line}");
+    }
+    pub fn error(&self, line: &str) {
+        let _ = writeln!(std::io::stderr().lock(), "leopold: error: {line}");
+    }
+
+    /// Prints a batch, updates the counts, returns the first violation's reason.
+    pub fn batch(&self, batch: &Batch, counts: &mut Counts) -> Option<String> {
+        let mut first = None;
+        for note in &batch.notes {
+            counts.unreadable_lines += 1;
+            self.info(&format!("  line {}: {}", note.line_no, note.message));
+            self.json(json!({"event":"note","line":note.line_no,"message":note.message}));
+        }
+        for a in &batch.actions {
+            count(counts, a);
+            self.info(&action_line(a));
+            if let Some(v) = &a.violation {
+                self.info(&format!("        {v}"));
+                if first.is_none() {
+                    first = Some(format!("#{} {}: {v}", a.seq, a.tool));
+                }
+            }
+            self.json(json!({"event":"action","action":a.json,"violation":a.violation}));
+        }
+        first
+    }
+}
+
+/// Adds one action to the counts.
+fn count(counts: &mut Counts, a: &Observed) {
+    counts.actions += 1;
+    match a.outcome {
+        Outcome::Completed => counts.completed += 1,
+        Outcome::Errored => counts.errored += 1,
+        Outcome::Denied => counts.denied += 1,
+        Outcome::Unfinished => {}
+    }
+    if a.violation.is_some() {
+        counts.violations += 1;
+    }
+}
+
+/// The tag a progress line shows: a violation, a call the guard (or harness) blocked, or how the
+/// call ended.
+fn tag(a: &Observed) -> &'static str {
+    match (&a.violation, a.outcome) {
+        (Some(_), _) => "VIOLATION",
+        (None, Outcome::Denied) => "blocked",
+        (None, o) => o.as_str(),
+    }
+}
+
+/// One progress line per action: `  #3   blocked   mcp__b__navigate  navigate evil.example`.
+pub fn action_line(a: &Observed) -> String {
+    format!("  #{:<3} {:<9} {}  {}", a.seq, tag(a), a.tool, a.summary)
+}
+
+/// The last line of a run.
+pub fn summary_line(
+    run_id: &str,
+    outcome: RunOutcome,
+    counts: &Counts,
+    reason: Option<&str>,
+    run_dir: &str,
+) -> String {
+    format!(
+        "leopold: run {run_id} {outcome} (exit {}): {}, {} denied, {}{}; see {run_dir}/",
+        outcome.exit_code(),
+        plural(counts.actions, "action", "actions"),
+        counts.denied,
+        plural(counts.violations, "violation", "violations"),
+        reason.map(|r| format!("; {r}")).unwrap_or_default(),
+    )
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn observed(seq: u64, outcome: Outcome, violation: Option<&str>) -> Observed {
+        Observed {
+            seq,
+            tool: "mcp__browser__browser_navigate".into(),
+            summary: "navigate evil.example".into(),
+            outcome,
+            violation: violation.map(str::to_owned),
+            json: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn progress_lines_tag_blocks_and_violations() {
+        assert_eq!(
+            action_line(&observed(3, Outcome::Denied, None)),
+            "  #3   blocked   mcp__browser__browser_navigate  navigate evil.example"
+        );
+        assert_eq!(
+            action_line(&observed(12, Outcome::Completed, Some("left_allowlist"))),
+            "  #12  VIOLATION mcp__browser__browser_navigate  navigate evil.example"
+        );
+        assert_eq!(tag(&observed(1, Outcome::Unfinished, None)), "unfinished");
+        assert_eq!(tag(&observed(1, Outcome::Errored, None)), "errored");
+    }
+
+    #[test]
+    fn counts_follow_outcomes_and_violations() {
+        let mut c = Counts::default();
+        let r = Reporter { mode: Mode::Quiet };
+        let batch = Batch {
+            actions: vec![
+                observed(1, Outcome::Completed, None),
+                observed(2, Outcome::Denied, None),
+                observed(3, Outcome::Completed, Some("left_allowlist")),
+                observed(4, Outcome::Errored, Some("irreversible_label")),
+                observed(5, Outcome::Unfinished, None),
+            ],
+            notes: vec![crate::observe::Note {
+                line_no: 9,
+                message: "x".into(),
+            }],
+        };
+        let first = r.batch(&batch, &mut c);
+        assert_eq!(
+            first.as_deref(),
+            Some("#3 mcp__browser__browser_navigate: left_allowlist")
+        );
+        assert_eq!(
+            c,
+            Counts {
+                actions: 5,
+                completed: 2,
+                errored: 1,
+                denied: 1,
+                violations: 2,
+                unreadable_lines: 1,
+            }
+        );
+    }
+
+    #[test]
+    fn the_summary_counts_in_words() {
+        let mut c = Counts {
+            actions: 1,
+            denied: 0,
+            violations: 1,
+            ..Counts::default()
+        };
+        assert_eq!(
+            summary_line("r1", RunOutcome::Violated, &c, Some("#1 t: rule"), ".leopold/persona/runs/r1"),
+            "leopold: run r1 violated (exit 1): 1 action, 0 denied, 1 violation; #1 t: rule; see .leopold/persona/runs/r1/"
+        );
+        c.actions = 3;
+        c.violations = 0;
+        assert_eq!(
+            summary_line("r1", RunOutcome::Clean, &c, None, "runs/r1"),
+            "leopold: run r1 clean (exit 0): 3 actions, 0 denied, 0 violations; see runs/r1/"
+        );
+    }
+}

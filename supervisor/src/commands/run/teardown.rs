@@ -1,0 +1,129 @@
+//! Step 8's undo, shared by every way out once ACTIVE.json exists: unwire, remove the
+//! `--settings` file, archive ACTIVE.json as `run.json`, release the lock, print the summary.
+
+use anyhow::Context as _;
+use serde_json::json;
+
+use super::plan::Plan;
+use super::progress::{summary_line, Reporter};
+use crate::exit::RunExit;
+use crate::harness;
+use crate::state::{self, ActiveState, Counts, RunEnd, RunLock, RunOutcome, StateFile};
+
+pub struct Teardown<'a> {
+    pub plan: &'a Plan,
+    pub st: ActiveState,
+    pub lock: Option<RunLock>,
+    pub out: &'a Reporter,
+}
+
+/// How the run ended, for [`Teardown::finish`].
+pub struct Ending {
+    pub outcome: RunOutcome,
+    pub counts: Counts,
+    pub worker_status: Option<String>,
+    pub reason: Option<String>,
+}
+
+impl Ending {
+    /// An ending before the worker ran.
+    pub fn early(outcome: RunOutcome, reason: String) -> Ending {
+        Ending {
+            outcome,
+            counts: Counts::default(),
+            worker_status: None,
+            reason: Some(reason),
+        }
+    }
+}
+
+impl Teardown<'_> {
+    /// A step before the worker ran failed: say why, then undo as every other way out does.
+    pub fn setup_failed(&mut self, msg: String) -> anyhow::Result<u8> {
+        self.out.error(&msg);
+        self.finish(Ending::early(RunOutcome::SetupFailed, msg))
+    }
+
+    /// Returns the exit code: the outcome's, or 2 when unwiring failed (ACTIVE.json is then kept
+    /// so that `persona recover`, or the next run, retries).
+    pub fn finish(&mut self, end: Ending) -> anyhow::Result<u8> {
+        let plan = self.plan;
+        let _step = tracing::info_span!("teardown", outcome = end.outcome.as_str()).entered();
+        let out = self.out;
+        let target = plan.ctx.settings_path(plan.kind);
+        let unwired = harness::unwire(plan.kind, &plan.ctx)
+            .map(|u| {
+                for w in &u.warnings {
+                    out.warn(w);
+                }
+                u.changed()
+            })
+            .or_else(|e| {
+                // Wiring refused the file (malformed, not UTF-8, ...) and it carries nothing of
+                // ours: there is nothing to undo but wiring's own record of the attempt.
+                let ours = std::fs::read(&target)
+                    .map(|b| {
+                        b.windows(harness::TAG.len())
+                            .any(|w| w == harness::TAG.as_bytes())
+                    })
+                    .unwrap_or(false);
+                if ours {
+                    return Err(e);
+                }
+                let record = plan.ctx.record_path(plan.kind);
+                let _ = std::fs::remove_file(&record);
+                if let Some(dir) = record.parent() {
+                    let _ = std::fs::remove_dir(dir);
+                }
+                Ok(false)
+            });
+        if let Err(e) = unwired {
+            self.out.error(&format!(
+                "{e:#}\nthe guard is still wired; ACTIVE.json is kept so that `leopold persona recover --project {}` can finish the cleanup",
+                plan.paths.project.display()
+            ));
+            return Ok(RunExit::CONFIG);
+        }
+        tracing::info!("unwired {}", target.display());
+        crate::commands::pause_point("mid-unwire");
+        if let Some(gs) = &self.st.guard_settings {
+            match std::fs::remove_file(gs) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => self
+                    .out
+                    .warn(&format!("cannot remove {}: {e}", gs.display())),
+            }
+        }
+        let code = end.outcome.exit_code();
+        let run_dir = plan.paths.run_dir(&self.st.run_id);
+        let mut fin = self.st.clone();
+        fin.active = false;
+        fin.end = Some(RunEnd {
+            outcome: end.outcome,
+            exit_code: code,
+            ended_at: state::now_rfc3339(),
+            counts: end.counts.clone(),
+            worker_status: end.worker_status,
+            reason: end.reason.clone(),
+        });
+        fin.write_atomic(&run_dir.join("run.json"))?;
+        std::fs::remove_file(plan.paths.active())
+            .with_context(|| format!("cannot remove {}", plan.paths.active().display()))?;
+        drop(self.lock.take());
+        let rel = run_dir
+            .strip_prefix(&plan.paths.project)
+            .unwrap_or(&run_dir)
+            .display()
+            .to_string();
+        self.out.summary(&summary_line(
+            &self.st.run_id,
+            end.outcome,
+            &end.counts,
+            end.reason.as_deref(),
+            &rel,
+        ));
+        self.out.json(json!({"event":"run_ended","run_id":self.st.run_id,"outcome":end.outcome,"exit_code":code,"counts":end.counts,"reason":end.reason,"run_dir":rel}));
+        Ok(code)
+    }
+}

@@ -1,0 +1,164 @@
+//! Short-lived helper processes the supervisor waits for: the guard's proof, a harness's
+//! `--version`. Each is bounded: a helper that hangs is killed, never waited for forever.
+
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long `<harness> --version` may take. `claude --version` answers in well under a second; a
+/// stuck one must not hold a run before it starts.
+pub const VERSION_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Test-only: overrides [`VERSION_TIMEOUT`], in milliseconds.
+const VERSION_TIMEOUT_ENV: &str = "__LEOPOLD_VERSION_TIMEOUT_MS";
+
+/// Waits up to `within` for a short-lived helper process. Past that, or when it cannot be
+/// waited for, it is killed and reaped: `Ok(None)` for a timeout.
+pub fn wait_or_kill(child: &mut Child, within: Duration) -> std::io::Result<Option<ExitStatus>> {
+    let deadline = Instant::now() + within;
+    let gave_up = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Ok(Some(s)),
+            Ok(None) if Instant::now() <= deadline => std::thread::sleep(Duration::from_millis(2)),
+            Ok(None) => break Ok(None),
+            Err(e) => break Err(e),
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    gave_up
+}
+
+/// An exit status as run.json and messages show it: `exit 3`, `signal 9`.
+pub fn describe_status(s: &ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt as _;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exit {c}"),
+        (None, Some(sig)) => format!("signal {sig}"),
+        _ => "unknown".into(),
+    }
+}
+
+/// Why `<bin> --version` gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("it cannot be run: {0}")]
+    Spawn(#[source] std::io::Error),
+    #[error("it did not answer `--version` within {}s (killed)", .0.as_secs_f32())]
+    TimedOut(Duration),
+    #[error("it exited with {0}")]
+    Failed(String),
+}
+
+/// The timeout for version probes: [`VERSION_TIMEOUT`], or the test override.
+pub fn version_timeout() -> Duration {
+    std::env::var(VERSION_TIMEOUT_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(VERSION_TIMEOUT, Duration::from_millis)
+}
+
+/// Runs `<bin> --version` with stdin closed and returns what it printed on stdout (at most
+/// 4 KiB), bounded by `within`.
+///
+/// The probe leads its own process group and the whole group is killed on a timeout, so a
+/// wrapper script's own children go too. Its stdout is a temporary file, not a pipe: a child that
+/// outlives it while holding the output cannot block the read.
+pub fn version_output(bin: &Path, within: Duration) -> Result<String, ProbeError> {
+    use std::io::{Read as _, Seek as _};
+    use std::os::unix::process::CommandExt as _;
+    let mut out = tempfile::tempfile().map_err(ProbeError::Spawn)?;
+    let mut child = Command::new(bin)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().map_err(ProbeError::Spawn)?)
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(ProbeError::Spawn)?;
+    let pgid = child.id();
+    let status = wait_or_kill(&mut child, within);
+    // Whatever the leader left in its group goes with it (a no-op when the group is empty).
+    let _ = crate::os::signal_group(pgid, libc::SIGKILL);
+    let status = match status {
+        Ok(Some(s)) => s,
+        Ok(None) => return Err(ProbeError::TimedOut(within)),
+        Err(e) => return Err(ProbeError::Spawn(e)),
+    };
+    if !status.success() {
+        return Err(ProbeError::Failed(describe_status(&status)));
+    }
+    let mut text = String::new();
+    out.rewind().map_err(ProbeError::Spawn)?;
+    let mut bytes = Vec::new();
+    out.take(4096)
+        .read_to_end(&mut bytes)
+        .map_err(ProbeError::Spawn)?;
+    text.push_str(&String::from_utf8_lossy(&bytes));
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script(dir: &Path, body: &str) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt as _;
+        let p = dir.join("fake-harness");
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_version_is_read_from_stdout() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = script(dir.path(), "echo '2.1.332 (Claude Code)'");
+        assert_eq!(
+            version_output(&bin, Duration::from_secs(10)).unwrap(),
+            "2.1.332 (Claude Code)\n"
+        );
+        let bin = script(dir.path(), "exit 3");
+        assert!(matches!(
+            version_output(&bin, Duration::from_secs(10)),
+            Err(ProbeError::Failed(s)) if s == "exit 3"
+        ));
+        assert!(matches!(
+            version_output(&dir.path().join("nope"), Duration::from_secs(10)),
+            Err(ProbeError::Spawn(_))
+        ));
+    }
+
+    #[test]
+    fn a_harness_that_hangs_is_killed_with_its_children() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("child.pid");
+        // The wrapper starts a child that holds stdout too, the way an npm shim runs the native
+        // binary, then both sleep.
+        let bin = script(
+            dir.path(),
+            &format!("sleep 300 & echo $! > '{}'; wait", pidfile.display()),
+        );
+        let started = Instant::now();
+        let err = version_output(&bin, Duration::from_millis(300)).unwrap_err();
+        assert!(matches!(err, ProbeError::TimedOut(_)), "{err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the probe returned only after {:?}",
+            started.elapsed()
+        );
+        // The grandchild is gone too (witness: the process table).
+        let pid = std::fs::read_to_string(&pidfile).unwrap();
+        let pid = pid.trim();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| !s.contains(") Z "));
+            if !alive {
+                break;
+            }
+            assert!(Instant::now() < deadline, "sleep {pid} outlived the probe");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Recovery after a crashed run: used by `leopold persona recover` and by `persona run` itself
+//! (step 3, lock held).
+//!
+//! A run that crashed (its supervisor SIGKILLed, the machine rebooted) leaves its lock free (a
+//! kernel lock dies with its process) and its ACTIVE.json behind. Recovery, with the lock held:
+//! kill what is left of its worker group (only processes carrying its `LEOPOLD_RUN_ID`), unwire
+//! exactly what ACTIVE.json records, remove its `--settings` file, archive ACTIVE.json as the run's
+//! `run.json`, append a `persona_recovered` event. Then it removes tagged wiring that no
+//! ACTIVE.json accounts for (orphans), in the project's Claude settings and in Codex's config.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use serde_json::json;
+
+use crate::harness::{self, Harness};
+use crate::state::{self, ActiveState, Counts, PersonaPaths, RunEnd, RunOutcome, StateFile};
+
+/// What recovery did.
+#[derive(Debug, Default)]
+pub struct RecoveryReport {
+    /// The crashed run, if ACTIVE.json was there.
+    pub crashed_run: Option<String>,
+    pub killed: Vec<u32>,
+    pub unwired: Vec<PathBuf>,
+    pub removed_files: Vec<PathBuf>,
+    pub orphans: Vec<PathBuf>,
+    /// What unwiring had to say (e.g. a file edited since it was wired).
+    pub warnings: Vec<String>,
+}
+
+impl RecoveryReport {
+    pub fn is_empty(&self) -> bool {
+        self.crashed_run.is_none()
+            && self.orphans.is_empty()
+            && self.removed_files.is_empty()
+            && self.warnings.is_empty()
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(r) = &self.crashed_run {
+            out.push(format!("crashed run {r} archived"));
+        }
+        if !self.killed.is_empty() {
+            out.push(format!(
+                "killed its leftover worker processes {:?}",
+                self.killed
+            ));
+        }
+        for f in &self.unwired {
+            out.push(format!("unwired {}", f.display()));
+        }
+        for f in &self.removed_files {
+            out.push(format!("removed {}", f.display()));
+        }
+        for f in &self.orphans {
+            out.push(format!(
+                "removed orphaned guard wiring from {}",
+                f.display()
+            ));
+        }
+        out
+    }
+}
+
+/// Recovery proper; the caller holds the run lock.
+///
+/// # Errors
+///
+/// An ACTIVE.json this version cannot read (left in place, with a hint), or unwiring that failed
+/// (ACTIVE.json left in place so the next attempt retries).
+pub fn recover_locked(
+    paths: &PersonaPaths,
+    ctx: &harness::Context,
+) -> anyhow::Result<RecoveryReport> {
+    let mut report = RecoveryReport::default();
+    let active = paths.active();
+    if active.exists() {
+        let mut st = ActiveState::read(&active).map_err(|e| {
+            e.context(format!(
+                "cannot recover: the crashed run's state is unreadable\n(hint: move {} aside, then run `leopold persona recover` again; check the harness settings files for handlers tagged `{}`)",
+                active.display(),
+                harness::TAG
+            ))
+        })?;
+        report.killed = crate::os::kill_crashed_run(st.worker_pid, &st.run_id);
+        for w in &st.wiring {
+            let kind = w.harness;
+            let mut c = ctx.clone();
+            if kind == Harness::Codex {
+                // Unwire the config the run wired, even if CODEX_HOME differs now.
+                if let Some(home) = w.file.parent() {
+                    c.codex_home = home.to_path_buf();
+                }
+            }
+            let unwired = harness::unwire(kind, &c).with_context(|| {
+                format!(
+                    "cannot unwire {} for crashed run {}; {} is kept so a later recovery retries",
+                    w.file.display(),
+                    st.run_id,
+                    active.display()
+                )
+            })?;
+            report.warnings.extend(unwired.warnings.iter().cloned());
+            if unwired.changed() {
+                report.unwired.push(w.file.clone());
+            }
+        }
+        if let Some(gs) = &st.guard_settings {
+            if std::fs::remove_file(gs).is_ok() {
+                report.removed_files.push(gs.clone());
+            }
+        }
+        let run_dir = paths.run_dir(&st.run_id);
+        std::fs::create_dir_all(&run_dir)
+            .with_context(|| format!("cannot create {}", run_dir.display()))?;
+        let run_json = run_dir.join("run.json");
+        // A crash after run.json was written but before ACTIVE.json was removed: the run had
+        // finished; keep its own account.
+        if !run_json.exists() {
+            st.active = false;
+            st.end = Some(RunEnd {
+                outcome: RunOutcome::Recovered,
+                exit_code: RunOutcome::Recovered.exit_code(),
+                ended_at: state::now_rfc3339(),
+                counts: Counts::default(),
+                worker_status: None,
+                reason: Some(format!(
+                    "supervisor pid {} died during the run; recovered by pid {}",
+                    st.supervisor_pid,
+                    std::process::id()
+                )),
+            });
+            st.write_atomic(&run_json)?;
+        }
+        std::fs::remove_file(&active)
+            .with_context(|| format!("cannot remove {}", active.display()))?;
+        state::append_event(
+            paths,
+            &json!({
+                "ts": state::now_rfc3339(),
+                "event": leopold_guard::EventName::Recovered,
+                "run_id": st.run_id,
+                "flow": st.flow,
+                "harness": st.harness,
+                "supervisor_pid": st.supervisor_pid,
+                "killed": report.killed,
+                "unwired": report.unwired,
+            }),
+        )?;
+        report.crashed_run = Some(st.run_id);
+    }
+    // Orphans: tagged wiring that no ACTIVE.json accounts for.
+    for kind in Harness::ALL {
+        // A file that cannot be read or parsed is left as it is: it is reported here, and wiring
+        // refuses it with the full error if a run needs it.
+        let handlers = match harness::wired_handlers(kind, ctx) {
+            Ok(h) => h,
+            Err(e) => {
+                report.warnings.push(format!("orphan check skipped: {e:#}"));
+                continue;
+            }
+        };
+        if handlers.is_empty() {
+            continue;
+        }
+        let unwired = harness::unwire(kind, ctx)?;
+        report.warnings.extend(unwired.warnings.iter().cloned());
+        if unwired.changed() {
+            report.orphans.push(ctx.settings_path(kind));
+        }
+    }
+    // `--settings` files of runs that are over.
+    if let Ok(dir) = std::fs::read_dir(paths.runs()) {
+        for entry in dir.flatten() {
+            let gs = entry.path().join("guard-settings.json");
+            if gs.exists() && std::fs::remove_file(&gs).is_ok() {
+                report.removed_files.push(gs);
+            }
+        }
+    }
+    Ok(report)
+}
