@@ -32,7 +32,7 @@ use std::time::Duration;
 use anyhow::{bail, ensure, Context as _};
 use leopold_tests::script::{Script, ToolCall, Turn};
 use leopold_tests::staging::StagingApp;
-use leopold_tests::{codex_mcp_tool_calls, Harness, ModelServer, Run, Sandbox};
+use leopold_tests::{codex_mcp_tool_calls, Harness, HarnessKit as _, ModelServer, Run, Sandbox};
 use serde_json::{json, Value};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -75,13 +75,13 @@ fn record_all(out: &Path) -> anyhow::Result<()> {
     ensure!(chromium.is_file(), "no Chromium at {}", chromium.display());
     for h in Harness::ALL {
         let bin = env_file(h.env_var())?;
-        let name = format!("{}-stream.jsonl", h.name());
+        let name = format!("{}-stream.jsonl", h.as_str());
         write(
             out,
             &name,
             &stub_capture(h, &bin).with_context(|| name.clone())?,
         )?;
-        let name = format!("{}-playwright-stream.jsonl", h.name());
+        let name = format!("{}-playwright-stream.jsonl", h.as_str());
         let text = playwright_capture(h, &bin, &chromium, &playwright_mcp)
             .with_context(|| name.clone())?;
         write(out, &name, &text)?;
