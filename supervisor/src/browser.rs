@@ -659,6 +659,14 @@ mod tests {
             ref_map: dir.path().join("refs.json"),
         };
         let mut t = RefTracker::new(&state, &out);
+        // Another server's result is not the provisioned browser's page.
+        t.tool_result(
+            "mcp__other__browser_snapshot",
+            "### Page\n- Page URL: http://staging.example.com/\n### Snapshot\n- [Snapshot](page-1.yml)",
+        )
+        .unwrap();
+        assert!(t.map().refs.is_empty());
+        assert!(!state.ref_map.exists());
         assert!(t.result("### Page\n- Page URL: http://staging.example.com/\n### Snapshot\n- [Snapshot](../elsewhere/page-1.yml)"));
         assert_eq!(t.map().refs["e5"].name, "Place order");
         assert_eq!(snapshot_file("- [Snapshot](/etc/passwd)"), None);

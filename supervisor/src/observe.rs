@@ -236,6 +236,54 @@ mod tests {
     use super::*;
 
     #[test]
+    fn one_parse_feeds_the_journal_and_the_ref_map() {
+        let dir = tempfile::tempdir().unwrap();
+        let flow = Flow::parse(
+            "+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\"]\n+++\nBrief.\n",
+            Path::new("flows/checkout.md"),
+        )
+        .unwrap();
+        let state = leopold_guard::browser::BrowserState {
+            kind: "playwright".into(),
+            server: "browser".into(),
+            ref_map: dir.path().join("refs.json"),
+        };
+        let mut o = Observer::new(
+            Harness::Claude,
+            &flow,
+            &dir.path().join("journal.jsonl"),
+            "r1",
+            &dir.path().join("events.jsonl"),
+            0,
+        )
+        .unwrap()
+        .with_ref_map(RefTracker::new(&state, dir.path()));
+        let call = serde_json::json!({"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "id": "t1", "name": "mcp__browser__browser_navigate",
+             "input": {"url": "https://staging.example.com/cart"}}]}});
+        let result = serde_json::json!({"type": "user", "message": {"content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text":
+             "### Page\n- Page URL: https://staging.example.com/cart\n### Snapshot\n```yaml\n- button \"Place order\" [ref=e5]\n```"}]}]}});
+        assert!(o.line(1, &call.to_string()).unwrap().actions.is_empty());
+        let batch = o.line(2, &result.to_string()).unwrap();
+        assert_eq!(batch.actions.len(), 1);
+        assert_eq!(batch.actions[0].outcome, Outcome::Completed);
+        assert!(batch.notes.is_empty(), "{:?}", batch.notes);
+        let map = leopold_guard::browser::read_ref_map(&state.ref_map)
+            .unwrap()
+            .expect("the ref map was written");
+        assert_eq!(map.refs["e5"].name, "Place order");
+        assert_eq!(map.page_host.as_deref(), Some("staging.example.com"));
+        o.finish().unwrap();
+        let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
+        assert_eq!(
+            journal.lines().count(),
+            2,
+            "header and one action: {journal}"
+        );
+    }
+
+    #[test]
     fn summary_names_every_distinct_host_of_a_batch() {
         let mut a: Action = serde_json::from_value(serde_json::json!({
             "seq": 1, "ts": "2026-11-30T00:00:00Z", "harness": "claude",

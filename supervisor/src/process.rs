@@ -46,8 +46,13 @@ pub enum ProbeError {
     Spawn(#[source] std::io::Error),
     #[error("it did not answer `--version` within {}s (killed)", .0.as_secs_f32())]
     TimedOut(Duration),
-    #[error("it exited with {0}")]
-    Failed(String),
+    #[error("it exited with {status}")]
+    Failed {
+        /// `exit 3`, `signal 9`.
+        status: String,
+        /// What it printed on stdout all the same.
+        output: String,
+    },
 }
 
 /// The timeout for version probes: [`VERSION_TIMEOUT`], or the test override.
@@ -85,16 +90,18 @@ pub fn version_output(bin: &Path, within: Duration) -> Result<String, ProbeError
         Ok(None) => return Err(ProbeError::TimedOut(within)),
         Err(e) => return Err(ProbeError::Spawn(e)),
     };
-    if !status.success() {
-        return Err(ProbeError::Failed(describe_status(&status)));
-    }
-    let mut text = String::new();
     out.rewind().map_err(ProbeError::Spawn)?;
     let mut bytes = Vec::new();
     out.take(4096)
         .read_to_end(&mut bytes)
         .map_err(ProbeError::Spawn)?;
-    text.push_str(&String::from_utf8_lossy(&bytes));
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    if !status.success() {
+        return Err(ProbeError::Failed {
+            status: describe_status(&status),
+            output: text,
+        });
+    }
     Ok(text)
 }
 
@@ -118,10 +125,10 @@ mod tests {
             version_output(&bin, Duration::from_secs(10)).unwrap(),
             "2.1.332 (Claude Code)\n"
         );
-        let bin = script(dir.path(), "exit 3");
+        let bin = script(dir.path(), "echo 0.1.0; exit 3");
         assert!(matches!(
             version_output(&bin, Duration::from_secs(10)),
-            Err(ProbeError::Failed(s)) if s == "exit 3"
+            Err(ProbeError::Failed { status, output }) if status == "exit 3" && output == "0.1.0\n"
         ));
         assert!(matches!(
             version_output(&dir.path().join("nope"), Duration::from_secs(10)),
@@ -140,7 +147,7 @@ mod tests {
             &format!("sleep 300 & echo $! > '{}'; wait", pidfile.display()),
         );
         let started = Instant::now();
-        let err = version_output(&bin, Duration::from_millis(300)).unwrap_err();
+        let err = version_output(&bin, Duration::from_secs(2)).unwrap_err();
         assert!(matches!(err, ProbeError::TimedOut(_)), "{err}");
         assert!(
             started.elapsed() < Duration::from_secs(30),

@@ -53,9 +53,14 @@ fn f(
     }
 }
 
-/// `<bin> --version`, bounded ([`crate::process::version_output`]); the first line.
+/// `<bin> --version`, bounded ([`crate::process::version_output`]); the first line it printed,
+/// whatever its exit status.
 pub fn harness_version(bin: &Path) -> Option<String> {
-    let text = crate::process::version_output(bin, crate::process::version_timeout()).ok()?;
+    use crate::process::{version_output, version_timeout, ProbeError};
+    let text = match version_output(bin, version_timeout()) {
+        Ok(text) | Err(ProbeError::Failed { output: text, .. }) => text,
+        Err(_) => return None,
+    };
     text.lines()
         .next()
         .map(|l| l.trim().to_owned())

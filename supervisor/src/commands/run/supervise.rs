@@ -158,6 +158,24 @@ struct Stopper {
 }
 
 impl Stopper {
+    /// A violation was journaled: stop the worker (said once, at the first).
+    fn violation(&mut self, v: String, out: &Reporter) {
+        if !matches!(self.stop, Some(Stop::Violation(_))) {
+            out.info(&format!("leopold: stopping the worker: {v}"));
+        }
+        self.begin(Stop::Violation(v));
+    }
+
+    /// SIGINT, SIGTERM or SIGHUP: the first starts the stop; a second skips the grace.
+    fn signal(&mut self, sig: Signal, out: &Reporter) {
+        if self.stop.is_some() {
+            let _ = crate::os::signal_group(self.pgid, libc::SIGKILL);
+        } else {
+            out.info(&format!("leopold: {}: stopping the worker", sig.as_str()));
+            self.begin(Stop::Signal(sig));
+        }
+    }
+
     fn begin(&mut self, why: Stop) {
         if self.stop.is_none() {
             self.stop = Some(why);
@@ -169,6 +187,17 @@ impl Stopper {
             self.kill_at = Some(tokio::time::Instant::now() + self.grace);
         }
     }
+}
+
+/// One message of the reader through the journal; `None` once stdout is closed.
+fn journal(msg: Option<LineMsg>, observer: &mut Observer, out: &Reporter) -> Option<Batch> {
+    Some(match msg? {
+        LineMsg::Line(n, line) => observer.line(n, &line).unwrap_or_else(|e| {
+            out.warn(&format!("journal: {e:#}"));
+            Batch::default()
+        }),
+        LineMsg::TooLong(n) => observer.overlong(n),
+    })
 }
 
 pub async fn supervise(
@@ -200,26 +229,15 @@ pub async fn supervise(
     let deadline = plan.timeout.map(|t| TInstant::now() + t);
     let far = TInstant::now() + Duration::from_secs(86400 * 365);
 
-    loop {
-        if status.is_some() && !stdout_open {
-            break;
-        }
-        let mut signalled: Option<Signal> = None;
+    while status.is_none() || stdout_open {
         tokio::select! {
             msg = rx.recv(), if stdout_open => {
-                let batch = match msg {
-                    Some(LineMsg::Line(n, line)) => observer.line(n, &line).unwrap_or_else(|e| {
-                        out.warn(&format!("journal: {e:#}"));
-                        Batch::default()
-                    }),
-                    Some(LineMsg::TooLong(n)) => observer.overlong(n),
-                    None => { stdout_open = false; Batch::default() }
+                let Some(batch) = journal(msg, observer, out) else {
+                    stdout_open = false;
+                    continue;
                 };
                 if let Some(v) = out.batch(&batch, &mut counts) {
-                    if !matches!(stopper.stop, Some(Stop::Violation(_))) {
-                        out.info(&format!("leopold: stopping the worker: {v}"));
-                    }
-                    stopper.begin(Stop::Violation(v));
+                    stopper.violation(v, out);
                 }
                 if !paused_mid_stream && counts.actions > 0 {
                     paused_mid_stream = true;
@@ -233,7 +251,7 @@ pub async fn supervise(
                     leak_at = Some(TInstant::now() + LEAK_TIMEOUT);
                 }
             }
-            s = signals.recv() => signalled = Some(s),
+            sig = signals.recv() => stopper.signal(sig, out),
             _ = sleep_until(deadline.unwrap_or(far)), if deadline.is_some() && stopper.stop.is_none() && status.is_none() => {
                 let t = plan.timeout.unwrap_or_default();
                 out.info(&format!("leopold: timed out after {}: stopping the worker", humantime::format_duration(t)));
@@ -252,15 +270,6 @@ pub async fn supervise(
             _ = sleep_until(abandon_at.unwrap_or(far)), if abandon_at.is_some() => {
                 // A process outside the group (it changed its own group) still holds stdout.
                 break;
-            }
-        }
-        if let Some(sig) = signalled {
-            if stopper.stop.is_some() {
-                // Second request: no more grace.
-                let _ = crate::os::signal_group(pgid, libc::SIGKILL);
-            } else {
-                out.info(&format!("leopold: {}: stopping the worker", sig.as_str()));
-                stopper.begin(Stop::Signal(sig));
             }
         }
     }
