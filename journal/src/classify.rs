@@ -347,7 +347,22 @@ pub fn build_action(
         denied_reason: None,
         verdict: None,
         browser_blocked: None,
+        screenshot: result.and_then(playwright_screenshot_file),
     }
+}
+
+/// The file name of the screenshot a Playwright result reports saving
+/// (`- [Screenshot of viewport](<dir>/page-….png)`): the name only, never the path the stream
+/// gives, so a report looks for it in the run's own browser output folder and nowhere else.
+pub fn playwright_screenshot_file(result: &str) -> Option<String> {
+    result.lines().find_map(|l| {
+        let rest = l.trim_start().strip_prefix("- [Screenshot of ")?;
+        let target = rest.split_once("](")?.1.strip_suffix(')')?;
+        let name = target.rsplit(['/', '\\']).next()?;
+        let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
+        let plain = !name.starts_with('.') && !name.contains(['<', '>', '"', '\0']);
+        (plain && matches!(ext.as_str(), "png" | "jpeg" | "jpg" | "webp")).then(|| name.to_owned())
+    })
 }
 
 /// Characters typed by the call: `text`, `value`, or the sum over `fields[].value`.
@@ -568,6 +583,27 @@ mod tests {
             vec!["https://a.example/x", "HTTP://b.example"]
         );
         assert!(scan_web_urls("echo httpd").is_empty());
+    }
+
+    #[test]
+    fn screenshot_file_names_are_read_without_their_path() {
+        let r = "### Result\n- [Screenshot of viewport](../../tmp/out/page-2026-11-30T10-00-00-000Z.png)\n";
+        assert_eq!(
+            playwright_screenshot_file(r).as_deref(),
+            Some("page-2026-11-30T10-00-00-000Z.png")
+        );
+        assert_eq!(
+            playwright_screenshot_file("- [Snapshot](out/page-1.yml)"),
+            None
+        );
+        assert_eq!(
+            playwright_screenshot_file("- [Screenshot of viewport](x/.hidden.png)"),
+            None
+        );
+        assert_eq!(
+            playwright_screenshot_file("- [Screenshot of viewport](x/a.txt)"),
+            None
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod observe_impl;
 #[path = "os/unix.rs"]
 mod os;
 mod redact;
+mod report;
 mod state;
 mod wiring_port;
 mod worker;

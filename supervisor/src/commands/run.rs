@@ -122,6 +122,8 @@ struct Plan {
     timeout: Option<Duration>,
     grace: Duration,
     ctx: harness::Context,
+    /// `--junit FILE`, absolute.
+    junit: Option<PathBuf>,
 }
 
 /// The harness context for this project: where Codex keeps its config, the guard's command.
@@ -182,6 +184,12 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         .and_then(|v| v.parse::<u64>().ok())
         .map(Duration::from_millis)
         .unwrap_or(DEFAULT_GRACE);
+    let junit = match &args.junit {
+        Some(p) => Some(
+            std::path::absolute(p).with_context(|| format!("cannot resolve {}", p.display()))?,
+        ),
+        None => None,
+    };
     let mut ctx = harness_context(&project)?;
     if kind == HarnessKind::Claude {
         // `onFailure: block` only where this Claude Code understands it (2.1.295+); when the
@@ -201,6 +209,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         timeout: args.timeout,
         grace,
         ctx,
+        junit,
     })
 }
 
@@ -680,6 +689,12 @@ impl Teardown<'_> {
             .unwrap_or(&run_dir)
             .display()
             .to_string();
+        // report.html (and --junit), from the run directory now that run.json is final.
+        for w in crate::report::after_run(&run_dir, &plan.flow, plan.junit.as_deref()) {
+            self.out.warn(&w);
+        }
+        self.out
+            .info(&format!("leopold: report: {rel}/report.html"));
         self.out.summary(&format!(
             "leopold: run {} {outcome} (exit {code}): {} actions, {} denied, {} violations{}; see {rel}/",
             self.st.run_id,
