@@ -22,15 +22,16 @@ enum Entry {
 }
 
 impl Entry {
+    /// The directory's name: a run id, which starts with the run's UTC start time, so names
+    /// sort as starts do (and a run whose run.json cannot be read still has its place).
     fn sort_key(&self) -> String {
-        match self {
-            // Run ids start with the UTC start time, so they sort like it when started_at is missing.
-            Entry::Run(r) => r.started_at().unwrap_or_else(|| r.run_id()),
-            Entry::Unreadable { dir, .. } => dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        }
+        let dir = match self {
+            Entry::Run(r) => &r.dir,
+            Entry::Unreadable { dir, .. } => dir,
+        };
+        dir.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
     }
 }
 
