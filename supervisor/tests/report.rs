@@ -4,6 +4,8 @@
 //! Whole runs use the fake worker (`leopold-fake-worker`) through the lifecycle kit; the report's
 //! attacker-chosen text (a label, the findings) comes through the real Claude stream adapter.
 
+#![allow(clippy::print_stderr)] // the SKIPPED line
+
 #[path = "lifecycle/kit.rs"]
 mod kit;
 
