@@ -200,6 +200,11 @@ fn timeline(rec: &RunRecord) -> Markup {
                         }
                     }
                 }
+                @if rec.actions_not_shown > 0 {
+                    p.muted {
+                        (rec.actions_not_shown) " more actions are in the journal and not shown here (nor in the walls above): `leopold persona replay` reads them all."
+                    }
+                }
             }
         }
     }

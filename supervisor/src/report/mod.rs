@@ -23,6 +23,9 @@ pub const REPORT_FILE: &str = "report.html";
 pub const FINDINGS_FILE: &str = "findings.md";
 /// Longest `findings.md` shown; the rest is cut with a note (a model can write a lot).
 const MAX_FINDINGS: u64 = 1 << 20;
+/// Most actions a report shows; a run's journal is far shorter, but a report must stay a page a
+/// browser opens (`persona replay` reads a journal of any length).
+pub const MAX_ACTIONS: usize = 20_000;
 
 /// One run directory, read.
 #[derive(Debug, Clone)]
@@ -35,8 +38,10 @@ pub struct RunRecord {
     pub journal_hash: Option<String>,
     /// The journal's header line.
     pub header: Option<JournalHeader>,
-    /// Every action the journal holds, in order.
+    /// Every action the journal holds, in order (the first [`MAX_ACTIONS`]).
     pub actions: Vec<Action>,
+    /// Actions past [`MAX_ACTIONS`], counted, not kept.
+    pub actions_not_shown: u64,
     /// Journal lines that could not be read (`line N: …`), in order.
     pub journal_problems: Vec<String>,
     /// `findings.md`, verbatim (cut at 1 MiB), when present.
@@ -264,6 +269,7 @@ pub fn read_run_summary(dir: &Path) -> anyhow::Result<RunRecord> {
         journal_hash,
         header,
         actions: Vec::new(),
+        actions_not_shown: 0,
         journal_problems: Vec::new(),
         findings: None,
     })
@@ -342,6 +348,7 @@ fn read_journal(path: &Path, rec: &mut RunRecord) -> anyhow::Result<()> {
         }
         let terminated = line.last() == Some(&b'\n');
         match serde_json::from_slice::<Action>(&line) {
+            Ok(_) if rec.actions.len() >= MAX_ACTIONS => rec.actions_not_shown += 1,
             Ok(a) => rec.actions.push(a),
             Err(_) if !terminated => rec.journal_problems.push(format!(
                 "line {n}: torn last line (a write cut short) skipped"
