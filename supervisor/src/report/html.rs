@@ -236,14 +236,14 @@ fn row(rec: &RunRecord, a: &Action, start: Option<std::time::SystemTime>) -> Mar
             td { (a.seq) }
             td.mono title=(a.ts) {
                 (a.ts.split_once('T').map_or(a.ts.as_str(), |(_, t)| t))
-                @if let Some(o) = offset { br; span.muted { "+" (format_duration(o)) } }
+                @if let Some(o) = offset { br; span.muted { "+" (format_offset(o)) } }
             }
             td.mono { (a.tool) br; span.muted { (kind_name(a)) } }
             td { (hosts_of(a).join(", ")) }
             td {
-                @if let Some(l) = &a.label { (l) }
-                @if let Some(e) = &a.element { br; span.muted { "described as: " (e) } }
-                @if let Some(n) = a.typed_len { br; span.muted { "typed " (n) " characters" } }
+                @if let Some(l) = &a.label { div { (l) } }
+                @if let Some(e) = &a.element { div.muted { "described as: " (e) } }
+                @if let Some(n) = a.typed_len { div.muted { "typed " (n) " characters" } }
             }
             td {
                 span.tag {
@@ -332,6 +332,15 @@ fn host_of_raw(raw: &str) -> String {
         .unwrap_or_else(|| "(not a URL)".into())
 }
 
+/// An action's time since the run started: `+0.412s`, `+12.3s`, `+2m 5s`.
+fn format_offset(d: std::time::Duration) -> String {
+    match d.as_secs() {
+        0..10 => format!("{:.3}s", d.as_secs_f64()),
+        10..60 => format!("{:.1}s", d.as_secs_f64()),
+        _ => format_duration(d),
+    }
+}
+
 /// `1m 4s`, `850ms`: what a person reads.
 pub fn format_duration(d: std::time::Duration) -> String {
     if d.as_secs() == 0 {
@@ -355,6 +364,14 @@ mod tests {
             format_duration(std::time::Duration::from_millis(64_400)),
             "1m 4s"
         );
+    }
+
+    #[test]
+    fn offsets_keep_the_milliseconds_that_tell_actions_apart() {
+        use std::time::Duration;
+        assert_eq!(format_offset(Duration::from_millis(1033)), "1.033s");
+        assert_eq!(format_offset(Duration::from_millis(12_345)), "12.3s");
+        assert_eq!(format_offset(Duration::from_secs(125)), "2m 5s");
     }
 
     #[test]
