@@ -448,3 +448,77 @@ impl FlowSource<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RUN: &str = r#"{"version":1,"active":false,"run_id":"r1","flow":"checkout","flow_path":"/p/flows/checkout.md","harness":"claude","supervisor_pid":1,"worker_pid":null,"started_at":"2026-11-30T10:00:00.000Z","wiring":[],HEADHASH"end":{"outcome":"clean","exit_code":0,"ended_at":"2026-11-30T10:00:02.500Z","counts":{"actions":0,"completed":0,"errored":0,"denied":0,"violations":0,"unreadable_lines":0}TAILHASH}}"#;
+
+    fn run_dir(run_json: &str) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("run.json"), run_json).unwrap();
+        d
+    }
+
+    #[test]
+    fn the_journal_hash_is_read_at_the_top_level_or_under_end() {
+        let top = run_dir(
+            &RUN.replace("HEADHASH", r#""journal_hash":"sha256:aa","#)
+                .replace("TAILHASH", ""),
+        );
+        let rec = read_run(top.path()).unwrap();
+        assert_eq!(rec.journal_hash.as_deref(), Some("sha256:aa"));
+        assert_eq!(rec.duration(), Some(std::time::Duration::from_millis(2500)));
+        let under = run_dir(
+            &RUN.replace("HEADHASH", "")
+                .replace("TAILHASH", r#","journal_hash":"sha256:bb""#),
+        );
+        assert_eq!(
+            read_run(under.path()).unwrap().journal_hash.as_deref(),
+            Some("sha256:bb")
+        );
+        let none = run_dir(&RUN.replace("HEADHASH", "").replace("TAILHASH", ""));
+        assert_eq!(read_run(none.path()).unwrap().journal_hash, None);
+    }
+
+    #[test]
+    fn an_unknown_run_json_field_is_refused_naming_the_file() {
+        let d = run_dir(
+            &RUN.replace("HEADHASH", r#""surprise":1,"#)
+                .replace("TAILHASH", ""),
+        );
+        let before = std::fs::read(d.path().join("run.json")).unwrap();
+        let err = format!("{:#}", read_run(d.path()).unwrap_err());
+        assert!(
+            err.contains("run.json") && err.contains("surprise"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(d.path().join("run.json")).unwrap(), before);
+    }
+
+    #[test]
+    fn screenshots_are_plain_names_in_the_run_s_browser_output_only() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("browser/output");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("page-1.png"), b"x").unwrap();
+        std::fs::write(d.path().join("secret.png"), b"x").unwrap();
+        assert_eq!(
+            screenshot_path(d.path(), "page-1.png"),
+            Some(out.join("page-1.png"))
+        );
+        for bad in [
+            "../../secret.png",
+            "../secret.png",
+            "/etc/passwd",
+            "..",
+            ".",
+            "",
+            "a/../../../secret.png",
+            "missing.png",
+        ] {
+            assert_eq!(screenshot_path(d.path(), bad), None, "{bad}");
+        }
+    }
+}
