@@ -26,6 +26,11 @@ const MAX_FINDINGS: u64 = 1 << 20;
 /// Most actions a report shows; a run's journal is far shorter, but a report must stay a page a
 /// browser opens (`persona replay` reads a journal of any length).
 pub const MAX_ACTIONS: usize = 20_000;
+/// Longest journal line read, as replay (`leopold_journal::replay::MAX_LINE`); a longer one is
+/// listed as a problem and skipped.
+const MAX_LINE: usize = leopold_journal::replay::MAX_LINE;
+/// Unreadable journal lines listed one by one; past that, one line says there are more.
+const MAX_PROBLEMS: u64 = 100;
 
 /// One run directory, read.
 #[derive(Debug, Clone)]
@@ -330,35 +335,75 @@ fn parse_header(line: &[u8]) -> anyhow::Result<JournalHeader> {
 }
 
 fn read_journal(path: &Path, rec: &mut RunRecord) -> anyhow::Result<()> {
-    let f = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let io = |e: std::io::Error| {
+        anyhow::Error::new(e).context(format!("cannot read {}", path.display()))
+    };
+    let f = std::fs::File::open(path).map_err(io)?;
     let mut r = std::io::BufReader::new(f);
     let mut line = Vec::new();
     let mut n: u64 = 0;
+    let mut problems: u64 = 0;
+    let mut problem = |rec: &mut RunRecord, text: String| {
+        problems += 1;
+        if problems <= MAX_PROBLEMS {
+            rec.journal_problems.push(text);
+        } else if problems == MAX_PROBLEMS + 1 {
+            rec.journal_problems
+                .push("… more unreadable lines: `leopold persona replay` lists them all".into());
+        }
+    };
     loop {
         line.clear();
-        let got = r
+        let got = (&mut r)
+            .take(MAX_LINE as u64 + 1)
             .read_until(b'\n', &mut line)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+            .map_err(io)?;
         if got == 0 {
             break;
         }
         n += 1;
+        let terminated = line.last() == Some(&b'\n');
+        if line.len() > MAX_LINE && !terminated {
+            skip_rest_of_line(&mut r).map_err(io)?;
+            problem(rec, format!("line {n}: longer than 4 MiB; skipped"));
+            continue;
+        }
         if n == 1 || line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let terminated = line.last() == Some(&b'\n');
         match serde_json::from_slice::<Action>(&line) {
             Ok(_) if rec.actions.len() >= MAX_ACTIONS => rec.actions_not_shown += 1,
             Ok(a) => rec.actions.push(a),
-            Err(_) if !terminated => rec.journal_problems.push(format!(
-                "line {n}: torn last line (a write cut short) skipped"
-            )),
-            Err(e) => rec
-                .journal_problems
-                .push(format!("line {n}: not a journal action ({e}); skipped")),
+            Err(_) if !terminated => problem(
+                rec,
+                format!("line {n}: torn last line (a write cut short) skipped"),
+            ),
+            Err(e) => problem(
+                rec,
+                format!("line {n}: not a journal action ({e}); skipped"),
+            ),
         }
     }
     Ok(())
+}
+
+fn skip_rest_of_line(r: &mut impl std::io::BufRead) -> std::io::Result<()> {
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => {
+                r.consume(i + 1);
+                return Ok(());
+            }
+            None => {
+                let len = buf.len();
+                r.consume(len);
+            }
+        }
+    }
 }
 
 fn read_findings(path: &Path) -> anyhow::Result<Option<String>> {
@@ -495,6 +540,32 @@ mod tests {
             "{err}"
         );
         assert_eq!(std::fs::read(d.path().join("run.json")).unwrap(), before);
+    }
+
+    #[test]
+    fn an_overlong_or_malformed_journal_line_is_listed_and_the_rest_is_read() {
+        let d = tempfile::tempdir().unwrap();
+        let header = r#"{"leopold_journal":1,"run_id":"r1","flow":"checkout","flow_path":"f.md","harness":"codex","started_at":"2026-11-30T10:00:00Z"}"#;
+        let action = |seq: u64| {
+            format!(
+                r#"{{"seq":{seq},"ts":"2026-11-30T10:00:01Z","harness":"codex","tool":"t","kind":"other","outcome":"completed"}}"#
+            )
+        };
+        let long = "x".repeat(MAX_LINE + 10);
+        let text = format!(
+            "{header}\n{}\n{long}\nnot json\n{}\n{{\"seq\":4",
+            action(1),
+            action(3)
+        );
+        std::fs::write(d.path().join("journal.jsonl"), text).unwrap();
+        let rec = read_run(d.path()).unwrap();
+        let seqs: Vec<u64> = rec.actions.iter().map(|a| a.seq).collect();
+        assert_eq!(seqs, [1, 3]);
+        assert_eq!(rec.journal_problems.len(), 3, "{:?}", rec.journal_problems);
+        assert!(rec.journal_problems[0].starts_with("line 3: longer than 4 MiB"));
+        assert!(rec.journal_problems[1].starts_with("line 4: not a journal action"));
+        assert!(rec.journal_problems[2].starts_with("line 6: torn last line"));
+        assert_eq!(rec.outcome(), "unfinished");
     }
 
     #[test]
