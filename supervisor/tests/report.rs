@@ -191,8 +191,8 @@ fn violating_script() -> String {
 fn a_violating_run_writes_a_report_chromium_renders_and_a_junit_failure() {
     let sb = Sandbox::new();
     sb.set_script(&violating_script());
-    let junit = sb.root.path().join("out/junit.xml");
-    std::fs::create_dir_all(junit.parent().unwrap()).unwrap();
+    // A folder that does not exist yet, as a CI job names it.
+    let junit = sb.root.path().join("out/reports/junit.xml");
     let junit_arg = junit.display().to_string();
     let child = sb
         .run_cmd("claude", &["--junit", &junit_arg])

@@ -454,6 +454,10 @@ pub fn after_run(run_dir: &Path, flow: &leopold_flows::Flow, junit: Option<&Path
         warnings.push(format!("no report written: {e:#}"));
     }
     if let Some(path) = junit {
+        // A CI job names a file under a folder it has not made yet (`reports/junit.xml`).
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
         if let Err(e) = crate::state::write_atomic(path, junit::render(&rec).as_bytes()) {
             warnings.push(format!("no JUnit report written: {e:#}"));
         }
