@@ -31,11 +31,11 @@ fn write(w: &mut Writer<Vec<u8>>, rec: &RunRecord) -> std::io::Result<()> {
         .duration()
         .map(|d| format!("{:.3}", d.as_secs_f64()))
         .unwrap_or_else(|| "0".into());
-    let verdict = Verdict::of(&outcome);
+    let verdict = CaseResult::of(&outcome);
     let (failures, errors) = match verdict {
-        Verdict::Pass => ("0", "0"),
-        Verdict::Failure => ("1", "0"),
-        Verdict::Error => ("0", "1"),
+        CaseResult::Pass => ("0", "0"),
+        CaseResult::Failure => ("1", "0"),
+        CaseResult::Error => ("0", "1"),
     };
     let flow = clean(&rec.flow());
     let harness = clean(&rec.harness());
@@ -99,9 +99,9 @@ fn write(w: &mut Writer<Vec<u8>>, rec: &RunRecord) -> std::io::Result<()> {
                     .with_attribute(("time", time.as_str()))
                     .write_inner_content(|w| {
                         let tag = match verdict {
-                            Verdict::Pass => None,
-                            Verdict::Failure => Some("failure"),
-                            Verdict::Error => Some("error"),
+                            CaseResult::Pass => None,
+                            CaseResult::Failure => Some("failure"),
+                            CaseResult::Error => Some("error"),
                         };
                         if let Some(tag) = tag {
                             let body = failure_text(rec, &outcome);
@@ -121,21 +121,21 @@ fn write(w: &mut Writer<Vec<u8>>, rec: &RunRecord) -> std::io::Result<()> {
     Ok(())
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Verdict {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CaseResult {
     Pass,
     Failure,
     Error,
 }
 
-impl Verdict {
-    fn of(outcome: &str) -> Verdict {
+impl CaseResult {
+    fn of(outcome: &str) -> CaseResult {
         match outcome {
-            "clean" => Verdict::Pass,
+            "clean" => CaseResult::Pass,
             "violated" | "worker_failed" | "timed_out" | "interrupted" | "stuck" => {
-                Verdict::Failure
+                CaseResult::Failure
             }
-            _ => Verdict::Error,
+            _ => CaseResult::Error,
         }
     }
 }
@@ -206,7 +206,18 @@ fn clean(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::clean;
+    use super::{clean, CaseResult};
+
+    #[test]
+    fn violations_and_worker_failures_fail_setup_errors_are_errors() {
+        assert_eq!(CaseResult::of("clean"), CaseResult::Pass);
+        for o in ["violated", "worker_failed", "timed_out", "interrupted"] {
+            assert_eq!(CaseResult::of(o), CaseResult::Failure, "{o}");
+        }
+        for o in ["setup_failed", "recovered", "unfinished", "something new"] {
+            assert_eq!(CaseResult::of(o), CaseResult::Error, "{o}");
+        }
+    }
 
     #[test]
     fn characters_xml_cannot_carry_are_replaced() {
