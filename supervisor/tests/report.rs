@@ -584,6 +584,84 @@ fn persona_runs_lists_newest_first_with_unfinished_and_unreadable_runs() {
     assert!(stdout(&o).starts_with("no persona runs"), "{}", stdout(&o));
 }
 
+/// A listener on 127.0.0.1 that counts every connection made to it: the witness that the page
+/// asked for nothing.
+fn witness() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read as _, Write as _};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let h = hits.clone();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut c = c;
+            let mut buf = [0u8; 1024];
+            let _ = c.read(&mut buf);
+            let _ = c.write_all(b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    (port, hits)
+}
+
+#[test]
+fn a_report_makes_no_request_whatever_its_text_asks_for() {
+    let Some(chromium) = chromium() else { return };
+    let (port, hits) = witness();
+    let sb = Sandbox::new();
+    let dir = write_run(
+        &sb.project(),
+        "20261130T100000Z-1",
+        "2026-11-30T10:00:00.000Z",
+        "2026-11-30T10:01:00.000Z",
+        "clean",
+        0,
+    );
+    // `http:\\host` is `http://host` to a browser, and holds no `://` for the URL stripping to
+    // catch: only escaping (and the page's Content-Security-Policy behind it) stands between
+    // this text and a request.
+    let bait = format!(
+        "<img src=\"http:\\\\127.0.0.1:{port}/img\"><link rel=stylesheet href=\"http:\\\\127.0.0.1:{port}/css\"><meta http-equiv=refresh content=\"0;url=http:\\\\127.0.0.1:{port}/go\">"
+    );
+    std::fs::write(dir.join("findings.md"), &bait).unwrap();
+    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    let label = serde_json::to_string(&bait).unwrap();
+    std::fs::write(
+        dir.join("journal.jsonl"),
+        journal.replacen(
+            r#""outcome":"completed""#,
+            &format!(r#""label":{label},"outcome":"completed""#),
+            1,
+        ),
+    )
+    .unwrap();
+    let o = sb
+        .leopold(&["persona", "report", &dir.display().to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let dom = render_dom(&chromium, &dir.join("report.html"));
+    assert!(
+        text_of(&dom).contains(&bait),
+        "the bait is shown as text: {dom}"
+    );
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the report made a request"
+    );
+
+    // Control: the same bait in a plain page does reach the witness, so silence above means
+    // something.
+    let control = sb.root.path().join("control.html");
+    std::fs::write(&control, format!("<!DOCTYPE html><p>{bait}</p>")).unwrap();
+    render_dom(&chromium, &control);
+    assert!(
+        hits.load(std::sync::atomic::Ordering::SeqCst) > 0,
+        "the witness saw nothing from the control page"
+    );
+}
+
 // ---- a small XML reader over quick-xml, so the JUnit file is checked as XML, not as text ----
 
 struct El {
