@@ -520,6 +520,22 @@ fn persona_runs_lists_newest_first_with_unfinished_and_unreadable_runs() {
         0,
     );
     std::fs::remove_file(crashed.join("run.json")).unwrap();
+    // Active: ACTIVE.json names it (its run.json is written only when it ends).
+    let live = write_run(
+        &p,
+        "20261130T120000Z-4",
+        "2026-11-30T12:00:00.000Z",
+        "x",
+        "clean",
+        0,
+    );
+    let mut active: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(live.join("run.json")).unwrap()).unwrap();
+    active["active"] = true.into();
+    active.as_object_mut().unwrap().remove("end");
+    active.as_object_mut().unwrap().remove("journal_hash");
+    std::fs::write(p.join(".leopold/persona/ACTIVE.json"), active.to_string()).unwrap();
+    std::fs::remove_file(live.join("run.json")).unwrap();
     // Unreadable run.json.
     let bad = write_run(
         &p,
@@ -546,21 +562,23 @@ fn persona_runs_lists_newest_first_with_unfinished_and_unreadable_runs() {
     assert_eq!(
         ids,
         [
+            "20261130T120000Z-4",
             "20261130T110000Z-3",
             "20261130T100000Z-2",
             "20261130T090000Z-1",
             ""
         ]
     );
-    assert_eq!(runs[0]["outcome"], "violated");
-    assert_eq!(runs[0]["exit_code"], 1);
-    assert_eq!(runs[0]["duration_ms"], 120_000);
-    assert_eq!(runs[0]["counts"]["denied"], 1);
-    assert_eq!(runs[0]["harness"], "codex");
-    assert_eq!(runs[1]["outcome"], "unfinished");
-    assert_eq!(runs[3]["outcome"], "unreadable");
-    assert!(runs[3]["error"].as_str().unwrap().contains("run.json"));
-    assert!(Path::new(runs[0]["run_dir"].as_str().unwrap()).is_absolute());
+    assert_eq!(runs[0]["outcome"], "active");
+    assert_eq!(runs[1]["outcome"], "violated");
+    assert_eq!(runs[1]["exit_code"], 1);
+    assert_eq!(runs[1]["duration_ms"], 120_000);
+    assert_eq!(runs[1]["counts"]["denied"], 1);
+    assert_eq!(runs[1]["harness"], "codex");
+    assert_eq!(runs[2]["outcome"], "unfinished");
+    assert_eq!(runs[4]["outcome"], "unreadable");
+    assert!(runs[4]["error"].as_str().unwrap().contains("run.json"));
+    assert!(Path::new(runs[1]["run_dir"].as_str().unwrap()).is_absolute());
 
     let o = sb
         .leopold(&["persona", "runs", "--project", &project])
@@ -569,14 +587,15 @@ fn persona_runs_lists_newest_first_with_unfinished_and_unreadable_runs() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = stdout(&o);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 5, "{text}");
+    assert_eq!(lines.len(), 6, "{text}");
     assert!(lines[0].starts_with("RUN "), "{text}");
+    assert!(lines[1].contains("active"), "{text}");
     assert!(
-        lines[1].contains("violated (1)") && lines[1].contains("2m"),
+        lines[2].contains("violated (1)") && lines[2].contains("2m"),
         "{text}"
     );
-    assert!(lines[2].contains("unfinished"), "{text}");
-    assert!(lines[4].contains("unreadable"), "{text}");
+    assert!(lines[3].contains("unfinished"), "{text}");
+    assert!(lines[5].contains("unreadable"), "{text}");
 
     // No runs at all.
     let empty = tempfile::tempdir().unwrap();
