@@ -607,6 +607,31 @@ mod tests {
     }
 
     #[test]
+    fn a_screenshot_call_journals_the_file_name_playwright_reports() {
+        // The text Playwright MCP 0.0.83 answered `browser_take_screenshot` with (seen).
+        let result = "### Result\n- [Screenshot of viewport](out/page-2026-12-01T07-32-30-942Z.png)\n### Ran Playwright code\n```js\n// Screenshot viewport and save it as out/page-2026-12-01T07-32-30-942Z.png\n```";
+        for harness in [Harness::Claude, Harness::Codex] {
+            let a = build_action(
+                harness,
+                "mcp__browser__browser_take_screenshot",
+                None,
+                &json!({}),
+                Outcome::Completed,
+                Some(result),
+                &RefMap::default(),
+                "2026-12-01T07:32:31Z".into(),
+            );
+            assert_eq!(
+                a.screenshot.as_deref(),
+                Some("page-2026-12-01T07-32-30-942Z.png")
+            );
+            let line = serde_json::to_string(&a).unwrap();
+            assert!(line.contains(r#""screenshot":"page-2026-12-01T07-32-30-942Z.png""#));
+            assert!(!line.contains("out/"), "no path is kept: {line}");
+        }
+    }
+
+    #[test]
     fn browser_refusals_are_recognised_without_keeping_urls() {
         let b = browser_blocked(
             "### Page\n- Page URL: chrome-error://chromewebdata/\n- Page Title: Evil.Example.net\n",
