@@ -205,7 +205,7 @@ fn violating_script() -> String {
 
 #[test]
 fn a_violating_run_writes_a_report_chromium_renders_and_a_junit_failure() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script(&violating_script());
     // A folder that does not exist yet, as a CI job names it.
     let junit = sb.root.join("out/reports/junit.xml");
@@ -306,7 +306,7 @@ fn a_violating_run_writes_a_report_chromium_renders_and_a_junit_failure() {
 
 #[test]
 fn a_clean_run_is_a_passing_junit_case_and_its_report_says_clean() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script(&format!(
         "{}\n{}\n",
         claude_tool_use(
@@ -399,7 +399,7 @@ fn listing(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 
 #[test]
 fn persona_report_renders_from_the_run_directory_alone_and_out_leaves_it_untouched() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     let dir = write_run(
         &sb.project,
         "20261130T100000Z-1",
@@ -454,7 +454,7 @@ fn persona_report_renders_from_the_run_directory_alone_and_out_leaves_it_untouch
 
 #[test]
 fn persona_report_refuses_a_malformed_run_json_naming_it_and_leaves_it_as_is() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     let dir = write_run(
         &sb.project,
         "20261130T100000Z-1",
@@ -489,7 +489,7 @@ fn persona_report_refuses_a_malformed_run_json_naming_it_and_leaves_it_as_is() {
 
 #[test]
 fn persona_runs_lists_newest_first_with_unfinished_and_unreadable_runs() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     let p = sb.project.clone();
     write_run(
         &p,
@@ -633,7 +633,7 @@ fn witness() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
 fn a_report_makes_no_request_whatever_its_text_asks_for() {
     let Some(chromium) = chromium() else { return };
     let (port, hits) = witness();
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     let dir = write_run(
         &sb.project,
         "20261130T100000Z-1",
