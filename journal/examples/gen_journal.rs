@@ -124,6 +124,7 @@ fn main() -> std::io::Result<()> {
             denied_reason: (outcome == Outcome::Denied).then(|| "outside_allowlist".to_owned()),
             verdict: Some(verdict),
             browser_blocked: None,
+            screenshot: None,
         };
         serde_json::to_writer(&mut w, &a)?;
         w.write_all(b"\n")?;

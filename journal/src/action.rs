@@ -183,6 +183,11 @@ pub struct Action {
     /// rules): Playwright reported an error page or `net::ERR_NAME_NOT_RESOLVED`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub browser_blocked: Option<Box<BrowserBlock>>,
+    /// The file name of the screenshot the call saved (Playwright's `browser_take_screenshot`),
+    /// in the run's `browser/output/` folder. The name only: a report never follows a path from
+    /// the stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot: Option<String>,
 }
 
 impl Action {

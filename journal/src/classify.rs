@@ -344,7 +344,22 @@ pub fn build_action(
         denied_reason: None,
         verdict: None,
         browser_blocked: None,
+        screenshot: result.and_then(playwright_screenshot_file),
     }
+}
+
+/// The file name of the screenshot a Playwright result reports saving
+/// (`- [Screenshot of viewport](<dir>/page-….png)`): the name only, never the path the stream
+/// gives, so a report looks for it in the run's own browser output folder and nowhere else.
+pub fn playwright_screenshot_file(result: &str) -> Option<String> {
+    result.lines().find_map(|l| {
+        let rest = l.trim_start().strip_prefix("- [Screenshot of ")?;
+        let target = rest.split_once("](")?.1.strip_suffix(')')?;
+        let name = target.rsplit(['/', '\\']).next()?;
+        let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
+        let plain = !name.starts_with('.') && !name.contains(['<', '>', '"', '\0']);
+        (plain && matches!(ext.as_str(), "png" | "jpeg" | "jpg" | "webp")).then(|| name.to_owned())
+    })
 }
 
 /// Characters typed by the call: `text`, `value`, or the sum over `fields[].value`.
@@ -565,6 +580,52 @@ mod tests {
             vec!["https://a.example/x", "HTTP://b.example"]
         );
         assert!(scan_web_urls("echo httpd").is_empty());
+    }
+
+    #[test]
+    fn screenshot_file_names_are_read_without_their_path() {
+        let r = "### Result\n- [Screenshot of viewport](../../tmp/out/page-2026-11-30T10-00-00-000Z.png)\n";
+        assert_eq!(
+            playwright_screenshot_file(r).as_deref(),
+            Some("page-2026-11-30T10-00-00-000Z.png")
+        );
+        assert_eq!(
+            playwright_screenshot_file("- [Snapshot](out/page-1.yml)"),
+            None
+        );
+        assert_eq!(
+            playwright_screenshot_file("- [Screenshot of viewport](x/.hidden.png)"),
+            None
+        );
+        assert_eq!(
+            playwright_screenshot_file("- [Screenshot of viewport](x/a.txt)"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_screenshot_call_journals_the_file_name_playwright_reports() {
+        // The text Playwright MCP 0.0.83 answered `browser_take_screenshot` with (seen).
+        let result = "### Result\n- [Screenshot of viewport](out/page-2026-12-01T07-32-30-942Z.png)\n### Ran Playwright code\n```js\n// Screenshot viewport and save it as out/page-2026-12-01T07-32-30-942Z.png\n```";
+        for harness in [Harness::Claude, Harness::Codex] {
+            let a = build_action(
+                harness,
+                "mcp__browser__browser_take_screenshot",
+                None,
+                &json!({}),
+                Outcome::Completed,
+                Some(result),
+                &RefMap::default(),
+                "2026-12-01T07:32:31Z".into(),
+            );
+            assert_eq!(
+                a.screenshot.as_deref(),
+                Some("page-2026-12-01T07-32-30-942Z.png")
+            );
+            let line = serde_json::to_string(&a).unwrap();
+            assert!(line.contains(r#""screenshot":"page-2026-12-01T07-32-30-942Z.png""#));
+            assert!(!line.contains("out/"), "no path is kept: {line}");
+        }
     }
 
     #[test]

@@ -97,6 +97,7 @@ pub fn denial_from_line(line: &[u8], harness: Harness) -> Option<Action> {
         denied_reason: ev.reason.filter(|r| is_reason_id(r)),
         verdict: None,
         browser_blocked: None,
+        screenshot: None,
     })
 }
 

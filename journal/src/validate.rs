@@ -142,6 +142,7 @@ mod tests {
             denied_reason: None,
             verdict: None,
             browser_blocked: None,
+            screenshot: None,
         }
     }
 

@@ -201,6 +201,7 @@ mod tests {
             denied_reason: None,
             verdict: None,
             browser_blocked: None,
+            screenshot: None,
         };
         assert_eq!(w.append(&mut a).unwrap(), 1);
         assert_eq!(w.append(&mut a).unwrap(), 2);

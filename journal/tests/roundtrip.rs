@@ -80,6 +80,7 @@ fn action() -> impl Strategy<Value = Action> {
             denied_reason: None,
             verdict: None,
             browser_blocked: None,
+            screenshot: None,
         })
 }
 

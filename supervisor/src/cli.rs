@@ -23,7 +23,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Persona runs: run, guard, wiring, recovery, replay.
+    /// Persona runs: run, guard, wiring, recovery, replay, reports, past runs.
     #[command(subcommand)]
     Persona(PersonaCommand),
     /// State, per harness, which bound is actually in force, and what to fix.
@@ -71,6 +71,20 @@ pub enum PersonaCommand {
     Recover(ProjectArgs),
     /// Re-validate a recorded journal (or a raw harness stream) against its flow.
     Replay(ReplayArgs),
+    /// Render a run's report.html again, from its run directory alone.
+    ///
+    /// One self-contained page (inline CSS, no script, no network): the flow (name, allowlist,
+    /// rules), the outcome and exit code, the findings, and a timeline of every action with its
+    /// hosts, label, outcome, the reason for each block or violation, the page it ended on and
+    /// the screenshot after it. `persona run` writes it at the end of every run. Prints the path
+    /// written. See README "Reports".
+    Report(ReportArgs),
+    /// List the project's persona runs, newest first.
+    ///
+    /// Id, flow, harness, start, duration, outcome (exit code), action counts and run directory.
+    /// A run with no run.json is `active` (it holds ACTIVE.json) or `unfinished` (it crashed:
+    /// `leopold persona recover`). See README "Past runs".
+    Runs(RunsArgs),
 }
 
 /// `--harness claude|codex`, parsed straight into the one [`Harness`] enum.
@@ -177,6 +191,11 @@ pub struct RunArgs {
     /// Print one JSON object per event, for machines.
     #[arg(long)]
     pub json: bool,
+    /// Also write the run as a JUnit XML report to FILE (one test suite for the run, one test
+    /// case for the flow; a violation or a worker failure is a failure with its reason; the
+    /// findings go in `system-out`), for CI. See README "CI".
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
     /// Extra arguments passed to the harness (refused if they would disable hooks).
     #[arg(last = true, value_name = "HARNESS ARGS")]
     pub extra: Vec<String>,
@@ -220,6 +239,25 @@ pub struct ReplayArgs {
     /// Read a raw harness stream instead of a Leopold journal (needs `--flow`).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub from: Option<StreamFormat>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run directory, `.leopold/persona/runs/<run_id>`.
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: PathBuf,
+    /// Write the page here instead of `<RUN_DIR>/report.html`.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    #[command(flatten)]
+    pub project: ProjectArgs,
+    /// Print `{"project", "runs": [...]}` as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

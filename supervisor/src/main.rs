@@ -16,6 +16,7 @@ mod os;
 mod process;
 mod recovery;
 mod redact;
+mod report;
 mod state;
 mod worker;
 

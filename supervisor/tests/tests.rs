@@ -8,5 +8,7 @@ mod kit;
 mod lifecycle;
 /// `leopold persona replay` on the golden journals and the harness captures.
 mod replay_cli;
+/// `report.html`, `persona report`, `persona runs`, `--junit`.
+mod report;
 /// `leopold persona wire` / `unwire`, and the wired command as a harness runs it.
 mod wiring_cli;

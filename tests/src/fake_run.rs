@@ -330,11 +330,12 @@ pub fn active_worker_pid(sb: &Sandbox) -> Option<u32> {
 }
 
 /// What a finished run leaves under `.leopold/persona/`: the project's event log (the guard's
-/// denials, the proof's among them), the inert lock file, and the run directory (journal, final
-/// state).
-pub const RUN_LISTING: [&str; 4] = [
+/// denials, the proof's among them), the inert lock file, and the run directory (journal, report,
+/// final state).
+pub const RUN_LISTING: [&str; 5] = [
     "events.jsonl",
     "run.lock",
     "runs/<run>/journal.jsonl",
+    "runs/<run>/report.html",
     "runs/<run>/run.json",
 ];

@@ -4,7 +4,9 @@
 mod doctor;
 mod recover;
 mod replay;
+mod report;
 mod run;
+mod runs;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -25,6 +27,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Doctor(args) => doctor::doctor(args),
         Command::Persona(PersonaCommand::Wire(args)) => wire::wire(args),
         Command::Persona(PersonaCommand::Unwire(args)) => wire::unwire(args),
+        Command::Persona(PersonaCommand::Report(args)) => report::run(args),
+        Command::Persona(PersonaCommand::Runs(args)) => runs::run(args),
     }
 }
 

@@ -10,6 +10,7 @@
 //! - `demo`: the README demo over both CLIs.
 //! - `persona_run`: the scenarios through `leopold persona run`.
 //! - `harness_facts`: the fail-open and settings-skipping behaviours the design rests on.
+//! - `report`: a screenshot in real Chromium lands, embedded, in the run's report.html.
 
 mod browser;
 mod demo;
@@ -17,3 +18,4 @@ mod fixtures;
 mod guard_wired;
 mod harness_facts;
 mod persona_run;
+mod report;

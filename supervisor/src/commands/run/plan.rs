@@ -32,6 +32,8 @@ pub struct Plan {
     pub timeout: Option<Duration>,
     pub grace: Duration,
     pub ctx: harness::Context,
+    /// `--junit FILE`, absolute.
+    pub junit: Option<PathBuf>,
 }
 
 /// Whether the run provisions its browser: `--browser`, or the flow's `browser` key.
@@ -91,6 +93,12 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
             if args.harness_bin.is_none() { " on PATH" } else { "" }
         )
     })?;
+    let junit = match &args.junit {
+        Some(p) => Some(
+            std::path::absolute(p).with_context(|| format!("cannot resolve {}", p.display()))?,
+        ),
+        None => None,
+    };
     let mut ctx = crate::commands::harness_context(&project)?;
     if kind == Harness::Claude {
         // `onFailure: block` only where this Claude Code understands it (2.1.295+); when the
@@ -121,6 +129,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         timeout: args.timeout,
         grace: grace(std::env::var(GRACE_ENV).ok().as_deref()),
         ctx,
+        junit,
     })
 }
 

@@ -116,6 +116,12 @@ impl Teardown<'_> {
             .unwrap_or(&run_dir)
             .display()
             .to_string();
+        // report.html (and --junit), from the run directory now that run.json is final.
+        for w in crate::report::after_run(&run_dir, &plan.flow, plan.junit.as_deref()) {
+            self.out.warn(&w);
+        }
+        self.out
+            .info(&format!("leopold: report: {rel}/report.html"));
         self.out.summary(&summary_line(
             &self.st.run_id,
             end.outcome,

@@ -1,0 +1,202 @@
+//! `leopold persona runs [--project DIR] [--json]`: the project's past runs, newest first
+//! (README "Past runs").
+#![allow(clippy::print_stdout)]
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use serde_json::json;
+
+use crate::cli::RunsArgs;
+use crate::report::{self, html::format_duration, RunRecord};
+use crate::state::{self, PersonaPaths, StateFile as _};
+
+/// One row of the listing: a run read, or a directory that could not be.
+enum Entry {
+    Run(Box<RunRecord>),
+    Unreadable {
+        dir: std::path::PathBuf,
+        error: String,
+    },
+}
+
+impl Entry {
+    /// The directory's name: a run id, which starts with the run's UTC start time, so names
+    /// sort as starts do (and a run whose run.json cannot be read still has its place).
+    fn sort_key(&self) -> String {
+        let dir = match self {
+            Entry::Run(r) => &r.dir,
+            Entry::Unreadable { dir, .. } => dir,
+        };
+        dir.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+}
+
+pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
+    let project = state::resolve_project(args.project.project.as_deref())?;
+    let paths = PersonaPaths::new(&project);
+    let runs_dir = paths.runs();
+    let active_id = crate::state::ActiveState::read(&paths.active())
+        .ok()
+        .map(|s| s.run_id);
+    let mut entries = Vec::new();
+    match std::fs::read_dir(&runs_dir) {
+        Ok(rd) => {
+            for e in rd {
+                let e = e.with_context(|| format!("cannot read {}", runs_dir.display()))?;
+                let dir = e.path();
+                if !dir.is_dir() {
+                    continue;
+                }
+                entries.push(match report::read_run_summary(&dir) {
+                    Ok(r) => Entry::Run(Box::new(r)),
+                    Err(err) => Entry::Unreadable {
+                        dir,
+                        error: format!("{err:#}"),
+                    },
+                });
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(e).with_context(|| format!("cannot read {}", runs_dir.display()));
+        }
+    }
+    entries.sort_by_key(|e| std::cmp::Reverse(e.sort_key()));
+
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let outcome_of = |r: &RunRecord| {
+        let o = r.outcome();
+        if o == "unfinished" && active_id.as_deref() == Some(r.run_id().as_str()) {
+            "active".to_owned()
+        } else {
+            o
+        }
+    };
+    if args.json {
+        let runs: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|e| match e {
+                Entry::Run(r) => {
+                    let end = r.state.as_ref().and_then(|s| s.end.as_ref());
+                    json!({
+                        "run_id": r.run_id(),
+                        "flow": r.flow(),
+                        "harness": r.harness(),
+                        "started_at": r.started_at(),
+                        "ended_at": end.map(|e| e.ended_at.clone()),
+                        "duration_ms": r.duration().map(|d| d.as_millis() as u64),
+                        "outcome": outcome_of(r),
+                        "exit_code": r.exit_code(),
+                        "counts": end.map(|e| e.counts.clone()),
+                        "run_dir": r.dir,
+                    })
+                }
+                Entry::Unreadable { dir, error } => json!({
+                    "run_dir": dir,
+                    "outcome": "unreadable",
+                    "error": error,
+                }),
+            })
+            .collect();
+        writeln!(out, "{}", json!({"project": project, "runs": runs}))?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    if entries.is_empty() {
+        writeln!(
+            out,
+            "no persona runs in {} (`leopold persona run` records them under {})",
+            project.display(),
+            runs_dir.display()
+        )?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let cwd = std::env::current_dir().ok();
+    let shown = |p: &std::path::Path| {
+        cwd.as_deref()
+            .and_then(|c| p.strip_prefix(c).ok())
+            .unwrap_or(p)
+            .display()
+            .to_string()
+    };
+    let mut rows: Vec<[String; 9]> = vec![[
+        "RUN".into(),
+        "FLOW".into(),
+        "HARNESS".into(),
+        "STARTED".into(),
+        "DURATION".into(),
+        "OUTCOME".into(),
+        "ACTIONS".into(),
+        "DENIED".into(),
+        "VIOLATIONS".into(),
+    ]];
+    let mut dirs = vec!["DIRECTORY".to_owned()];
+    for e in &entries {
+        match e {
+            Entry::Run(r) => {
+                let end = r.state.as_ref().and_then(|s| s.end.as_ref());
+                let outcome = match r.exit_code() {
+                    Some(c) => format!("{} ({c})", outcome_of(r)),
+                    None => outcome_of(r),
+                };
+                let n = |f: fn(&state::Counts) -> u64| {
+                    end.map_or_else(|| "-".to_owned(), |e| f(&e.counts).to_string())
+                };
+                rows.push([
+                    r.run_id(),
+                    r.flow(),
+                    r.harness(),
+                    r.started_at().unwrap_or_else(|| "-".into()),
+                    r.duration().map_or_else(|| "-".into(), format_duration),
+                    outcome,
+                    n(|c| c.actions),
+                    n(|c| c.denied),
+                    n(|c| c.violations),
+                ]);
+                dirs.push(shown(&r.dir));
+            }
+            Entry::Unreadable { dir, error } => {
+                let name = dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let first = error.lines().next().unwrap_or("").to_owned();
+                rows.push([
+                    name,
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "unreadable".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                ]);
+                dirs.push(format!("{}  ({first})", shown(dir)));
+            }
+        }
+    }
+    let mut widths = [0usize; 9];
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r.iter()) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    for (r, d) in rows.iter().zip(dirs.iter()) {
+        let mut line = String::new();
+        for (c, w) in r.iter().zip(widths.iter()) {
+            line.push_str(&format!("{c:<w$}  "));
+        }
+        line.push_str(d);
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,226 @@
+//! `persona run --junit FILE`: the run as JUnit XML, the format GitHub Actions, GitLab and
+//! Jenkins read. One `<testsuite>` for the run, one `<testcase>` for its flow:
+//!
+//! - `clean`: the test case passes;
+//! - `violated`, `worker_failed`, `timed_out`, `interrupted`: a `<failure>` whose `message` is the
+//!   run's reason and whose `type` is the outcome; its text lists the violations and walls;
+//! - any other outcome (`setup_failed`, `recovered`, a run with no `run.json`): an `<error>`;
+//! - the findings (`findings.md`, then the walls) go in the test case's `<system-out>`.
+//!
+//! Text from the run (a label, the model's findings) is escaped by `quick-xml`; characters XML 1.0
+//! cannot carry at all (most control characters) are replaced with U+FFFD first.
+
+use quick_xml::events::{BytesDecl, BytesText, Event};
+use quick_xml::Writer;
+
+use super::RunRecord;
+
+/// Renders the JUnit XML of one run.
+pub fn render(rec: &RunRecord) -> String {
+    let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
+    write(&mut w, rec).expect("writing XML to memory does not fail");
+    let mut out = String::from_utf8(w.into_inner()).expect("quick-xml writes UTF-8 from str");
+    out.push('\n');
+    out
+}
+
+fn write(w: &mut Writer<Vec<u8>>, rec: &RunRecord) -> std::io::Result<()> {
+    let outcome = rec.outcome();
+    let end = rec.state.as_ref().and_then(|s| s.end.as_ref());
+    let time = rec
+        .duration()
+        .map(|d| format!("{:.3}", d.as_secs_f64()))
+        .unwrap_or_else(|| "0".into());
+    let verdict = CaseResult::of(&outcome);
+    let (failures, errors) = match verdict {
+        CaseResult::Pass => ("0", "0"),
+        CaseResult::Failure => ("1", "0"),
+        CaseResult::Error => ("0", "1"),
+    };
+    let flow = clean(&rec.flow());
+    let harness = clean(&rec.harness());
+    let run_id = clean(&rec.run_id());
+    let suite = format!("leopold persona {flow} ({harness}) {run_id}");
+    let started = rec.started_at().map(|s| clean(&s)).unwrap_or_default();
+    let reason = end
+        .and_then(|e| e.reason.as_deref())
+        .map(clean)
+        .unwrap_or_else(|| outcome.clone());
+
+    w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))?;
+    w.create_element("testsuites")
+        .with_attribute(("name", "leopold"))
+        .with_attribute(("tests", "1"))
+        .with_attribute(("failures", failures))
+        .with_attribute(("errors", errors))
+        .with_attribute(("time", time.as_str()))
+        .write_inner_content(|w| {
+            let mut suite_el = w
+                .create_element("testsuite")
+                .with_attribute(("name", suite.as_str()))
+                .with_attribute(("tests", "1"))
+                .with_attribute(("failures", failures))
+                .with_attribute(("errors", errors))
+                .with_attribute(("skipped", "0"))
+                .with_attribute(("time", time.as_str()));
+            if !started.is_empty() {
+                suite_el = suite_el.with_attribute(("timestamp", started.as_str()));
+            }
+            suite_el.write_inner_content(|w| {
+                w.create_element("properties").write_inner_content(|w| {
+                    let mut props: Vec<(&str, String)> = vec![
+                        ("run_id", run_id.clone()),
+                        ("flow", flow.clone()),
+                        ("harness", harness.clone()),
+                        ("outcome", clean(&outcome)),
+                        ("run_dir", clean(&rec.dir.display().to_string())),
+                        (
+                            "report",
+                            clean(&rec.dir.join(super::REPORT_FILE).display().to_string()),
+                        ),
+                    ];
+                    if let Some(code) = rec.exit_code() {
+                        props.push(("exit_code", code.to_string()));
+                    }
+                    if let Some(h) = &rec.journal_hash {
+                        props.push(("journal_hash", clean(h)));
+                    }
+                    for (k, v) in &props {
+                        w.create_element("property")
+                            .with_attribute(("name", *k))
+                            .with_attribute(("value", v.as_str()))
+                            .write_empty()?;
+                    }
+                    Ok(())
+                })?;
+                w.create_element("testcase")
+                    .with_attribute(("name", flow.as_str()))
+                    .with_attribute(("classname", format!("leopold.persona.{harness}").as_str()))
+                    .with_attribute(("time", time.as_str()))
+                    .write_inner_content(|w| {
+                        let tag = match verdict {
+                            CaseResult::Pass => None,
+                            CaseResult::Failure => Some("failure"),
+                            CaseResult::Error => Some("error"),
+                        };
+                        if let Some(tag) = tag {
+                            let body = failure_text(rec, &outcome);
+                            w.create_element(tag)
+                                .with_attribute(("message", reason.as_str()))
+                                .with_attribute(("type", outcome.as_str()))
+                                .write_text_content(BytesText::new(&body))?;
+                        }
+                        w.create_element("system-out")
+                            .write_text_content(BytesText::new(&system_out(rec)))?;
+                        Ok(())
+                    })?;
+                Ok(())
+            })?;
+            Ok(())
+        })?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CaseResult {
+    Pass,
+    Failure,
+    Error,
+}
+
+impl CaseResult {
+    fn of(outcome: &str) -> CaseResult {
+        match outcome {
+            "clean" => CaseResult::Pass,
+            "violated" | "worker_failed" | "timed_out" | "interrupted" | "stuck" => {
+                CaseResult::Failure
+            }
+            _ => CaseResult::Error,
+        }
+    }
+}
+
+fn failure_text(rec: &RunRecord, outcome: &str) -> String {
+    let end = rec.state.as_ref().and_then(|s| s.end.as_ref());
+    let mut t = format!("outcome: {outcome}");
+    if let Some(code) = rec.exit_code() {
+        t.push_str(&format!(" (exit {code})"));
+    }
+    t.push('\n');
+    if let Some(r) = end.and_then(|e| e.reason.as_deref()) {
+        t.push_str(&format!("reason: {r}\n"));
+    }
+    if let Some(ws) = end.and_then(|e| e.worker_status.as_deref()) {
+        t.push_str(&format!("worker: {ws}\n"));
+    }
+    if rec.state.is_none() {
+        t.push_str("the run directory has no run.json: the run never finished (see `leopold persona recover`)\n");
+    }
+    let walls = rec.walls();
+    if !walls.is_empty() {
+        t.push_str("\nviolations and walls:\n");
+        for w in walls {
+            t.push_str(&format!("  {w}\n"));
+        }
+    }
+    clean(&t)
+}
+
+fn system_out(rec: &RunRecord) -> String {
+    let mut t = String::new();
+    match &rec.findings {
+        Some(f) => {
+            t.push_str("Findings (findings.md):\n");
+            t.push_str(f);
+            if !f.ends_with('\n') {
+                t.push('\n');
+            }
+        }
+        None => t.push_str("The run saved no findings.md.\n"),
+    }
+    let walls = rec.walls();
+    if !walls.is_empty() {
+        t.push_str("\nWalls the persona hit:\n");
+        for w in walls {
+            t.push_str(&format!("  {w}\n"));
+        }
+    }
+    t.push_str(&format!(
+        "\nReport: {}\n",
+        rec.dir.join(super::REPORT_FILE).display()
+    ));
+    clean(&t)
+}
+
+/// Replaces what XML 1.0 cannot carry, even escaped (control characters other than tab, line
+/// feed and carriage return; U+FFFE and U+FFFF), with U+FFFD.
+fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '\t' | '\n' | '\r' => c,
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => '\u{FFFD}',
+            c => c,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{clean, CaseResult};
+
+    #[test]
+    fn violations_and_worker_failures_fail_setup_errors_are_errors() {
+        assert_eq!(CaseResult::of("clean"), CaseResult::Pass);
+        for o in ["violated", "worker_failed", "timed_out", "interrupted"] {
+            assert_eq!(CaseResult::of(o), CaseResult::Failure, "{o}");
+        }
+        for o in ["setup_failed", "recovered", "unfinished", "something new"] {
+            assert_eq!(CaseResult::of(o), CaseResult::Error, "{o}");
+        }
+    }
+
+    #[test]
+    fn characters_xml_cannot_carry_are_replaced() {
+        assert_eq!(clean("a\u{1}b\tc\u{FFFF}"), "a\u{FFFD}b\tc\u{FFFD}");
+    }
+}
