@@ -15,6 +15,8 @@ mod observe_impl;
 #[path = "os/unix.rs"]
 mod os;
 mod redact;
+#[cfg(unix)]
+mod sandbox;
 mod state;
 mod wiring_port;
 mod worker;
@@ -31,6 +33,11 @@ fn main() -> ExitCode {
         && args.next().is_some_and(|a| a == "guard")
     {
         return ExitCode::from(leopold_guard::main_entry());
+    }
+    // The box's first program (README "The box"): raw arguments, the worker's own after `--`.
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    if raw.len() >= 2 && raw[0] == "persona" && raw[1] == "box-init" {
+        return sandbox::init::main(&raw[2..]);
     }
 
     let cli = cli::Cli::parse();

@@ -122,6 +122,8 @@ struct Plan {
     timeout: Option<Duration>,
     grace: Duration,
     ctx: harness::Context,
+    /// The box (README "The box"): bwrap's path, or `None` with `--no-contain`.
+    bwrap: Option<PathBuf>,
 }
 
 /// The harness context for this project: where Codex keeps its config, the guard's command.
@@ -182,6 +184,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         .and_then(|v| v.parse::<u64>().ok())
         .map(Duration::from_millis)
         .unwrap_or(DEFAULT_GRACE);
+    let bwrap = crate::sandbox::for_run(args.no_contain)?;
     let mut ctx = harness_context(&project)?;
     if kind == HarnessKind::Claude {
         // `onFailure: block` only where this Claude Code understands it (2.1.295+); when the
@@ -201,6 +204,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         timeout: args.timeout,
         grace,
         ctx,
+        bwrap,
     })
 }
 
@@ -449,6 +453,37 @@ async fn lifecycle(
         ));
     }
     let cmd = worker::worker_command(&spec, &run_id);
+    // The box: the worker's whole tree in its own namespaces (crate::sandbox).
+    let boxed = match &plan.bwrap {
+        Some(bwrap) => match crate::sandbox::start(crate::sandbox::Launch {
+            bwrap,
+            kind: plan.kind,
+            project: &plan.paths.project,
+            harness_bin: &plan.bin,
+            codex_home: &plan.ctx.codex_home,
+            run_id: &run_id,
+            run_dir: &run_dir,
+            events_file: plan.paths.events(),
+            ro: vec![plan.flow_path.clone()],
+            programs: spec
+                .mcp_servers
+                .iter()
+                .filter_map(|s| match &s.transport {
+                    worker::McpTransport::Stdio { command, .. } => Some(PathBuf::from(command)),
+                    worker::McpTransport::Http { .. } => None,
+                })
+                .collect(),
+            rw: Vec::new(),
+        }) {
+            Ok(b) => Some(b),
+            Err(e) => return run.setup_failed(format!("{e:#}")),
+        },
+        None => None,
+    };
+    let cmd = match &boxed {
+        Some(b) => b.wrap(&cmd),
+        None => cmd,
+    };
     let mut child = match tokio::process::Command::from(cmd).spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -497,6 +532,11 @@ async fn lifecycle(
             ));
         }
     }
+
+    if let Some(note) = boxed.as_ref().and_then(crate::sandbox::Boxed::refusals) {
+        out.warn(&note);
+    }
+    drop(boxed);
 
     // 8. Outcome.
     let worker_status = sup.status.map(|s| describe_status(&s));
