@@ -12,9 +12,9 @@ pub const LEOPOLD: &str = env!("CARGO_BIN_EXE_leopold");
 
 /// `<repo>/../shared/harness-streams/<name>`.
 pub fn capture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/harness-streams")
-        .join(name)
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/harness-streams");
+    // Canonical: inside the box only the folder itself is there, not the `..` path to it.
+    std::fs::canonicalize(&dir).unwrap_or(dir).join(name)
 }
 
 /// The fake worker binary, built once per test process (a no-op when it is up to date).
@@ -55,19 +55,34 @@ pub const FLOW: &str = "+++\nname = \"checkout\"\nallowlist = [\"staging.example
 
 pub struct Sandbox {
     pub root: tempfile::TempDir,
+    /// `persona run --no-contain`: for the tests that pin the supervisor's own process handling
+    /// (process group, grace period, leaked output), which the box replaces by killing its PID
+    /// namespace whole.
+    pub unboxed: bool,
 }
 
 impl Sandbox {
     pub fn new() -> Sandbox {
         let root = tempfile::tempdir().expect("tempdir");
-        let sb = Sandbox { root };
+        let sb = Sandbox {
+            root,
+            unboxed: false,
+        };
         std::fs::create_dir_all(sb.project().join(".claude")).unwrap();
         std::fs::create_dir_all(sb.codex_home()).unwrap();
         std::fs::create_dir_all(sb.home()).unwrap();
+        std::fs::create_dir_all(sb.kit()).unwrap();
         std::fs::write(sb.project().join(".claude/settings.json"), CLAUDE_SETTINGS).unwrap();
         std::fs::write(sb.codex_home().join("config.toml"), CODEX_CONFIG).unwrap();
         std::fs::write(sb.flow(), FLOW).unwrap();
         sb
+    }
+    /// A sandbox whose runs pass `--no-contain`.
+    pub fn unboxed() -> Sandbox {
+        Sandbox {
+            unboxed: true,
+            ..Sandbox::new()
+        }
     }
     pub fn project(&self) -> PathBuf {
         self.root.path().join("project")
@@ -81,11 +96,56 @@ impl Sandbox {
     pub fn flow(&self) -> PathBuf {
         self.root.path().join("checkout.md")
     }
+    /// The fake worker's own folder (its script, its record, its results): the one place
+    /// outside the box's scratch that the box lets it write (`__LEOPOLD_BOX_RW`), apart from the
+    /// project and HOME whose bytes the tests compare.
+    pub fn kit(&self) -> PathBuf {
+        self.root.path().join("kit")
+    }
     pub fn script(&self) -> PathBuf {
-        self.root.path().join("script.txt")
+        self.kit().join("script.txt")
     }
     pub fn record(&self) -> PathBuf {
-        self.root.path().join("worker.json")
+        self.kit().join("worker.json")
+    }
+    /// Where the fake worker's adversary directives write what they saw (JSON lines).
+    pub fn results(&self) -> PathBuf {
+        self.kit().join("results.jsonl")
+    }
+    pub fn results_lines(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.results())
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// Whether a process the fake worker recorded (by the pid it saw, which inside the box is
+    /// its pid in the box's PID namespace) is alive: found in the host's /proc by this sandbox's
+    /// record path in its environment and its innermost pid (`NSpid`).
+    pub fn proc_alive(&self, recorded: u32) -> bool {
+        let needle = format!("FAKE_WORKER_RECORD={}", self.record().display());
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                continue;
+            };
+            if !env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+                continue;
+            }
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            let inner = status
+                .lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .and_then(|v| v.split_whitespace().last())
+                .and_then(|v| v.parse::<u32>().ok());
+            if inner == Some(recorded) && alive(pid) {
+                return true;
+            }
+        }
+        false
     }
     pub fn marker(&self) -> PathBuf {
         self.root.path().join("paused")
@@ -176,6 +236,14 @@ impl Sandbox {
             .env("CODEX_HOME", self.codex_home())
             .env("FAKE_WORKER_SCRIPT", self.script())
             .env("FAKE_WORKER_RECORD", self.record())
+            .env("FAKE_WORKER_RESULTS", self.results())
+            // The box passes these in and binds the kit folder (test-only knobs).
+            .env(
+                "__LEOPOLD_BOX_PASS_ENV",
+                "FAKE_WORKER_SCRIPT,FAKE_WORKER_RECORD,FAKE_WORKER_RESULTS,FAKE_WORKER_VERSION",
+            )
+            .env("__LEOPOLD_BOX_RW", self.kit())
+            .env("__LEOPOLD_BOX_RO", capture("x").parent().unwrap())
             .env("__LEOPOLD_STOP_GRACE_MS", "300")
             .env_remove("LEOPOLD_RUN_ID")
             .env_remove("__LEOPOLD_PAUSE_AT")
@@ -200,6 +268,9 @@ impl Sandbox {
             "--harness-bin",
             &bin,
         ];
+        if self.unboxed {
+            args.push("--no-contain");
+        }
         args.extend_from_slice(extra);
         self.leopold(&args)
     }
