@@ -65,6 +65,7 @@ pub const PROXY_PORT: u16 = 3128;
 const TEST_PASS_ENV: &str = "__LEOPOLD_BOX_PASS_ENV";
 const TEST_RO: &str = "__LEOPOLD_BOX_RO";
 const TEST_RW: &str = "__LEOPOLD_BOX_RW";
+const TEST_BWRAP: &str = "__LEOPOLD_BWRAP";
 
 /// Where the model endpoint is, and how the box reaches it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,9 +124,14 @@ pub fn probe() -> Availability {
             "the box is built with Linux namespaces (bubblewrap); this system has none".into(),
         );
     }
-    let Some(bwrap) = crate::os::find_executable(Path::new("bwrap"))
-        .or_else(|| crate::os::find_executable(Path::new("/usr/bin/bwrap")))
-    else {
+    // Test-only: a bwrap path, to prove the refusal on a machine that has one.
+    let wanted = std::env::var_os(TEST_BWRAP).map(PathBuf::from);
+    let found = match &wanted {
+        Some(p) => crate::os::find_executable(p),
+        None => crate::os::find_executable(Path::new("bwrap"))
+            .or_else(|| crate::os::find_executable(Path::new("/usr/bin/bwrap"))),
+    };
+    let Some(bwrap) = found else {
         return Availability::Missing(
             "`bwrap` (bubblewrap) is not installed (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`)".into(),
         );
