@@ -465,6 +465,9 @@ impl Sandbox {
     pub fn hermetic(&self, cmd: &mut Command, model: &ModelServer) {
         cmd.env_clear()
             .envs(self.env(model))
+            // `persona run` boxes the harness: the stub browser it starts inside writes its call
+            // log here (test-only knob; the browser moves outside the box with its MCP relay).
+            .env("__LEOPOLD_BOX_RW", &self.logs)
             .current_dir(&self.project)
             .stdin(Stdio::null());
     }

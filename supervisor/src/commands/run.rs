@@ -464,7 +464,9 @@ async fn lifecycle(
             run_id: &run_id,
             run_dir: &run_dir,
             events_file: plan.paths.events(),
-            ro: vec![plan.flow_path.clone()],
+            ro: std::iter::once(plan.flow_path.clone())
+                .chain(plan.mcp_config.clone())
+                .collect(),
             programs: spec
                 .mcp_servers
                 .iter()

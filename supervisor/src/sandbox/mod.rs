@@ -425,11 +425,27 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
             }
         }
     }
-    if r.kind == HarnessKind::Codex {
-        // The harness configuration, read-only: its config.toml carries the guard's wiring and
-        // the model provider; auth.json is its login file.
-        ro.push(r.codex_home.to_path_buf());
-    }
+    // Codex writes its home (sessions, logs, its app-server state) and fails on a read-only one.
+    // Interim, until each run gets its own harness configuration (issue #12 item 3): a copy of
+    // the wired config.toml and the login file in the scratch, as CODEX_HOME. The user's own
+    // folder is not in the box.
+    let codex_home = match r.kind {
+        HarnessKind::Codex if !r.rw.iter().any(|p| r.codex_home.starts_with(p)) => {
+            let inner = r.scratch.join(".codex");
+            std::fs::create_dir_all(&inner)
+                .with_context(|| format!("cannot create {}", inner.display()))?;
+            for f in ["config.toml", "auth.json"] {
+                let from = r.codex_home.join(f);
+                if from.is_file() {
+                    std::fs::copy(&from, inner.join(f)).with_context(|| {
+                        format!("cannot copy {} into the run's scratch", from.display())
+                    })?;
+                }
+            }
+            inner
+        }
+        _ => r.codex_home.to_path_buf(),
+    };
     ro.extend(r.ro);
     let mut rw = r.rw;
     let split = |var: &str| -> Vec<PathBuf> {
@@ -468,7 +484,7 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
         r.sock_dir.join(relay::EVENTS_SOCK).into_os_string(),
     ));
     if r.kind == HarnessKind::Codex {
-        env.push(("CODEX_HOME".into(), r.codex_home.as_os_str().to_owned()));
+        env.push(("CODEX_HOME".into(), codex_home.into_os_string()));
     }
     if let Endpoint::Connect { .. } = endpoint {
         let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
