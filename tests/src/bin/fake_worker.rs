@@ -33,7 +33,7 @@
 //! - `@sh CMD`: `sh -c CMD` (curl, python, …), records the exit code.
 //!
 //! At start, if `FAKE_WORKER_RECORD` is set, it writes `{argv, pid, pgid, cwd, stdin_is_null,
-//! run_id}` there as JSON. With `--version` it prints `FAKE_WORKER_VERSION` (default a Claude
+//! run_id, mono_ns}` there as JSON. With `--version` it prints `FAKE_WORKER_VERSION` (default a Claude
 //! Code version line) and exits.
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 #![allow(unsafe_code)]
@@ -63,10 +63,25 @@ fn record(path: &Path, argv: &[String]) {
         "cwd": std::env::current_dir().ok(),
         "stdin_is_null": stdin_is_null,
         "run_id": std::env::var("LEOPOLD_RUN_ID").ok(),
+        // CLOCK_MONOTONIC (shared with the host: the box has no time namespace), so a benchmark
+        // can tell when the worker really started, inside the box or not.
+        "mono_ns": mono_ns(),
     });
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, v.to_string()).expect("write record");
     std::fs::rename(&tmp, path).expect("rename record");
+}
+
+fn mono_ns() -> u128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128
 }
 
 fn settings_hooks(argv: &[String]) -> Vec<String> {
