@@ -107,6 +107,7 @@ fn nothing_gets_out(harness: &str) {
          @get http://127.0.0.1:{}/v1/positive-control\n\
          @read /etc/shadow\n@read {}\n\
          @write ${{HOME}}/scratch-ok.txt\n\
+         @sh env > \"$HOME/env.txt\"; ls -la / /tmp > \"$HOME/ls.txt\" 2>&1\n\
          @detach 2 http://127.0.0.1:{f}/after-run {}\n",
         model.port,
         sb.home().join(".ssh/id_ed25519").display(),
@@ -127,6 +128,8 @@ fn nothing_gets_out(harness: &str) {
             format!("http://127.0.0.1:{}", model.port),
         )
         .env("MOCK_API_KEY", "none")
+        .env("AWS_SECRET_ACCESS_KEY", "planted-aws-secret")
+        .env("GITHUB_TOKEN", "planted-github-token")
         .output()
         .unwrap();
     assert_eq!(
@@ -159,14 +162,17 @@ fn nothing_gets_out(harness: &str) {
         "HOME is the scratch"
     );
 
+    // The environment: the supervisor's other variables never reach the box.
+    let env = std::fs::read_to_string(run_dir.join("scratch/env.txt")).unwrap();
+    assert!(env.contains("LEOPOLD_RUN_ID="), "{env}");
+    assert!(!env.contains("planted-"), "{env}");
+
     // The network: the forbidden host saw no connection at all, by any spelling.
     assert_eq!(gets[0]["ok"], false, "{results:?}");
     assert_eq!(gets[1]["ok"], false, "{results:?}");
-    assert_eq!(
-        results_for(&results, "sh")[0]["ok"],
-        false,
-        "curl: {results:?}"
-    );
+    let sh = results_for(&results, "sh");
+    assert_eq!(sh[0]["ok"], false, "curl: {results:?}");
+    assert_eq!(sh[1]["ok"], true, "env and ls ran: {results:?}");
 
     // Secrets: neither readable.
     for r in results_for(&results, "read") {
