@@ -13,6 +13,8 @@
 //!
 //! What the box is, for one run:
 //!
+//! - **Privilege.** No capabilities (`--cap-drop ALL`, bounding set included), even when the
+//!   supervisor runs as root: no remounting the read-only binds, no new namespaces to escape into.
 //! - **Processes.** A PID namespace. bwrap's init is PID 1 in it; the kernel kills every process
 //!   of a namespace when its PID 1 dies. `--die-with-parent` ties that init (and bwrap) to the
 //!   supervisor with `PR_SET_PDEATHSIG`, so a detached `setsid nohup … &` dies when the run ends
@@ -144,7 +146,14 @@ pub fn probe() -> Availability {
         .unwrap_or_default();
     let mut cmd = Command::new(&bwrap);
     cmd.args(system_args())
-        .args(["--unshare-all", "--die-with-parent", "--new-session", "--"])
+        .args([
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--",
+        ])
         .arg("/bin/true")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -253,12 +262,21 @@ pub fn command(
         }
     }
     bind(&mut cmd, "--bind", &spec.scratch);
-    cmd.args(["--unshare-all", "--die-with-parent", "--new-session"])
-        .arg("--chdir")
-        .arg(&spec.cwd)
-        .arg("--")
-        .arg(leopold)
-        .args(["persona", "box-init", "--forward"]);
+    // `--cap-drop ALL`: bwrap started by root keeps every capability otherwise, and a root worker
+    // could `mount -o remount,rw,bind` the read-only project (seen). Dropping the bounding set
+    // too means a root `execve` (setuid binaries included) gets none back.
+    cmd.args([
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+    ])
+    .arg("--chdir")
+    .arg(&spec.cwd)
+    .arg("--")
+    .arg(leopold)
+    .args(["persona", "box-init", "--forward"]);
     let (listen, sock) = match &spec.endpoint {
         Endpoint::Loopback(a) => (*a, spec.sock_dir.join(relay::MODEL_SOCK)),
         Endpoint::Connect { .. } => (

@@ -108,10 +108,13 @@ fn nothing_gets_out(harness: &str) {
          @read /etc/shadow\n@read {}\n\
          @write ${{HOME}}/scratch-ok.txt\n\
          @sh env > \"$HOME/env.txt\"; ls -la / /tmp > \"$HOME/ls.txt\" 2>&1\n\
+         @sh mount -o remount,rw,bind {p} && touch {p}/remounted\n\
+         @sh unshare -rm sh -c 'mount -o remount,rw,bind {p} && touch {p}/remounted-userns'\n\
          @detach 2 http://127.0.0.1:{f}/after-run {}\n",
         model.port,
         sb.home().join(".ssh/id_ed25519").display(),
         after.display(),
+        p = sb.project().display(),
     );
     for t in targets.iter().chain(&absent) {
         script.push_str(&format!("@write {}\n", t.display()));
@@ -173,6 +176,12 @@ fn nothing_gets_out(harness: &str) {
     let sh = results_for(&results, "sh");
     assert_eq!(sh[0]["ok"], false, "curl: {results:?}");
     assert_eq!(sh[1]["ok"], true, "env and ls ran: {results:?}");
+    // No capability to remount the read-only project, nor a user namespace to get one in.
+    assert_eq!(sh[2]["ok"], false, "remount: {results:?}");
+    assert_eq!(
+        sh[3]["ok"], false,
+        "remount in a user namespace: {results:?}"
+    );
 
     // Secrets: neither readable.
     for r in results_for(&results, "read") {
