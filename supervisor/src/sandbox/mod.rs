@@ -102,6 +102,8 @@ pub struct BoxSpec {
     pub ro: Vec<PathBuf>,
     /// Bound read-write (e.g. a per-run harness configuration folder).
     pub rw: Vec<PathBuf>,
+    /// Files bound read-only at another place (a login file into the scratch): (source, inside).
+    pub ro_at: Vec<(PathBuf, PathBuf)>,
     /// Short per-run directory holding the sockets (bound read-only: connecting to a socket
     /// needs no write access to the mount).
     pub sock_dir: PathBuf,
@@ -262,6 +264,9 @@ pub fn command(
         }
     }
     bind(&mut cmd, "--bind", &spec.scratch);
+    for (from, inside) in &spec.ro_at {
+        cmd.arg("--ro-bind").arg(from).arg(inside);
+    }
     // `--cap-drop ALL`: bwrap started by root keeps every capability otherwise, and a root worker
     // could `mount -o remount,rw,bind` the read-only project (seen). Dropping the bounding set
     // too means a root `execve` (setuid binaries included) gets none back.
@@ -444,21 +449,28 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
         }
     }
     // Codex writes its home (sessions, logs, its app-server state) and fails on a read-only one.
-    // Interim, until each run gets its own harness configuration (issue #12 item 3): a copy of
-    // the wired config.toml and the login file in the scratch, as CODEX_HOME. The user's own
-    // folder is not in the box.
+    // Interim, until each run gets its own harness configuration (issue #12 item 3): CODEX_HOME
+    // is `<scratch>/.codex`, holding a copy of the wired config.toml (removed when the run ends:
+    // `Boxed`'s drop) and the login file auth.json bound read-only over an empty placeholder
+    // (never copied: credentials are not left in the project). The user's folder is not there.
+    let mut ro_at: Vec<(PathBuf, PathBuf)> = Vec::new();
     let codex_home = match r.kind {
         HarnessKind::Codex if !r.rw.iter().any(|p| r.codex_home.starts_with(p)) => {
             let inner = r.scratch.join(".codex");
             std::fs::create_dir_all(&inner)
                 .with_context(|| format!("cannot create {}", inner.display()))?;
-            for f in ["config.toml", "auth.json"] {
-                let from = r.codex_home.join(f);
-                if from.is_file() {
-                    std::fs::copy(&from, inner.join(f)).with_context(|| {
-                        format!("cannot copy {} into the run's scratch", from.display())
-                    })?;
-                }
+            let config = r.codex_home.join("config.toml");
+            if config.is_file() {
+                std::fs::copy(&config, inner.join("config.toml")).with_context(|| {
+                    format!("cannot copy {} into the run's scratch", config.display())
+                })?;
+            }
+            let auth = r.codex_home.join("auth.json");
+            if auth.is_file() {
+                let placeholder = inner.join("auth.json");
+                std::fs::write(&placeholder, b"")
+                    .with_context(|| format!("cannot create {}", placeholder.display()))?;
+                ro_at.push((auth, placeholder));
             }
             inner
         }
@@ -532,8 +544,7 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
                 }
                 std::fs::write(&inside, b"")
                     .with_context(|| format!("cannot create {}", inside.display()))?;
-                ro.push(cred);
-                ro.push(inside);
+                ro_at.push((cred, inside));
             }
         }
     }
@@ -542,6 +553,7 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
         cwd: r.project.to_path_buf(),
         ro,
         rw,
+        ro_at,
         sock_dir: r.sock_dir,
         env,
         endpoint,

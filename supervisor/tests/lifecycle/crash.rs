@@ -36,10 +36,15 @@ fn crash_then_recover_in(sb: Sandbox, harness: &str, step: &str) {
     sb.set_script(&script_for(step));
     let before = sb.snapshot();
     let mut child = sb.spawn_paused(harness, step);
+    let launched = matches!(step, "launched" | "mid-stream");
+    if launched {
+        // The supervisor is paused, the worker goes on: let it start its grandchild (in the box
+        // that takes a few tens of milliseconds longer) before the supervisor dies.
+        wait_for(10, "the worker's grandchild", || sb.grandchild_pid().is_some());
+    }
     signal(child.id(), "KILL");
     let _ = child.wait();
 
-    let launched = matches!(step, "launched" | "mid-stream");
     let grandchild = sb.grandchild_pid();
     let run_id = std::fs::read_to_string(sb.active())
         .ok()
