@@ -264,6 +264,14 @@ pub fn command(
         }
     }
     bind(&mut cmd, "--bind", &spec.scratch);
+    // Names resolve nowhere in the box; box-init answers every lookup "no such name" at once.
+    let resolv = spec.sock_dir.join("resolv.conf");
+    let host_resolv = std::fs::symlink_metadata("/etc/resolv.conf");
+    if host_resolv.is_ok_and(|m| m.is_file())
+        && std::fs::write(&resolv, "nameserver 127.0.0.1\n").is_ok()
+    {
+        cmd.arg("--ro-bind").arg(&resolv).arg("/etc/resolv.conf");
+    }
     for (from, inside) in &spec.ro_at {
         cmd.arg("--ro-bind").arg(from).arg(inside);
     }
@@ -276,6 +284,12 @@ pub fn command(
         "--new-session",
         "--cap-drop",
         "ALL",
+        // Only for box-init to bind the DNS port 53 and then drop every capability itself
+        // (bounding set included) before it starts the worker.
+        "--cap-add",
+        "CAP_NET_BIND_SERVICE",
+        "--cap-add",
+        "CAP_SETPCAP",
     ])
     .arg("--chdir")
     .arg(&spec.cwd)
@@ -291,7 +305,10 @@ pub fn command(
     };
     let mut fwd = OsString::from(format!("{listen}="));
     fwd.push(sock.as_os_str());
-    cmd.arg(fwd).arg("--").arg(program).args(args);
+    cmd.arg(fwd)
+        .args(["--dns", "127.0.0.1:53", "--"])
+        .arg(program)
+        .args(args);
     cmd.env_clear().envs(spec.env.iter().map(|(k, v)| (k, v)));
     cmd
 }

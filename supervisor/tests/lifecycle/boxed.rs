@@ -110,6 +110,7 @@ fn nothing_gets_out(harness: &str) {
          @sh env > \"$HOME/env.txt\"; ls -la / /tmp > \"$HOME/ls.txt\" 2>&1\n\
          @sh mount -o remount,rw,bind {p} && touch {p}/remounted\n\
          @sh unshare -rm sh -c 'mount -o remount,rw,bind {p} && touch {p}/remounted-userns'\n\
+         @sh grep -Eq 'CapEff:.0+$' /proc/self/status && grep -Eq 'CapBnd:.0+$' /proc/self/status\n\
          @detach 2 http://127.0.0.1:{f}/after-run {}\n",
         model.port,
         sb.home().join(".ssh/id_ed25519").display(),
@@ -181,6 +182,10 @@ fn nothing_gets_out(harness: &str) {
     assert_eq!(
         sh[3]["ok"], false,
         "remount in a user namespace: {results:?}"
+    );
+    assert_eq!(
+        sh[4]["ok"], true,
+        "no capability, bounding set empty: {results:?}"
     );
 
     // Secrets: neither readable.

@@ -40,7 +40,9 @@ fn crash_then_recover_in(sb: Sandbox, harness: &str, step: &str) {
     if launched {
         // The supervisor is paused, the worker goes on: let it start its grandchild (in the box
         // that takes a few tens of milliseconds longer) before the supervisor dies.
-        wait_for(10, "the worker's grandchild", || sb.grandchild_pid().is_some());
+        wait_for(10, "the worker's grandchild", || {
+            sb.grandchild_pid().is_some()
+        });
     }
     signal(child.id(), "KILL");
     let _ = child.wait();
