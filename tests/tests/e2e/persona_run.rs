@@ -264,6 +264,16 @@ fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let p = e.path();
+            // A boxed run's scratch folder (its HOME: the one place the worker writes) belongs
+            // to that run, not to the files a test compares.
+            let scratch = p.file_name().is_some_and(|n| n == "scratch")
+                && p.parent()
+                    .and_then(Path::parent)
+                    .and_then(Path::file_name)
+                    .is_some_and(|n| n == "runs");
+            if scratch {
+                continue;
+            }
             if p.is_dir() {
                 stack.push(p);
             } else {
