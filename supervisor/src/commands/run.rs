@@ -185,6 +185,9 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         .map(Duration::from_millis)
         .unwrap_or(DEFAULT_GRACE);
     let bwrap = crate::sandbox::for_run(args.no_contain)?;
+    if bwrap.is_some() {
+        crate::sandbox::check_plan(browser.is_some(), &mcp_servers)?;
+    }
     let mut ctx = harness_context(&project)?;
     if kind == HarnessKind::Claude {
         // `onFailure: block` only where this Claude Code understands it (2.1.295+); when the

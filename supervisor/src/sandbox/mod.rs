@@ -617,6 +617,31 @@ pub fn for_run(no_contain: bool) -> anyhow::Result<Option<PathBuf>> {
     }
 }
 
+/// What the box cannot serve yet, refused before any side effect (exit 2) instead of failing
+/// inside it: the provisioned browser (it needs the staging app on this machine's network: it
+/// moves outside the box, behind an MCP relay, issue #12) and MCP servers reached over HTTP (the
+/// box's network reaches the model endpoint only).
+pub fn check_plan(
+    provisioned_browser: bool,
+    servers: &[crate::worker::McpServer],
+) -> anyhow::Result<()> {
+    if provisioned_browser {
+        anyhow::bail!(
+            "the provisioned browser cannot run inside the box yet: Chromium would not reach the staging app\n(hint: pass --no-contain to run without the box (README \"The box\"))"
+        );
+    }
+    if let Some(s) = servers
+        .iter()
+        .find(|s| matches!(s.transport, crate::worker::McpTransport::Http { .. }))
+    {
+        anyhow::bail!(
+            "MCP server `{}` is reached over HTTP, and the box's network reaches only the model endpoint\n(hint: give it as a stdio server (`command`), or pass --no-contain to run without the box)",
+            s.name
+        );
+    }
+    Ok(())
+}
+
 /// Everything the launch code hands over to box one worker.
 pub struct Launch<'a> {
     pub bwrap: &'a Path,
@@ -664,7 +689,8 @@ pub fn start(l: Launch<'_>) -> anyhow::Result<Boxed> {
         ro: l
             .programs
             .iter()
-            .flat_map(|p| install_dirs(p))
+            .map(|p| crate::os::find_executable(p).unwrap_or_else(|| p.clone()))
+            .flat_map(|p| install_dirs(&p))
             .chain(l.ro)
             .collect(),
         rw: l.rw,
@@ -807,6 +833,33 @@ mod tests {
             "{found:?}"
         );
         assert!(!found.contains(&open));
+    }
+
+    #[test]
+    fn what_the_box_cannot_serve_is_refused_up_front() {
+        use crate::worker::{McpServer, McpTransport};
+        let stdio = McpServer {
+            name: "browser".into(),
+            transport: McpTransport::Stdio {
+                command: "x".into(),
+                args: vec![],
+                env: vec![],
+            },
+        };
+        let http = McpServer {
+            name: "remote".into(),
+            transport: McpTransport::Http {
+                url: "http://127.0.0.1:9/mcp".into(),
+            },
+        };
+        assert!(check_plan(false, std::slice::from_ref(&stdio)).is_ok());
+        let e = format!("{:#}", check_plan(false, &[stdio, http]).unwrap_err());
+        assert!(e.contains("`remote`") && e.contains("--no-contain"), "{e}");
+        let e = format!("{:#}", check_plan(true, &[]).unwrap_err());
+        assert!(
+            e.contains("provisioned browser") && e.contains("--no-contain"),
+            "{e}"
+        );
     }
 
     #[test]
