@@ -35,9 +35,10 @@ fn main() -> ExitCode {
         return ExitCode::from(leopold_guard::main_entry());
     }
     // The box's first program (README "The box"): raw arguments, the worker's own after `--`.
-    let raw: Vec<String> = std::env::args().skip(1).collect();
-    if raw.len() >= 2 && raw[0] == "persona" && raw[1] == "box-init" {
-        return sandbox::init::main(&raw[2..]);
+    let mut raw = std::env::args_os().skip(1);
+    if raw.next().is_some_and(|a| a == "persona") && raw.next().is_some_and(|a| a == "box-init") {
+        let rest: Vec<std::ffi::OsString> = raw.collect();
+        return sandbox::init::main(&rest);
     }
 
     let cli = cli::Cli::parse();

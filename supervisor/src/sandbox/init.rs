@@ -6,6 +6,7 @@
 //! bound is the supervisor's end, outside the box.
 #![allow(clippy::print_stderr, clippy::exit)]
 
+use std::ffi::OsString;
 use std::io::Write as _;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::net::UnixStream;
@@ -13,7 +14,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 /// `--forward ADDR=SOCKET ... -- PROGRAM ARGS...`
-pub fn main(args: &[String]) -> ExitCode {
+pub fn main(args: &[OsString]) -> ExitCode {
     match run(args) {
         Ok(code) => code,
         Err(e) => {
@@ -23,15 +24,16 @@ pub fn main(args: &[String]) -> ExitCode {
     }
 }
 
-fn run(args: &[String]) -> anyhow::Result<ExitCode> {
+fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
     let mut forwards: Vec<(SocketAddr, PathBuf)> = Vec::new();
     let mut dns: Option<SocketAddr> = None;
     let mut i = 0;
     while i < args.len() {
-        match args[i].as_str() {
+        match args[i].to_str().unwrap_or("") {
             "--forward" => {
                 let spec = args
                     .get(i + 1)
+                    .and_then(|a| a.to_str())
                     .ok_or_else(|| anyhow::anyhow!("--forward needs ADDR=SOCKET"))?;
                 let (addr, sock) = spec
                     .split_once('=')
@@ -42,6 +44,7 @@ fn run(args: &[String]) -> anyhow::Result<ExitCode> {
             "--dns" => {
                 let addr = args
                     .get(i + 1)
+                    .and_then(|a| a.to_str())
                     .ok_or_else(|| anyhow::anyhow!("--dns needs ADDR"))?;
                 dns = Some(addr.parse()?);
                 i += 2;
@@ -50,7 +53,7 @@ fn run(args: &[String]) -> anyhow::Result<ExitCode> {
                 i += 1;
                 break;
             }
-            other => anyhow::bail!("unknown argument {other}"),
+            _ => anyhow::bail!("unknown argument {:?}", args[i]),
         }
     }
     let program = args
@@ -77,7 +80,7 @@ fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     let status = Command::new(program)
         .args(&args[i + 1..])
         .status()
-        .map_err(|e| anyhow::anyhow!("cannot start {program}: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("cannot start {}: {e}", program.to_string_lossy()))?;
     use std::os::unix::process::ExitStatusExt as _;
     if let Some(sig) = status.signal() {
         // Die the way the worker died, so the supervisor reports the same.

@@ -243,7 +243,7 @@ pub fn command(
     leopold: &Path,
     spec: &BoxSpec,
     program: &Path,
-    args: &[String],
+    args: &[OsString],
 ) -> Command {
     let mut cmd = Command::new(bwrap);
     cmd.args(system_args());
@@ -712,10 +712,7 @@ impl Boxed {
     /// The boxed form of `worker` (program and arguments kept; its environment replaced by the
     /// box's), with the worker's stdio, its own process group and the parent-death signal.
     pub fn wrap(&self, worker: &Command) -> Command {
-        let args: Vec<String> = worker
-            .get_args()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args: Vec<OsString> = worker.get_args().map(|a| a.to_owned()).collect();
         let mut cmd = command(
             &self.bwrap,
             &self.leopold,
