@@ -16,6 +16,8 @@ mod os;
 mod process;
 mod recovery;
 mod redact;
+#[cfg(unix)]
+mod sandbox;
 mod state;
 mod worker;
 
@@ -31,6 +33,12 @@ fn main() -> ExitCode {
         && args.next().is_some_and(|a| a == "guard")
     {
         return ExitCode::from(leopold_guard::main_entry());
+    }
+    // The box's first program (README "The box"): raw arguments, the worker's own after `--`.
+    let mut raw = std::env::args_os().skip(1);
+    if raw.next().is_some_and(|a| a == "persona") && raw.next().is_some_and(|a| a == "box-init") {
+        let rest: Vec<std::ffi::OsString> = raw.collect();
+        return sandbox::init::main(&rest);
     }
 
     let cli = cli::Cli::parse();

@@ -32,6 +32,8 @@ pub struct Plan {
     pub timeout: Option<Duration>,
     pub grace: Duration,
     pub ctx: harness::Context,
+    /// The box (README "The box"): bwrap's path, or `None` with `--no-contain`.
+    pub bwrap: Option<PathBuf>,
 }
 
 /// Whether the run provisions its browser: `--browser`, or the flow's `browser` key.
@@ -91,6 +93,10 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
             if args.harness_bin.is_none() { " on PATH" } else { "" }
         )
     })?;
+    let bwrap = crate::sandbox::for_run(args.no_contain)?;
+    if bwrap.is_some() {
+        crate::sandbox::check_plan(browser.is_some(), &mcp_servers)?;
+    }
     let mut ctx = crate::commands::harness_context(&project)?;
     if kind == Harness::Claude {
         // `onFailure: block` only where this Claude Code understands it (2.1.295+); when the
@@ -121,6 +127,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         timeout: args.timeout,
         grace: grace(std::env::var(GRACE_ENV).ok().as_deref()),
         ctx,
+        bwrap,
     })
 }
 
@@ -176,7 +183,7 @@ mod tests {
             use std::os::unix::fs::PermissionsExt as _;
             std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        let mut a = args(&["--timeout", "90s", "--", "--model", "x"]);
+        let mut a = args(&["--no-contain", "--timeout", "90s", "--", "--model", "x"]);
         a.flow = flow.clone();
         a.project.project = Some(dir.path().to_path_buf());
         a.harness_bin = Some(bin.clone());
@@ -187,7 +194,7 @@ mod tests {
         assert_eq!(p.bin, bin);
         assert_eq!(p.timeout, Some(Duration::from_secs(90)));
         assert_eq!(p.extra, ["--model", "x"]);
-        assert!(p.browser.is_none() && p.mcp_config.is_none());
+        assert!(p.browser.is_none() && p.mcp_config.is_none() && p.bwrap.is_none());
         assert_eq!(p.paths.project, std::fs::canonicalize(dir.path()).unwrap());
         // Nothing was touched: planning has no side effect.
         assert!(!dir.path().join(".leopold").exists());
