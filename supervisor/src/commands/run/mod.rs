@@ -5,7 +5,8 @@
 //! 3. with the lock held, recover a crashed earlier run;
 //! 4. write ACTIVE.json, naming what is about to be wired (record before you change);
 //! 5. wire the guard, write Claude's `--settings` file, prove the wired command denies: [`proof`];
-//! 6. launch the worker in its own process group, dying with the supervisor;
+//! 6. launch the worker in its own process group, dying with the supervisor, in the box
+//!    ([`crate::sandbox`]) unless `--no-contain`;
 //! 7. journal and validate its event stream live, stopping it on a violation: [`supervise`];
 //! 8. on worker exit, timeout or signal: stop the group, decide the outcome ([`outcome`]), unwire,
 //!    archive ACTIVE.json as `runs/<run_id>/run.json`, release the lock: [`teardown`].
