@@ -58,7 +58,7 @@ fi
 { "$BIN" doctor --json --project "$proj" || true; } | python3 -c '
 import json, sys
 for f in json.load(sys.stdin)["findings"]:
-    if f["scope"] == "leopold":
+    if f["scope"] == "leopold" and f["check"] == "linking":
         print("measured binary:", f["message"].split(":")[0])'
 
 MMAPPED=""

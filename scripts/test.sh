@@ -12,6 +12,9 @@ export LEOPOLD_CODEX_BIN="$bin/codex"
 export LEOPOLD_PLAYWRIGHT_MCP="$(./scripts/install-browser.sh)"
 export LEOPOLD_CHROMIUM="${LEOPOLD_CHROMIUM:-/usr/bin/chromium}"
 
+# The worker's box (Debian's bubblewrap): `persona run` refuses without it (README "The box").
+./scripts/install-box.sh >/dev/null
+
 # The `leopold` binary the end-to-end suites drive (another package: not built by nextest for them).
 cargo build -p leopold
 target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"

@@ -201,10 +201,24 @@ pub fn event_line(
     .to_line()
 }
 
-/// Appends one line to `<root>/.leopold/persona/events.jsonl` with a single `write(2)` on an
-/// `O_APPEND` file, so lines from guards running in parallel never interleave. A failure is
-/// ignored: the call is denied either way.
+/// In a boxed run, the supervisor's datagram socket that takes the guard's event lines: the
+/// project, and so `events.jsonl`, is read-only inside the box (README "The box").
+pub const EVENTS_SOCKET_ENV: &str = "LEOPOLD_EVENTS_SOCKET";
+
+/// Records one event line: sent as one datagram to the supervisor's socket when
+/// `LEOPOLD_EVENTS_SOCKET` names one (a boxed run), else (or if sending fails) appended to
+/// `<root>/.leopold/persona/events.jsonl` with a single `write(2)` on an `O_APPEND` file, so
+/// lines from guards running in parallel never interleave. A failure is ignored: the call is
+/// denied either way. Only the deny path comes here; an allow never looks at the variable.
 fn append_event(root: &Path, line: &[u8]) {
+    #[cfg(unix)]
+    if let Some(sock) = std::env::var_os(EVENTS_SOCKET_ENV) {
+        if let Ok(s) = std::os::unix::net::UnixDatagram::unbound() {
+            if s.send_to(line, &sock).is_ok_and(|n| n == line.len()) {
+                return;
+            }
+        }
+    }
     let Ok(mut file) = std::fs::OpenOptions::new()
         .append(true)
         .create(true)

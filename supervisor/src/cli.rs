@@ -196,6 +196,12 @@ pub struct RunArgs {
     /// findings go in `system-out`), for CI. See README "CI".
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Run the worker without the box (README "The box"): no PID, network or file isolation,
+    /// only the guard, the browser's rules and the journal. Said again on every run. Without this
+    /// flag a machine that cannot build the box (no bubblewrap, no namespaces, not Linux) refuses
+    /// to run (exit 2).
+    #[arg(long)]
+    pub no_contain: bool,
     /// Extra arguments passed to the harness (refused if they would disable hooks).
     #[arg(last = true, value_name = "HARNESS ARGS")]
     pub extra: Vec<String>,

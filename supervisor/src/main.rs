@@ -17,6 +17,8 @@ mod process;
 mod recovery;
 mod redact;
 mod report;
+#[cfg(unix)]
+mod sandbox;
 mod state;
 mod worker;
 
@@ -32,6 +34,12 @@ fn main() -> ExitCode {
         && args.next().is_some_and(|a| a == "guard")
     {
         return ExitCode::from(leopold_guard::main_entry());
+    }
+    // The box's first program (README "The box"): raw arguments, the worker's own after `--`.
+    let mut raw = std::env::args_os().skip(1);
+    if raw.next().is_some_and(|a| a == "persona") && raw.next().is_some_and(|a| a == "box-init") {
+        let rest: Vec<std::ffi::OsString> = raw.collect();
+        return sandbox::init::main(&rest);
     }
 
     let cli = cli::Cli::parse();

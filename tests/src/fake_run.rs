@@ -35,19 +35,75 @@ impl Sandbox {
         sb
     }
 
+    /// [`Sandbox::with_user_files`] whose runs pass `--no-contain`: for the tests that pin the
+    /// supervisor's own process handling (process group, grace period, leaked output), which the
+    /// box replaces by killing its PID namespace whole.
+    pub fn unboxed() -> Sandbox {
+        Sandbox {
+            unboxed: true,
+            ..Sandbox::with_user_files()
+        }
+    }
+
     /// `<root>/checkout.md`.
     pub fn flow(&self) -> PathBuf {
         self.root.join("checkout.md")
     }
 
+    /// The fake worker's own folder (its script, its record, its results): the one place
+    /// outside the box's scratch that the box lets it write (`__LEOPOLD_BOX_RW`), apart from the
+    /// project and HOME whose bytes the tests compare.
+    pub fn kit(&self) -> PathBuf {
+        self.root.join("kit")
+    }
+
     /// The fake worker's script (`FAKE_WORKER_SCRIPT`).
     pub fn script(&self) -> PathBuf {
-        self.root.join("script.txt")
+        self.kit().join("script.txt")
     }
 
     /// Where the fake worker records its argv, pid, group, cwd (`FAKE_WORKER_RECORD`).
     pub fn record(&self) -> PathBuf {
-        self.root.join("worker.json")
+        self.kit().join("worker.json")
+    }
+
+    /// Where the fake worker's adversary directives write what they saw (JSON lines,
+    /// `FAKE_WORKER_RESULTS`).
+    pub fn results(&self) -> PathBuf {
+        self.kit().join("results.jsonl")
+    }
+
+    /// The adversary's results, one value per line (none if it wrote none).
+    pub fn results_lines(&self) -> Vec<serde_json::Value> {
+        crate::read_jsonl(&self.results())
+    }
+
+    /// Whether a process the fake worker recorded (by the pid it saw, which inside the box is
+    /// its pid in the box's PID namespace) is alive: found in the host's /proc by this sandbox's
+    /// record path in its environment and its innermost pid (`NSpid`).
+    pub fn proc_alive(&self, recorded: u32) -> bool {
+        let needle = format!("FAKE_WORKER_RECORD={}", self.record().display());
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                continue;
+            };
+            if !env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+                continue;
+            }
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            let inner = status
+                .lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .and_then(|v| v.split_whitespace().last())
+                .and_then(|v| v.parse::<u32>().ok());
+            if inner == Some(recorded) && alive(pid) {
+                return true;
+            }
+        }
+        false
     }
 
     /// The marker a paused supervisor creates (`__LEOPOLD_PAUSE_MARKER`).
@@ -62,6 +118,7 @@ impl Sandbox {
 
     /// Writes the fake worker's script.
     pub fn set_script(&self, text: &str) {
+        std::fs::create_dir_all(self.kit()).expect("create the kit folder");
         std::fs::write(self.script(), text).expect("write script");
     }
 
@@ -140,6 +197,18 @@ impl Sandbox {
             .env("CODEX_HOME", &self.codex_home)
             .env("FAKE_WORKER_SCRIPT", self.script())
             .env("FAKE_WORKER_RECORD", self.record())
+            .env("FAKE_WORKER_RESULTS", self.results())
+            // The box passes these in and binds the kit folder and the captures (test-only
+            // knobs).
+            .env(
+                "__LEOPOLD_BOX_PASS_ENV",
+                "FAKE_WORKER_SCRIPT,FAKE_WORKER_RECORD,FAKE_WORKER_RESULTS,FAKE_WORKER_VERSION",
+            )
+            .env("__LEOPOLD_BOX_RW", self.kit())
+            .env(
+                "__LEOPOLD_BOX_RO",
+                crate::capture("x").parent().expect("captures folder"),
+            )
             .env("__LEOPOLD_STOP_GRACE_MS", "300")
             .env_remove("LEOPOLD_RUN_ID")
             .env_remove("__LEOPOLD_PAUSE_AT")
@@ -164,6 +233,9 @@ impl Sandbox {
             "--harness-bin",
             &bin,
         ];
+        if self.unboxed {
+            args.push("--no-contain");
+        }
         args.extend_from_slice(extra);
         self.leopold_command(leopold, &args)
     }

@@ -231,6 +231,8 @@ pub struct Sandbox {
     pub project: PathBuf,
     /// Logs and generated configs that belong to the test, not the harness.
     pub logs: PathBuf,
+    /// `persona run --no-contain` in [`fake_run`]'s commands (README "The box").
+    pub unboxed: bool,
 }
 
 impl Default for Sandbox {
@@ -270,7 +272,8 @@ impl Sandbox {
         let codex_home = home.join(".codex");
         let project = root.join("project");
         let logs = root.join("logs");
-        for d in [&home, &codex_home, &project, &logs] {
+        let kit = root.join("kit");
+        for d in [&home, &codex_home, &project, &logs, &kit] {
             std::fs::create_dir_all(d).expect("create sandbox dir");
         }
         Sandbox {
@@ -280,6 +283,7 @@ impl Sandbox {
             codex_home,
             project,
             logs,
+            unboxed: false,
         }
     }
 
@@ -450,6 +454,9 @@ impl Sandbox {
     pub fn hermetic(&self, cmd: &mut Command, model: &ModelServer) {
         cmd.env_clear()
             .envs(self.env(model))
+            // `persona run` boxes the harness: the stub browser it starts inside writes its call
+            // log here (test-only knob; the browser moves outside the box with its MCP relay).
+            .env("__LEOPOLD_BOX_RW", &self.logs)
             .current_dir(&self.project)
             .stdin(Stdio::null());
     }

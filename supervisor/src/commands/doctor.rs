@@ -132,6 +132,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
     let ctx = super::harness_context(project)?;
     let mut out = Vec::new();
     out.extend(linking_finding());
+    out.push(box_finding());
 
     // Lock and ACTIVE.json.
     let holder = state::lock_is_held(&paths)?;
@@ -400,6 +401,29 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     } else {
         RunExit::CLEAN
     }))
+}
+
+/// Whether `persona run` can build the box (README "The box").
+fn box_finding() -> Finding {
+    match crate::sandbox::probe() {
+        crate::sandbox::Availability::Ready { bwrap, version } => f(
+            "leopold",
+            "box",
+            Status::Ok,
+            format!(
+                "the worker runs in a box: {} ({version}) builds PID, network and mount namespaces here",
+                bwrap.display()
+            ),
+            None,
+        ),
+        crate::sandbox::Availability::Missing(why) => f(
+            "leopold",
+            "box",
+            Status::Problem,
+            format!("persona run cannot box the worker and refuses to run without --no-contain: {why}"),
+            Some("install bubblewrap (`apt-get install bubblewrap`) on Linux with unprivileged namespaces allowed; or accept running unboxed with `persona run --no-contain`".into()),
+        ),
+    }
 }
 
 #[cfg(test)]

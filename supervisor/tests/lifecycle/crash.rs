@@ -29,14 +29,24 @@ fn script_for(step: &str) -> String {
 }
 
 fn crash_then_recover(harness: &str, step: &str) {
-    let sb = Sandbox::with_user_files();
+    crash_then_recover_in(Sandbox::with_user_files(), harness, step);
+}
+
+fn crash_then_recover_in(sb: Sandbox, harness: &str, step: &str) {
     sb.set_script(&script_for(step));
     let before = sb.snapshot();
     let mut child = sb.spawn_paused(harness, step);
+    let launched = matches!(step, "launched" | "mid-stream");
+    if launched {
+        // The supervisor is paused, the worker goes on: let it start its grandchild (in the box
+        // that takes a few tens of milliseconds longer) before the supervisor dies.
+        wait_for(10, "the worker's grandchild", || {
+            sb.grandchild_pid().is_some()
+        });
+    }
     signal(child.id(), "KILL");
     let _ = child.wait();
 
-    let launched = matches!(step, "launched" | "mid-stream");
     let grandchild = sb.grandchild_pid();
     let run_id = std::fs::read_to_string(sb.active())
         .ok()
@@ -46,12 +56,20 @@ fn crash_then_recover(harness: &str, step: &str) {
         let g = grandchild.expect("the worker started its grandchild");
         wait_for(5, "the worker to die with its supervisor", || {
             let pid = sb.worker_record()["pid"].as_u64().unwrap() as u32;
-            !alive(pid)
+            !sb.proc_alive(pid)
         });
-        assert!(
-            alive(g),
-            "the grandchild outlives the supervisor until recovery"
-        );
+        // In the box its PID namespace dies with the supervisor, grandchild and all; unboxed,
+        // only the worker has the parent-death signal, and recovery kills the rest.
+        if sb.unboxed {
+            assert!(
+                sb.proc_alive(g),
+                "the grandchild outlives the supervisor until recovery"
+            );
+        } else {
+            wait_for(5, "the box's grandchild to die with the supervisor", || {
+                !sb.proc_alive(g)
+            });
+        }
     }
 
     if matches!(
@@ -94,11 +112,11 @@ fn crash_then_recover(harness: &str, step: &str) {
     );
     assert!(!sb.active().exists(), "{step}: ACTIVE.json must be gone");
     if let Some(g) = grandchild {
-        wait_for(5, "the grandchild to be gone", || !alive(g));
+        wait_for(5, "the grandchild to be gone", || !sb.proc_alive(g));
     }
     if sb.record().exists() {
         let pid = sb.worker_record()["pid"].as_u64().unwrap() as u32;
-        assert!(!alive(pid), "{step}: worker {pid} still alive");
+        assert!(!sb.proc_alive(pid), "{step}: worker {pid} still alive");
     }
     if let Some(id) = &run_id {
         assert!(
@@ -148,6 +166,14 @@ fn claude_crash_after_settings_file_written() {
 #[test]
 fn claude_crash_after_launch() {
     crash_then_recover("claude", "launched");
+}
+#[test]
+fn claude_crash_after_launch_unboxed() {
+    crash_then_recover_in(Sandbox::unboxed(), "claude", "launched");
+}
+#[test]
+fn codex_crash_after_launch_unboxed() {
+    crash_then_recover_in(Sandbox::unboxed(), "codex", "launched");
 }
 #[test]
 fn claude_crash_mid_stream() {

@@ -5,8 +5,10 @@
 //! - `crash`: SIGKILL the supervisor at every lifecycle step, then recover;
 //! - `concurrency`: eight runs at once in one project;
 //! - `stop`: violations, signals, timeouts, crashes and leaks stop the worker and clean up;
-//! - `doctor`: what doctor reports before and after a crash.
+//! - `doctor`: what doctor reports before and after a crash;
+//! - `boxed`: the box, with the fake worker as the adversary.
 
+mod boxed;
 mod concurrency;
 mod crash;
 mod doctor;

@@ -98,10 +98,7 @@ fn claude_run_wires_during_and_leaves_only_the_run_dir_after() {
         .expect("--settings");
     assert_eq!(argv[i + 1], gs);
     assert!(!argv.iter().any(|a| a == "--bare" || a == "--safe-mode"));
-    assert_eq!(
-        rec["pid"], rec["pgid"],
-        "the worker leads its own process group"
-    );
+    // In the box, pids are the box's own: bwrap leads the group the supervisor signals.
     assert_ne!(rec["pgid"], std::process::id());
     assert_eq!(rec["stdin_is_null"], true);
     assert_eq!(rec["cwd"], sb.project.display().to_string());

@@ -129,11 +129,19 @@ fn round(
         ),
     )?;
     let mut cmd = Command::new(leopold);
-    cmd.args(["persona", "run", "flows/shop.md", "--harness", h.as_str()])
-        .args(["--quiet", "--harness-bin"])
-        .arg(cli)
-        .arg("--playwright-mcp")
-        .arg(pw);
+    // Unboxed until the provisioned browser runs outside the box (README "The box").
+    cmd.args([
+        "persona",
+        "run",
+        "flows/shop.md",
+        "--harness",
+        h.as_str(),
+        "--no-contain",
+    ])
+    .args(["--quiet", "--harness-bin"])
+    .arg(cli)
+    .arg("--playwright-mcp")
+    .arg(pw);
     sb.hermetic(&mut cmd, &model);
     let run = run_bounded(cmd, Duration::from_secs(120));
     anyhow::ensure!(run.status.success(), "persona run failed:\n{run}");

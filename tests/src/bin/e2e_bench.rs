@@ -1,10 +1,11 @@
-//! `leopold-e2e-bench`: wall time of a whole checkout run on the real CLIs, three ways, measured
+//! `leopold-e2e-bench`: wall time of a whole checkout run on the real CLIs, four ways, measured
 //! side by side and alternating (these machines are noisy):
 //!
 //! - `bare`: the harness alone, no hook (the peer);
 //! - `guard`: `leopold persona guard` wired directly as the PreToolUse hook;
-//! - `persona run`: the whole `leopold persona run` lifecycle (lock, wire, prove, launch,
-//!   journal, unwire, archive).
+//! - `persona run --no-contain`: the whole `leopold persona run` lifecycle (lock, wire, prove,
+//!   launch, journal, unwire, archive), without the box;
+//! - `persona run`: the same in the box (README "The box"), as users run it.
 //!
 //! Each run is the checkout script (7 tool calls, 5 denied with a guard in force) against the
 //! scripted model and the stub browser. Only the measured process is timed, not the sandbox.
@@ -28,16 +29,23 @@ use leopold_tests::{
 enum Way {
     Bare,
     Guard,
+    PersonaRunUnboxed,
     PersonaRun,
 }
 
 impl Way {
-    const ALL: [Way; 3] = [Way::Bare, Way::Guard, Way::PersonaRun];
+    const ALL: [Way; 4] = [
+        Way::Bare,
+        Way::Guard,
+        Way::PersonaRunUnboxed,
+        Way::PersonaRun,
+    ];
     fn name(self) -> &'static str {
         match self {
             Way::Bare => "bare harness (peer)",
             Way::Guard => "guard wired directly",
-            Way::PersonaRun => "leopold persona run",
+            Way::PersonaRunUnboxed => "leopold persona run --no-contain",
+            Way::PersonaRun => "leopold persona run (boxed)",
         }
     }
 }
@@ -102,7 +110,7 @@ fn once(h: Harness, way: Way, cli: &Path, leopold: &Path) -> anyhow::Result<Dura
             sb.activate_flow(&checkout::flow_path(), h);
             sb.harness_command(h, cli, &model, &browser, PROMPT, Some(&guard))
         }
-        Way::PersonaRun => {
+        Way::PersonaRun | Way::PersonaRunUnboxed => {
             let flows = sb.project.join("flows");
             std::fs::create_dir_all(&flows)?;
             std::fs::copy(checkout::flow_path(), flows.join("checkout.md"))?;
@@ -124,6 +132,9 @@ fn once(h: Harness, way: Way, cli: &Path, leopold: &Path) -> anyhow::Result<Dura
             .arg(cli)
             .arg("--mcp-config")
             .arg(&mcp);
+            if matches!(way, Way::PersonaRunUnboxed) {
+                cmd.arg("--no-contain");
+            }
             sb.hermetic(&mut cmd, &model);
             cmd
         }
@@ -133,7 +144,7 @@ fn once(h: Harness, way: Way, cli: &Path, leopold: &Path) -> anyhow::Result<Dura
     let reached = browser.calls().len();
     let want = match way {
         Way::Bare => checkout::script().call_count(),
-        Way::Guard | Way::PersonaRun => checkout::allowed_calls().len(),
+        Way::Guard | Way::PersonaRun | Way::PersonaRunUnboxed => checkout::allowed_calls().len(),
     };
     anyhow::ensure!(
         reached == want,

@@ -20,9 +20,21 @@
 //!   `$CODEX_HOME/config.toml`; a denied call leaves no item in the stream, an allowed one an
 //!   `mcp_tool_call` item.
 //!
+//!
+//! Adversary directives (the box's tests: anything the OS allows, each outcome appended as one
+//! JSON line to `$FAKE_WORKER_RESULTS`; `${VAR}` in an argument is replaced by the variable):
+//!
+//! - `@get URL`: an HTTP GET over a plain TCP connection (no proxy), `http://host:port/path`;
+//! - `@connect TARGET`: `CONNECT TARGET` through `$HTTPS_PROXY`, records the status line;
+//! - `@write PATH`: append a line to PATH (created if missing);
+//! - `@read PATH`: read PATH whole (records the byte count only);
+//! - `@detach SECS URL FILE`: start a child in a new session (`setsid`), not waited for, with
+//!   stdio on /dev/null, that sleeps SECS, then GETs URL and writes FILE: it acts after the run;
+//! - `@sh CMD`: `sh -c CMD` (curl, python, …), records the exit code.
+//!
 //! At start, if `FAKE_WORKER_RECORD` is set, it writes `{argv, pid, pgid, cwd, stdin_is_null,
-//! run_id}` there as JSON. With `--version` it prints `FAKE_WORKER_VERSION` (default a Claude
-//! Code version line) and exits, after sleeping `FAKE_WORKER_VERSION_HANG` seconds if set.
+//! run_id, mono_ns}` there as JSON. With `--version` it prints `FAKE_WORKER_VERSION` (default a
+//! Claude Code version line) and exits, after sleeping `FAKE_WORKER_VERSION_HANG` seconds if set.
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 #![allow(unsafe_code)]
 
@@ -51,10 +63,25 @@ fn record(path: &Path, argv: &[String]) {
         "cwd": std::env::current_dir().ok(),
         "stdin_is_null": stdin_is_null,
         "run_id": std::env::var("LEOPOLD_RUN_ID").ok(),
+        // CLOCK_MONOTONIC (shared with the host: the box has no time namespace), so a benchmark
+        // can tell when the worker really started, inside the box or not.
+        "mono_ns": mono_ns(),
     });
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, v.to_string()).expect("write record");
     std::fs::rename(&tmp, path).expect("rename record");
+}
+
+fn mono_ns() -> u128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128
 }
 
 fn settings_hooks(argv: &[String]) -> Vec<String> {
@@ -172,8 +199,172 @@ fn guard_call(argv: &[String], n: &mut u32, tool: &str, url: &str) {
     );
 }
 
+/// Appends one outcome line to `$FAKE_WORKER_RESULTS`.
+fn result(v: serde_json::Value) {
+    let Some(p) = std::env::var_os("FAKE_WORKER_RESULTS") else {
+        return;
+    };
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(p)
+    {
+        let _ = writeln!(f, "{v}");
+    }
+}
+
+/// `${VAR}` replaced by the variable's value (empty when unset).
+fn expand(arg: &str) -> String {
+    let mut out = String::new();
+    let mut rest = arg;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let Some(j) = rest[i..].find('}') else {
+            out.push_str(&rest[i..]);
+            return out;
+        };
+        out.push_str(&std::env::var(&rest[i + 2..i + j]).unwrap_or_default());
+        rest = &rest[i + j + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A GET over plain TCP; `Ok(status line)` or the error.
+fn http_get(url: &str) -> Result<String, String> {
+    let rest = url.strip_prefix("http://").ok_or("not http://")?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    use std::net::ToSocketAddrs as _;
+    let addr = authority
+        .to_socket_addrs()
+        .map_err(|e| e.to_string())?
+        .next()
+        .ok_or("no address")?;
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .map_err(|e| e.to_string())?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf);
+    Ok(text.lines().next().unwrap_or("").to_owned())
+}
+
+fn proxy_connect(target: &str) -> Result<String, String> {
+    let proxy = std::env::var("HTTPS_PROXY").map_err(|_| "no HTTPS_PROXY".to_owned())?;
+    let authority = proxy
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let mut s = std::net::TcpStream::connect(&authority).map_err(|e| e.to_string())?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    write!(s, "CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").map_err(|e| e.to_string())?;
+    let mut buf = [0u8; 256];
+    let n = s.read(&mut buf).map_err(|e| e.to_string())?;
+    Ok(String::from_utf8_lossy(&buf[..n])
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_owned())
+}
+
+fn adversary(name: &str, arg: &str) -> bool {
+    let arg = expand(arg.trim());
+    match name {
+        "get" => {
+            let r = http_get(&arg);
+            result(
+                serde_json::json!({"op":"get","url":arg,"ok":r.is_ok(),"detail":r.unwrap_or_else(|e| e)}),
+            );
+        }
+        "connect" => {
+            let r = proxy_connect(&arg);
+            result(
+                serde_json::json!({"op":"connect","target":arg,"ok":r.is_ok(),"detail":r.unwrap_or_else(|e| e)}),
+            );
+        }
+        "write" => {
+            let r = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&arg)
+                .and_then(|mut f| f.write_all(b"written by the persona\n"));
+            result(
+                serde_json::json!({"op":"write","path":arg,"ok":r.is_ok(),"detail":r.err().map(|e| e.to_string())}),
+            );
+        }
+        "read" => {
+            let r = std::fs::read(&arg);
+            result(
+                serde_json::json!({"op":"read","path":arg,"ok":r.is_ok(),"bytes":r.as_ref().map(Vec::len).unwrap_or(0),"detail":r.err().map(|e| e.to_string())}),
+            );
+        }
+        "detach" => {
+            use std::os::unix::process::CommandExt as _;
+            let exe = std::env::current_exe().expect("current exe");
+            let parts: Vec<&str> = arg.splitn(3, ' ').collect();
+            let mut cmd = Command::new(exe);
+            cmd.arg("--detached")
+                .args(&parts)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            // SAFETY: setsid(2) in the child before exec; async-signal-safe, no shared memory.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::setsid();
+                    Ok(())
+                });
+            }
+            // Deliberately never waited for: it must try to outlive the run.
+            #[allow(clippy::zombie_processes)]
+            let r = cmd.spawn();
+            result(
+                serde_json::json!({"op":"detach","ok":r.is_ok(),"pid":r.as_ref().map(|c| c.id()).ok()}),
+            );
+        }
+        "sh" => {
+            let r = Command::new("sh")
+                .arg("-c")
+                .arg(&arg)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+            result(
+                serde_json::json!({"op":"sh","cmd":arg,"ok":r.as_ref().is_ok_and(|s| s.success()),"code":r.ok().and_then(|s| s.code())}),
+            );
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// The detached child of `@detach`: after SECS, GET URL and write FILE.
+fn detached(args: &[String]) {
+    let secs: u64 = args.first().and_then(|s| s.parse().ok()).unwrap_or(1);
+    std::thread::sleep(Duration::from_secs(secs));
+    if let Some(url) = args.get(1) {
+        let _ = http_get(url);
+    }
+    if let Some(file) = args.get(2) {
+        let _ = std::fs::write(file, "the detached child acted after the run\n");
+    }
+}
+
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some("--detached") {
+        detached(&argv[1..]);
+        return;
+    }
     if argv.first().map(String::as_str) == Some("--version") {
         // A harness stuck before it answers (the supervisor must not wait for it).
         if let Some(secs) = std::env::var("FAKE_WORKER_VERSION_HANG")
@@ -254,6 +445,7 @@ fn main() {
                 let (tool, url) = arg.split_once(' ').unwrap_or((arg, ""));
                 guard_call(&argv, &mut calls, tool.trim(), url.trim());
             }
+            other if adversary(other, arg) => {}
             other => {
                 eprintln!("fake-worker: unknown directive @{other}");
                 std::process::exit(99);

@@ -5,7 +5,8 @@
 //! 3. with the lock held, recover a crashed earlier run;
 //! 4. write ACTIVE.json, naming what is about to be wired (record before you change);
 //! 5. wire the guard, write Claude's `--settings` file, prove the wired command denies: [`proof`];
-//! 6. launch the worker in its own process group, dying with the supervisor;
+//! 6. launch the worker in its own process group, dying with the supervisor, in the box
+//!    ([`crate::sandbox`]) unless `--no-contain`;
 //! 7. journal and validate its event stream live, stopping it on a violation: [`supervise`];
 //! 8. on worker exit, timeout or signal: stop the group, decide the outcome ([`outcome`]), unwire,
 //!    archive ACTIVE.json as `runs/<run_id>/run.json`, release the lock: [`teardown`].
@@ -202,7 +203,7 @@ async fn lifecycle(
             format!("{} before launch", sig.as_str()),
         ));
     }
-    let (mut child, mut observer) = match launch(&plan, &started, timings) {
+    let (mut child, mut observer, boxed) = match launch(&plan, &started, timings) {
         Ok(launched) => launched,
         Err(msg) => return run.setup_failed(msg),
     };
@@ -233,6 +234,12 @@ async fn lifecycle(
         timings,
     )
     .await;
+
+    if let Some(note) = boxed.as_ref().and_then(crate::sandbox::Boxed::refusals) {
+        out.warn(&note);
+    }
+    // The relay stops and the box's socket directory goes with it.
+    drop(boxed);
 
     // Chromium runs in a session of its own (Playwright starts it detached): whatever of the
     // browser outlived the worker's group carries the run's id.
@@ -368,12 +375,20 @@ fn wire_and_prove(
 }
 
 /// Step 6: creates the journal (before the worker exists: nothing it does goes unrecorded),
-/// then starts the worker. `Err` is the setup failure to report.
+/// then starts the worker, in the box unless `--no-contain`. `Err` is the setup failure to
+/// report.
 fn launch(
     plan: &Plan,
     started: &Started,
     timings: &mut Timings,
-) -> Result<(tokio::process::Child, Observer), String> {
+) -> Result<
+    (
+        tokio::process::Child,
+        Observer,
+        Option<crate::sandbox::Boxed>,
+    ),
+    String,
+> {
     let provisioned = started.provisioned.as_ref();
     let extra: Vec<String> = match provisioned {
         Some(_) => crate::browser::harness_args(plan.kind)
@@ -413,10 +428,43 @@ fn launch(
         observer = observer.with_ref_map(crate::browser::RefTracker::new(&p.state, &p.output_dir));
     }
     let cmd = worker::worker_command(&spec, &started.run_id);
+    // The box: the worker's whole tree in its own namespaces (crate::sandbox).
+    let boxed = match &plan.bwrap {
+        Some(bwrap) => Some(
+            crate::sandbox::start(crate::sandbox::Launch {
+                bwrap,
+                kind: plan.kind,
+                project: &plan.paths.project,
+                harness_bin: &plan.bin,
+                codex_home: &plan.ctx.codex_home,
+                run_id: &started.run_id,
+                run_dir: &started.run_dir,
+                events_file: plan.paths.events(),
+                ro: std::iter::once(plan.flow_path.clone())
+                    .chain(plan.mcp_config.clone())
+                    .collect(),
+                programs: spec
+                    .mcp_servers
+                    .iter()
+                    .filter_map(|s| match &s.transport {
+                        worker::McpTransport::Stdio { command, .. } => Some(PathBuf::from(command)),
+                        worker::McpTransport::Http { .. } => None,
+                    })
+                    .collect(),
+                rw: Vec::new(),
+            })
+            .map_err(|e| format!("{e:#}"))?,
+        ),
+        None => None,
+    };
+    let cmd = match &boxed {
+        Some(b) => b.wrap(&cmd),
+        None => cmd,
+    };
     let child = tokio::process::Command::from(cmd)
         .spawn()
         .map_err(|e| format!("cannot start the worker {}: {e}", plan.bin.display()))?;
     tracing::debug!(pgid = child.id(), "worker {} started", plan.bin.display());
     timings.mark("worker_spawned");
-    Ok((child, observer))
+    Ok((child, observer, boxed))
 }

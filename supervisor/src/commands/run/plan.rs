@@ -34,6 +34,8 @@ pub struct Plan {
     pub ctx: harness::Context,
     /// `--junit FILE`, absolute.
     pub junit: Option<PathBuf>,
+    /// The box (README "The box"): bwrap's path, or `None` with `--no-contain`.
+    pub bwrap: Option<PathBuf>,
 }
 
 /// Whether the run provisions its browser: `--browser`, or the flow's `browser` key.
@@ -99,6 +101,10 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         ),
         None => None,
     };
+    let bwrap = crate::sandbox::for_run(args.no_contain)?;
+    if bwrap.is_some() {
+        crate::sandbox::check_plan(browser.is_some(), &mcp_servers)?;
+    }
     let mut ctx = crate::commands::harness_context(&project)?;
     if kind == Harness::Claude {
         // `onFailure: block` only where this Claude Code understands it (2.1.295+); when the
@@ -130,6 +136,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         grace: grace(std::env::var(GRACE_ENV).ok().as_deref()),
         ctx,
         junit,
+        bwrap,
     })
 }
 
@@ -185,7 +192,7 @@ mod tests {
             use std::os::unix::fs::PermissionsExt as _;
             std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        let mut a = args(&["--timeout", "90s", "--", "--model", "x"]);
+        let mut a = args(&["--no-contain", "--timeout", "90s", "--", "--model", "x"]);
         a.flow = flow.clone();
         a.project.project = Some(dir.path().to_path_buf());
         a.harness_bin = Some(bin.clone());
@@ -196,7 +203,7 @@ mod tests {
         assert_eq!(p.bin, bin);
         assert_eq!(p.timeout, Some(Duration::from_secs(90)));
         assert_eq!(p.extra, ["--model", "x"]);
-        assert!(p.browser.is_none() && p.mcp_config.is_none());
+        assert!(p.browser.is_none() && p.mcp_config.is_none() && p.bwrap.is_none());
         assert_eq!(p.paths.project, std::fs::canonicalize(dir.path()).unwrap());
         // Nothing was touched: planning has no side effect.
         assert!(!dir.path().join(".leopold").exists());

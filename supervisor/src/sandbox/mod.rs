@@ -1,0 +1,867 @@
+//! The box: the worker's whole process tree runs in a sandbox built with Debian's `bubblewrap`
+//! (`bwrap`), so that what the worker can do does not depend on a harness flag (HARNESS-FACTS §1,
+//! §9). README "The box".
+//!
+//! Why bubblewrap: it is what Flatpak and Anthropic's own sandbox runtime use, it is packaged by
+//! every distribution (one `apt-get install`), it was seen working on this machine kind (§9), and
+//! it gives in one exec everything the box needs: PID, network, mount, IPC and UTS namespaces, a
+//! new root built from explicit binds, `--die-with-parent` and `--new-session`. Doing the same
+//! with `rustix` namespaces by hand means re-writing bwrap's mount choreography (and its
+//! audited corner cases) inside the supervisor; `hakoniwa` is LGPL with an exception and brings
+//! seccomp/landlock/cgroup machinery the box does not need; `landlock` alone restricts files but
+//! not the network to one endpoint, nor the process lifetime.
+//!
+//! What the box is, for one run:
+//!
+//! - **Privilege.** No capabilities (`--cap-drop ALL`, bounding set included), even when the
+//!   supervisor runs as root: no remounting the read-only binds, no new namespaces to escape into.
+//! - **Processes.** A PID namespace. bwrap's init is PID 1 in it; the kernel kills every process
+//!   of a namespace when its PID 1 dies. `--die-with-parent` ties that init (and bwrap) to the
+//!   supervisor with `PR_SET_PDEATHSIG`, so a detached `setsid nohup … &` dies when the run ends
+//!   and when the supervisor is SIGKILLed. `--new-session`: no controlling terminal to push
+//!   input into.
+//! - **Files.** A fresh root: the system (`/usr` and its symlinks, `/etc` with every file that is
+//!   not world-readable replaced by an empty one), a private `/tmp`, `/proc`, a minimal `/dev`;
+//!   read-only: the project, the harness's installation, `leopold` itself, the harness
+//!   configuration; read-write: the run's scratch folder only, which is also `HOME`. The user's
+//!   home, `/root`, `/var`, `/run` are not there at all.
+//! - **Environment.** Cleared; only what the harness needs comes in (`PATH`, `TERM`, locale, the
+//!   harness's own variables and credentials, `LEOPOLD_*` run variables).
+//! - **Network.** A network namespace with only loopback. The model endpoint is reached through
+//!   the run's socket directory: inside, `leopold persona box-init` listens on the endpoint's
+//!   own loopback address (or on a CONNECT proxy port for a remote https endpoint) and forwards
+//!   each connection to `<sock dir>/model.sock`; outside, the supervisor connects it to the one
+//!   endpoint and nowhere else (a CONNECT to any other host:port is refused there, outside the
+//!   worker's reach).
+//! - **The guard** runs inside (the harness starts it); it reads the flow and ACTIVE.json
+//!   read-only and sends its event line to `<sock dir>/events.sock` (`LEOPOLD_EVENTS_SOCKET`);
+//!   the supervisor appends it to `events.jsonl`.
+//!
+//! Other systems than Linux get no box: `persona run` refuses unless `--no-contain`.
+
+pub mod init;
+mod relay;
+
+use std::ffi::OsString;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use std::io::Write as _;
+
+use anyhow::Context as _;
+
+use crate::harness::Harness;
+
+pub use relay::RunBox;
+
+/// The variable naming the supervisor's event socket, read by the guard.
+pub const EVENTS_SOCKET_ENV: &str = leopold_guard::EVENTS_SOCKET_ENV;
+/// Inside the box, the CONNECT proxy's port (the network namespace is the run's own: any port
+/// is free).
+pub const PROXY_PORT: u16 = 3128;
+
+/// Test-only knobs, like the other `__LEOPOLD_*` variables: extra variables passed into the box
+/// (comma-separated names) and extra read-only and read-write paths (colon-separated), so the
+/// test kit can hand the fake worker its script and a place for its record.
+const TEST_PASS_ENV: &str = "__LEOPOLD_BOX_PASS_ENV";
+const TEST_RO: &str = "__LEOPOLD_BOX_RO";
+const TEST_RW: &str = "__LEOPOLD_BOX_RW";
+const TEST_BWRAP: &str = "__LEOPOLD_BWRAP";
+
+/// Where the model endpoint is, and how the box reaches it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// An endpoint on this machine's loopback (a local gateway, the test kit's scripted model):
+    /// inside, the same address listens and forwards; outside, the supervisor connects to it.
+    Loopback(SocketAddr),
+    /// A remote https endpoint: inside, `HTTPS_PROXY` points at a forwarder; outside, the
+    /// supervisor admits exactly one `CONNECT host:port`.
+    Connect { host: String, port: u16 },
+}
+
+impl Endpoint {
+    /// For messages: host and port, never a URL.
+    pub fn describe(&self) -> String {
+        match self {
+            Endpoint::Loopback(a) => a.to_string(),
+            Endpoint::Connect { host, port } => format!("{host}:{port}"),
+        }
+    }
+}
+
+/// What the launch code fills in for one boxed run. Paths are the same inside and outside.
+#[derive(Debug, Clone)]
+pub struct BoxSpec {
+    /// The run's scratch folder: the only place the worker writes; its `HOME`.
+    pub scratch: PathBuf,
+    /// The worker's working directory (the project).
+    pub cwd: PathBuf,
+    /// Bound read-only (the project, the harness installation, leopold, harness config, …).
+    /// Missing paths are skipped.
+    pub ro: Vec<PathBuf>,
+    /// Bound read-write (e.g. a per-run harness configuration folder).
+    pub rw: Vec<PathBuf>,
+    /// Files bound read-only at another place (a login file into the scratch): (source, inside).
+    pub ro_at: Vec<(PathBuf, PathBuf)>,
+    /// Short per-run directory holding the sockets (bound read-only: connecting to a socket
+    /// needs no write access to the mount).
+    pub sock_dir: PathBuf,
+    /// The worker's whole environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// The one network destination.
+    pub endpoint: Endpoint,
+}
+
+/// Whether this machine can build the box.
+#[derive(Debug, Clone)]
+pub enum Availability {
+    Ready { bwrap: PathBuf, version: String },
+    Missing(String),
+}
+
+/// Finds bwrap and builds a trivial box with it (namespaces can be forbidden, e.g. in a
+/// container without `CLONE_NEWUSER`/`CLONE_NEWNET`: then the message says so).
+pub fn probe() -> Availability {
+    if !cfg!(target_os = "linux") {
+        return Availability::Missing(
+            "the box is built with Linux namespaces (bubblewrap); this system has none".into(),
+        );
+    }
+    // Test-only: a bwrap path, to prove the refusal on a machine that has one.
+    let wanted = std::env::var_os(TEST_BWRAP).map(PathBuf::from);
+    let found = match &wanted {
+        Some(p) => crate::os::find_executable(p),
+        None => crate::os::find_executable(Path::new("bwrap"))
+            .or_else(|| crate::os::find_executable(Path::new("/usr/bin/bwrap"))),
+    };
+    let Some(bwrap) = found else {
+        return Availability::Missing(
+            "`bwrap` (bubblewrap) is not installed (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`)".into(),
+        );
+    };
+    let version = Command::new(&bwrap)
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let mut cmd = Command::new(&bwrap);
+    cmd.args(system_args())
+        .args([
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--",
+        ])
+        .arg("/bin/true")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    match cmd.output() {
+        Ok(o) if o.status.success() => Availability::Ready { bwrap, version },
+        Ok(o) => Availability::Missing(format!(
+            "{} cannot create namespaces here ({}): {}",
+            bwrap.display(),
+            o.status,
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Availability::Missing(format!("cannot run {}: {e}", bwrap.display())),
+    }
+}
+
+/// The system part of the new root: `/usr` and the merged-usr symlinks (or directories), `/etc`
+/// minus what only root may read, `/proc`, a minimal `/dev`, a private `/tmp`.
+fn system_args() -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    let mut push = |xs: &[&str]| a.extend(xs.iter().map(OsString::from));
+    push(&["--ro-bind", "/usr", "/usr"]);
+    for d in ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"] {
+        match std::fs::read_link(d) {
+            Ok(target) => {
+                a.push("--symlink".into());
+                a.push(target.into_os_string());
+                a.push(d.into());
+            }
+            Err(_) if Path::new(d).is_dir() => {
+                a.extend(["--ro-bind", d, d].map(OsString::from));
+            }
+            Err(_) => {}
+        }
+    }
+    a.extend(["--ro-bind", "/etc", "/etc"].map(OsString::from));
+    for hidden in root_only("/etc".as_ref()) {
+        if hidden.is_dir() {
+            a.push("--tmpfs".into());
+        } else {
+            a.extend(["--ro-bind", "/dev/null"].map(OsString::from));
+        }
+        a.push(hidden.into_os_string());
+    }
+    a.extend(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"].map(OsString::from));
+    a
+}
+
+/// Files and directories under `dir` that others may not read (`/etc/shadow`, `/etc/sudoers`,
+/// `/etc/ssl/private`): the worker may run as root (CI does), and root reads them whatever their
+/// mode, so they are replaced by an empty file or folder instead. Symlinks are left (their
+/// target is judged where it lies); the walk stops at a depth of 6.
+fn root_only(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    fn walk(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let Ok(m) = std::fs::symlink_metadata(&p) else {
+                continue;
+            };
+            let ft = m.file_type();
+            if ft.is_symlink() || !(ft.is_file() || ft.is_dir()) {
+                continue;
+            }
+            let others = m.permissions().mode() & 0o005;
+            if (ft.is_file() && others & 0o004 == 0) || (ft.is_dir() && others != 0o005) {
+                out.push(p);
+            } else if ft.is_dir() && depth < 6 {
+                walk(&p, depth + 1, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, 0, &mut out);
+    out
+}
+
+/// The bwrap command that runs `program args` in the box described by `spec`: bwrap, then
+/// `leopold persona box-init` (the forwarder), then the program.
+pub fn command(
+    bwrap: &Path,
+    leopold: &Path,
+    spec: &BoxSpec,
+    program: &Path,
+    args: &[OsString],
+) -> Command {
+    let mut cmd = Command::new(bwrap);
+    cmd.args(system_args());
+    // Order matters: later binds mount over earlier ones (a scratch inside the read-only
+    // project stays writable).
+    let bind = |cmd: &mut Command, flag: &str, p: &Path| {
+        cmd.arg(flag).arg(p).arg(p);
+    };
+    for p in &spec.ro {
+        if p.exists() {
+            bind(&mut cmd, "--ro-bind", p);
+        }
+    }
+    bind(&mut cmd, "--ro-bind", &spec.sock_dir);
+    for p in &spec.rw {
+        if p.exists() {
+            bind(&mut cmd, "--bind", p);
+        }
+    }
+    bind(&mut cmd, "--bind", &spec.scratch);
+    // Names resolve nowhere in the box; box-init answers every lookup "no such name" at once.
+    let resolv = spec.sock_dir.join("resolv.conf");
+    let host_resolv = std::fs::symlink_metadata("/etc/resolv.conf");
+    if host_resolv.is_ok_and(|m| m.is_file())
+        && std::fs::write(&resolv, "nameserver 127.0.0.1\n").is_ok()
+    {
+        cmd.arg("--ro-bind").arg(&resolv).arg("/etc/resolv.conf");
+    }
+    for (from, inside) in &spec.ro_at {
+        cmd.arg("--ro-bind").arg(from).arg(inside);
+    }
+    // `--cap-drop ALL`: bwrap started by root keeps every capability otherwise, and a root worker
+    // could `mount -o remount,rw,bind` the read-only project (seen). Dropping the bounding set
+    // too means a root `execve` (setuid binaries included) gets none back.
+    cmd.args([
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        // Only for box-init to bind the DNS port 53 and then drop every capability itself
+        // (bounding set included) before it starts the worker.
+        "--cap-add",
+        "CAP_NET_BIND_SERVICE",
+        "--cap-add",
+        "CAP_SETPCAP",
+    ])
+    .arg("--chdir")
+    .arg(&spec.cwd)
+    .arg("--")
+    .arg(leopold)
+    .args(["persona", "box-init", "--forward"]);
+    let (listen, sock) = match &spec.endpoint {
+        Endpoint::Loopback(a) => (*a, spec.sock_dir.join(relay::MODEL_SOCK)),
+        Endpoint::Connect { .. } => (
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), PROXY_PORT),
+            spec.sock_dir.join(relay::MODEL_SOCK),
+        ),
+    };
+    let mut fwd = OsString::from(format!("{listen}="));
+    fwd.push(sock.as_os_str());
+    cmd.arg(fwd)
+        .args(["--dns", "127.0.0.1:53", "--"])
+        .arg(program)
+        .args(args);
+    cmd.env_clear().envs(spec.env.iter().map(|(k, v)| (k, v)));
+    cmd
+}
+
+/// The per-run socket directory: short (a unix socket path holds at most 107 bytes), private.
+pub fn sock_dir_for(run_id: &str) -> PathBuf {
+    let base = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute() && p.as_os_str().len() < 48 && p.is_dir())
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    base.join(format!("leopold-{run_id}"))
+}
+
+/// The model endpoint the harness is configured for, and the variables that carry its
+/// credentials. Claude: `ANTHROPIC_BASE_URL` (default https://api.anthropic.com). Codex: the
+/// `model_provider`'s `base_url` in `$CODEX_HOME/config.toml` (its `env_key` is passed), else
+/// `OPENAI_BASE_URL`, else https://api.openai.com.
+pub fn model_endpoint(kind: Harness, codex_home: &Path) -> anyhow::Result<(Endpoint, Vec<String>)> {
+    let mut keys = Vec::new();
+    let url = match kind {
+        Harness::Claude => std::env::var("ANTHROPIC_BASE_URL")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "https://api.anthropic.com".into()),
+        Harness::Codex => {
+            let cfg = codex_home.join("config.toml");
+            let text = match std::fs::read_to_string(&cfg) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(e) => return Err(e).with_context(|| format!("cannot read {}", cfg.display())),
+            };
+            let doc: toml_edit::DocumentMut = text
+                .parse()
+                .with_context(|| format!("{} is not valid TOML", cfg.display()))?;
+            let provider = doc.get("model_provider").and_then(|v| v.as_str());
+            match provider {
+                None | Some("openai") => std::env::var("OPENAI_BASE_URL")
+                    .ok()
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| "https://api.openai.com".into()),
+                Some(p) => {
+                    let table = doc.get("model_providers").and_then(|t| t.get(p));
+                    if let Some(k) = table
+                        .and_then(|t| t.get("env_key"))
+                        .and_then(|v| v.as_str())
+                    {
+                        keys.push(k.to_owned());
+                    }
+                    table
+                        .and_then(|t| t.get("base_url"))
+                        .and_then(|v| v.as_str())
+                        .map(str::to_owned)
+                        .with_context(|| {
+                            format!(
+                                "{}: cannot tell the model endpoint of model_provider `{p}` (no `[model_providers.{p}] base_url`)\n(hint: give the provider a base_url, or pass --no-contain to run without the box)",
+                                cfg.display()
+                            )
+                        })?
+                }
+            }
+        }
+    };
+    Ok((endpoint_of(&url)?, keys))
+}
+
+fn endpoint_of(raw: &str) -> anyhow::Result<Endpoint> {
+    let u = url::Url::parse(raw).map_err(|e| {
+        anyhow::anyhow!("the model endpoint is not a URL ({e})\n(hint: check ANTHROPIC_BASE_URL / the Codex provider's base_url)")
+    })?;
+    let port = u
+        .port_or_known_default()
+        .context("the model endpoint has no port")?;
+    let host = match u.host() {
+        Some(url::Host::Domain(d)) => d.to_ascii_lowercase(),
+        Some(url::Host::Ipv4(ip)) => ip.to_string(),
+        Some(url::Host::Ipv6(ip)) => ip.to_string(),
+        None => anyhow::bail!("the model endpoint has no host"),
+    };
+    let loopback = match host.parse::<IpAddr>() {
+        Ok(ip) => Some(ip).filter(IpAddr::is_loopback),
+        Err(_) if host == "localhost" => Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        Err(_) => None,
+    };
+    match (loopback, u.scheme()) {
+        (Some(ip), _) => Ok(Endpoint::Loopback(SocketAddr::new(ip, port))),
+        (None, "https") => Ok(Endpoint::Connect { host, port }),
+        (None, scheme) => anyhow::bail!(
+            "the model endpoint {host}:{port} is {scheme}, not https: the box relays a remote endpoint only as an https CONNECT\n(hint: use an https endpoint, or pass --no-contain to run without the box)"
+        ),
+    }
+}
+
+/// Names passed into the box from the supervisor's environment: the basics, the harness's own
+/// prefixes (credentials, base URL, its switches) and the extra credential variables.
+fn passes(kind: Harness, name: &str, extra: &[String]) -> bool {
+    const BASIC: &[&str] = &[
+        "PATH",
+        "TERM",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "USER",
+        "LOGNAME",
+        "COLORTERM",
+        "NO_COLOR",
+    ];
+    if BASIC.contains(&name) || name.starts_with("LC_") || extra.iter().any(|e| e == name) {
+        return true;
+    }
+    match kind {
+        Harness::Claude => {
+            name.starts_with("ANTHROPIC_")
+                || name.starts_with("CLAUDE_CODE_")
+                || name == "IS_SANDBOX"
+                || name.starts_with("DISABLE_")
+        }
+        Harness::Codex => name.starts_with("OPENAI_") || name.starts_with("CODEX_"),
+    }
+}
+
+/// Inputs to [`plan_spec`] from the run.
+pub struct RunInputs<'a> {
+    pub kind: Harness,
+    pub project: &'a Path,
+    pub harness_bin: &'a Path,
+    pub leopold: &'a Path,
+    pub codex_home: &'a Path,
+    pub run_id: &'a str,
+    pub scratch: PathBuf,
+    pub sock_dir: PathBuf,
+    /// Extra paths the launch code needs read-only / read-write (e.g. MCP server programs).
+    pub ro: Vec<PathBuf>,
+    pub rw: Vec<PathBuf>,
+}
+
+/// Fills a [`BoxSpec`] for a run: what is bound, the environment, the endpoint.
+pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
+    let (endpoint, cred_keys) = model_endpoint(r.kind, r.codex_home)?;
+    let mut ro = vec![r.project.to_path_buf(), r.leopold.to_path_buf()];
+    if let Ok(c) = std::fs::canonicalize(r.leopold) {
+        ro.push(c);
+    }
+    ro.extend(install_dirs(r.harness_bin));
+    if let Some(node) = crate::os::find_executable(Path::new("node")) {
+        // `#!/usr/bin/env node` harnesses: a node outside /usr (nvm, a tarball) comes in too.
+        if let Ok(c) = std::fs::canonicalize(&node) {
+            if !c.starts_with("/usr") {
+                if let Some(prefix) = c.parent().and_then(Path::parent) {
+                    ro.push(prefix.to_path_buf());
+                }
+            }
+        }
+    }
+    // Codex writes its home (sessions, logs, its app-server state) and fails on a read-only one.
+    // Interim, until each run gets its own harness configuration (issue #12 item 3): CODEX_HOME
+    // is `<scratch>/.codex`, holding a copy of the wired config.toml (removed when the run ends:
+    // `Boxed`'s drop) and the login file auth.json bound read-only over an empty placeholder
+    // (never copied: credentials are not left in the project). The user's folder is not there.
+    let mut ro_at: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let codex_home = match r.kind {
+        Harness::Codex if !r.rw.iter().any(|p| r.codex_home.starts_with(p)) => {
+            let inner = r.scratch.join(".codex");
+            std::fs::create_dir_all(&inner)
+                .with_context(|| format!("cannot create {}", inner.display()))?;
+            let config = r.codex_home.join("config.toml");
+            if config.is_file() {
+                std::fs::copy(&config, inner.join("config.toml")).with_context(|| {
+                    format!("cannot copy {} into the run's scratch", config.display())
+                })?;
+            }
+            let auth = r.codex_home.join("auth.json");
+            if auth.is_file() {
+                let placeholder = inner.join("auth.json");
+                std::fs::write(&placeholder, b"")
+                    .with_context(|| format!("cannot create {}", placeholder.display()))?;
+                ro_at.push((auth, placeholder));
+            }
+            inner
+        }
+        _ => r.codex_home.to_path_buf(),
+    };
+    ro.extend(r.ro);
+    let mut rw = r.rw;
+    let split = |var: &str| -> Vec<PathBuf> {
+        std::env::var_os(var)
+            .map(|v| {
+                std::env::split_paths(&v)
+                    .filter(|p| p.is_absolute())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    ro.extend(split(TEST_RO));
+    rw.extend(split(TEST_RW));
+
+    let mut extra_names = cred_keys;
+    if let Ok(v) = std::env::var(TEST_PASS_ENV) {
+        extra_names.extend(
+            v.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| k.to_str().is_some_and(|k| passes(r.kind, k, &extra_names)))
+        .filter(|(k, _)| k != "CODEX_HOME")
+        .collect();
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
+    }
+    env.push(("HOME".into(), r.scratch.clone().into_os_string()));
+    env.push(("TMPDIR".into(), "/tmp".into()));
+    env.push((crate::os::RUN_ID_ENV.into(), r.run_id.into()));
+    env.push((
+        EVENTS_SOCKET_ENV.into(),
+        r.sock_dir.join(relay::EVENTS_SOCK).into_os_string(),
+    ));
+    if r.kind == Harness::Codex {
+        env.push(("CODEX_HOME".into(), codex_home.into_os_string()));
+    }
+    if let Endpoint::Connect { .. } = endpoint {
+        let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
+        for k in [
+            "HTTPS_PROXY",
+            "https_proxy",
+            "HTTP_PROXY",
+            "http_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+        ] {
+            env.push((k.into(), proxy.clone().into()));
+        }
+    }
+    if r.kind == Harness::Claude
+        && std::env::var_os("ANTHROPIC_API_KEY").is_none()
+        && std::env::var_os("ANTHROPIC_AUTH_TOKEN").is_none()
+    {
+        // No key variable: Claude's login file, read-only, where it looks for it in HOME.
+        if let Some(home) = std::env::var_os("HOME") {
+            let cred = Path::new(&home).join(".claude/.credentials.json");
+            if cred.is_file() {
+                let inside = r.scratch.join(".claude/.credentials.json");
+                if let Some(dir) = inside.parent() {
+                    std::fs::create_dir_all(dir)
+                        .with_context(|| format!("cannot create {}", dir.display()))?;
+                }
+                std::fs::write(&inside, b"")
+                    .with_context(|| format!("cannot create {}", inside.display()))?;
+                ro_at.push((cred, inside));
+            }
+        }
+    }
+    Ok(BoxSpec {
+        scratch: r.scratch,
+        cwd: r.project.to_path_buf(),
+        ro,
+        rw,
+        ro_at,
+        sock_dir: r.sock_dir,
+        env,
+        endpoint,
+    })
+}
+
+/// What of the harness's installation must be visible: an npm install's whole `node_modules`
+/// (the `.bin` entry is a symlink into a package that loads its platform package), else the
+/// program's folder (and its symlink's).
+fn install_dirs(bin: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in [Some(bin.to_path_buf()), std::fs::canonicalize(bin).ok()]
+        .into_iter()
+        .flatten()
+    {
+        let nm = p
+            .ancestors()
+            .find(|a| a.file_name().is_some_and(|n| n == "node_modules"));
+        match nm {
+            Some(nm) => out.push(nm.to_path_buf()),
+            None => out.extend(p.parent().map(Path::to_path_buf)),
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// `persona run`'s decision, before any side effect: the bwrap to box the worker with, or `None`
+/// with `--no-contain` (after saying so: on every run). A machine that cannot build the box is
+/// an error naming what is missing (exit 2).
+pub fn for_run(no_contain: bool) -> anyhow::Result<Option<PathBuf>> {
+    if no_contain {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "leopold: warning: --no-contain: the worker runs WITHOUT the box: it can use the network, read and write your files, and leave processes behind; only the guard, the browser's rules and the journal bound it"
+        );
+        return Ok(None);
+    }
+    match probe() {
+        Availability::Ready { bwrap, .. } => Ok(Some(bwrap)),
+        Availability::Missing(why) => anyhow::bail!(
+            "cannot build the box for the worker: {why}\n(hint: install bubblewrap, or pass --no-contain to run without the box (README \"The box\"))"
+        ),
+    }
+}
+
+/// What the box cannot serve yet, refused before any side effect (exit 2) instead of failing
+/// inside it: the provisioned browser (it needs the staging app on this machine's network: it
+/// moves outside the box, behind an MCP relay, issue #12) and MCP servers reached over HTTP (the
+/// box's network reaches the model endpoint only).
+pub fn check_plan(
+    provisioned_browser: bool,
+    servers: &[crate::worker::McpServer],
+) -> anyhow::Result<()> {
+    if provisioned_browser {
+        anyhow::bail!(
+            "the provisioned browser cannot run inside the box yet: Chromium would not reach the staging app\n(hint: pass --no-contain to run without the box (README \"The box\"))"
+        );
+    }
+    if let Some(s) = servers
+        .iter()
+        .find(|s| matches!(s.transport, crate::worker::McpTransport::Http { .. }))
+    {
+        anyhow::bail!(
+            "MCP server `{}` is reached over HTTP, and the box's network reaches only the model endpoint\n(hint: give it as a stdio server (`command`), or pass --no-contain to run without the box)",
+            s.name
+        );
+    }
+    Ok(())
+}
+
+/// Everything the launch code hands over to box one worker.
+pub struct Launch<'a> {
+    pub bwrap: &'a Path,
+    pub kind: Harness,
+    pub project: &'a Path,
+    pub harness_bin: &'a Path,
+    pub codex_home: &'a Path,
+    pub run_id: &'a str,
+    pub run_dir: &'a Path,
+    pub events_file: PathBuf,
+    /// Programs the worker starts itself (stdio MCP servers): their installation, read-only.
+    pub programs: Vec<PathBuf>,
+    /// Files and folders the worker or the guard reads (the flow file), read-only.
+    pub ro: Vec<PathBuf>,
+    /// Folders the worker must write besides its scratch (a per-run harness configuration).
+    pub rw: Vec<PathBuf>,
+}
+
+/// A started box: its relay is running; [`Boxed::wrap`] turns the worker command into the boxed
+/// one. Dropping it removes the socket directory.
+pub struct Boxed {
+    pub run_box: RunBox,
+    bwrap: PathBuf,
+    leopold: PathBuf,
+}
+
+/// Creates the scratch folder (`<run dir>/scratch`, kept with the run's record) and the socket
+/// directory, fills the spec and starts the relay. Inside a tokio runtime.
+pub fn start(l: Launch<'_>) -> anyhow::Result<Boxed> {
+    let leopold = std::env::current_exe().context("cannot find the leopold executable's path")?;
+    let scratch = l.run_dir.join("scratch");
+    std::fs::create_dir_all(&scratch)
+        .with_context(|| format!("cannot create {}", scratch.display()))?;
+    let sock_dir = sock_dir_for(l.run_id);
+    relay::make_sock_dir(&sock_dir)?;
+    let spec = plan_spec(RunInputs {
+        kind: l.kind,
+        project: l.project,
+        harness_bin: l.harness_bin,
+        leopold: &leopold,
+        codex_home: l.codex_home,
+        run_id: l.run_id,
+        scratch,
+        sock_dir: sock_dir.clone(),
+        ro: l
+            .programs
+            .iter()
+            .map(|p| crate::os::find_executable(p).unwrap_or_else(|| p.clone()))
+            .flat_map(|p| install_dirs(&p))
+            .chain(l.ro)
+            .collect(),
+        rw: l.rw,
+    })
+    .inspect_err(|_| {
+        let _ = std::fs::remove_dir_all(&sock_dir);
+    })?;
+    let run_box = RunBox::start(spec, l.events_file).inspect_err(|_| {
+        let _ = std::fs::remove_dir_all(&sock_dir);
+    })?;
+    Ok(Boxed {
+        run_box,
+        bwrap: l.bwrap.to_path_buf(),
+        leopold,
+    })
+}
+
+impl Boxed {
+    /// The boxed form of `worker` (program and arguments kept; its environment replaced by the
+    /// box's), with the worker's stdio, its own process group and the parent-death signal.
+    pub fn wrap(&self, worker: &Command) -> Command {
+        let args: Vec<OsString> = worker.get_args().map(|a| a.to_owned()).collect();
+        let mut cmd = command(
+            &self.bwrap,
+            &self.leopold,
+            &self.run_box.spec,
+            Path::new(worker.get_program()),
+            &args,
+        );
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        crate::os::configure_worker(&mut cmd);
+        cmd
+    }
+
+    /// What the relay refused during the run, for the summary.
+    pub fn refusals(&self) -> Option<String> {
+        use std::sync::atomic::Ordering;
+        let n = self.run_box.refused.load(Ordering::Relaxed);
+        let d = self.run_box.dropped_events.load(Ordering::Relaxed);
+        let mut parts = Vec::new();
+        if n > 0 {
+            parts.push(format!(
+                "the box refused {n} connection(s) to hosts other than the model endpoint {}",
+                self.run_box.spec.endpoint.describe()
+            ));
+        }
+        if d > 0 {
+            parts.push(format!(
+                "the box dropped {d} message(s) on the guard's event socket that were not guard events"
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_classified_by_host() {
+        assert_eq!(
+            endpoint_of("http://127.0.0.1:4000/v1").unwrap(),
+            Endpoint::Loopback("127.0.0.1:4000".parse().unwrap())
+        );
+        assert_eq!(
+            endpoint_of("http://localhost:9").unwrap(),
+            Endpoint::Loopback("127.0.0.1:9".parse().unwrap())
+        );
+        assert_eq!(
+            endpoint_of("https://api.anthropic.com").unwrap(),
+            Endpoint::Connect {
+                host: "api.anthropic.com".into(),
+                port: 443
+            }
+        );
+        let e = format!(
+            "{:#}",
+            endpoint_of("http://gateway.corp:8080/").unwrap_err()
+        );
+        assert!(e.contains("--no-contain") && !e.contains("http://"), "{e}");
+    }
+
+    #[test]
+    fn codex_endpoint_comes_from_the_provider_and_passes_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("config.toml"),
+            "model_provider = \"mock\"\n[model_providers.mock]\nbase_url = \"http://127.0.0.1:5555/v1\"\nenv_key = \"MOCK_API_KEY\"\n",
+        )
+        .unwrap();
+        let (e, keys) = model_endpoint(Harness::Codex, dir.path()).unwrap();
+        assert_eq!(e, Endpoint::Loopback("127.0.0.1:5555".parse().unwrap()));
+        assert_eq!(keys, ["MOCK_API_KEY"]);
+    }
+
+    #[test]
+    fn only_the_harness_variables_pass() {
+        assert!(passes(Harness::Claude, "ANTHROPIC_API_KEY", &[]));
+        assert!(!passes(Harness::Claude, "OPENAI_API_KEY", &[]));
+        assert!(passes(Harness::Codex, "OPENAI_API_KEY", &[]));
+        for secret in [
+            "AWS_SECRET_ACCESS_KEY",
+            "GITHUB_TOKEN",
+            "SSH_AUTH_SOCK",
+            "HTTPS_PROXY",
+            "LD_PRELOAD",
+        ] {
+            assert!(!passes(Harness::Claude, secret, &[]), "{secret}");
+            assert!(!passes(Harness::Codex, secret, &[]), "{secret}");
+        }
+        assert!(passes(
+            Harness::Codex,
+            "MOCK_API_KEY",
+            &["MOCK_API_KEY".into()]
+        ));
+    }
+
+    #[test]
+    fn root_only_files_are_found() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("shadow");
+        std::fs::write(&secret, "x").unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let open = dir.path().join("hosts");
+        std::fs::write(&open, "x").unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let private = dir.path().join("private");
+        std::fs::create_dir(&private).unwrap();
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let found = root_only(dir.path());
+        assert!(
+            found.contains(&secret) && found.contains(&private),
+            "{found:?}"
+        );
+        assert!(!found.contains(&open));
+    }
+
+    #[test]
+    fn what_the_box_cannot_serve_is_refused_up_front() {
+        use crate::worker::{McpServer, McpTransport};
+        let stdio = McpServer {
+            name: "browser".into(),
+            transport: McpTransport::Stdio {
+                command: "x".into(),
+                args: vec![],
+                env: vec![],
+            },
+        };
+        let http = McpServer {
+            name: "remote".into(),
+            transport: McpTransport::Http {
+                url: "http://127.0.0.1:9/mcp".into(),
+            },
+        };
+        assert!(check_plan(false, std::slice::from_ref(&stdio)).is_ok());
+        let e = format!("{:#}", check_plan(false, &[stdio, http]).unwrap_err());
+        assert!(e.contains("`remote`") && e.contains("--no-contain"), "{e}");
+        let e = format!("{:#}", check_plan(true, &[]).unwrap_err());
+        assert!(
+            e.contains("provisioned browser") && e.contains("--no-contain"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sock_paths_stay_short() {
+        let d = sock_dir_for("20261130T101055Z-4821");
+        assert!(
+            d.join("mcp-browser_long_name.sock").as_os_str().len() < 100,
+            "{d:?}"
+        );
+    }
+}

