@@ -8,6 +8,7 @@ mod browser;
 mod cli;
 mod commands;
 mod exit;
+mod fs;
 mod harness;
 mod observe;
 mod observe_impl;

@@ -188,7 +188,7 @@ impl ActiveState {
 /// Atomic replace of a file Leopold owns: temp file in the target's directory, write, fsync,
 /// rename (the same writer as the wiring's records).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    crate::harness::write_own_file(path, bytes)
+    crate::fs::write_own_file(path, bytes)
         .with_context(|| format!("cannot write {}", path.display()))
 }
 

@@ -23,14 +23,12 @@
 //! `PreToolUse` / groups / handlers have an unexpected type is never written: the error names the
 //! file, line and column and says what to do.
 
-mod atomic;
 mod claude;
 mod codex;
 mod json_text;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use atomic::write_own_file;
 pub(crate) use claude::schema_problems as claude_schema_problems;
 
 use std::fmt;
@@ -39,7 +37,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use atomic::{FileState, Replace};
+use crate::fs;
+use crate::fs::{FileState, Replace};
 
 /// The tag carried by every handler Leopold wires (as a shell comment ending the command): unwire
 /// and orphan detection touch exactly the handlers whose command contains it.
@@ -498,7 +497,7 @@ fn save_record(ctx: &Context, kind: HarnessKind, record: &Record) -> Result<(), 
         problem: e.to_string(),
     })?;
     bytes.push(b'\n');
-    atomic::write_own_file(&path, &bytes).map_err(io_err("write the wiring record", &path))
+    fs::write_own_file(&path, &bytes).map_err(io_err("write the wiring record", &path))
 }
 
 fn remove_record(
@@ -570,7 +569,7 @@ pub(crate) fn wire_with_hook(
     };
     for _ in 0..MAX_ATTEMPTS {
         let mut warnings = Vec::new();
-        let state = atomic::read_state(&file).map_err(io_err("read", &file))?;
+        let state = fs::read_state(&file).map_err(io_err("read", &file))?;
         let text = decode(&file, &state)?;
         let handlers = match &text {
             Some(t) => list(kind, &file, t, &spec)?,
@@ -641,13 +640,8 @@ pub(crate) fn wire_with_hook(
                 state_dirs,
             },
         )?;
-        match atomic::replace_if_unchanged(
-            &file,
-            &state,
-            Some(added.text.as_bytes()),
-            before_rename,
-        )
-        .map_err(io_err("write", &file))?
+        match fs::replace_if_unchanged(&file, &state, Some(added.text.as_bytes()), before_rename)
+            .map_err(io_err("write", &file))?
         {
             Replace::Done => {
                 return Ok(WireOutcome {
@@ -696,7 +690,7 @@ pub(crate) fn unwire_with_hook(
             }
             None => ctx.settings_path(kind),
         };
-        let state = atomic::read_state(&file).map_err(io_err("read", &file))?;
+        let state = fs::read_state(&file).map_err(io_err("read", &file))?;
         let done = |action, warnings| UnwireOutcome {
             file: file.clone(),
             action,
@@ -711,7 +705,7 @@ pub(crate) fn unwire_with_hook(
         {
             if state.bytes() == Some(written.as_bytes()) {
                 let target = restore.original.as_deref().map(str::as_bytes);
-                match atomic::replace_if_unchanged(&file, &state, target, before_rename)
+                match fs::replace_if_unchanged(&file, &state, target, before_rename)
                     .map_err(io_err("restore", &file))?
                 {
                     Replace::Conflict => continue,
@@ -735,7 +729,7 @@ pub(crate) fn unwire_with_hook(
             remove_record(ctx, kind, record.as_ref())?;
             return Ok(done(UnwireAction::NothingWired, warnings));
         }
-        match atomic::replace_if_unchanged(&file, &state, Some(new_text.as_bytes()), before_rename)
+        match fs::replace_if_unchanged(&file, &state, Some(new_text.as_bytes()), before_rename)
             .map_err(io_err("write", &file))?
         {
             Replace::Conflict => continue,
@@ -763,7 +757,7 @@ pub(crate) fn unwire_with_hook(
 /// A malformed file, or an I/O error.
 pub fn wired_handlers(kind: HarnessKind, ctx: &Context) -> Result<Vec<WiredHandler>, WiringError> {
     let file = ctx.settings_path(kind);
-    let state = atomic::read_state(&file).map_err(io_err("read", &file))?;
+    let state = fs::read_state(&file).map_err(io_err("read", &file))?;
     match decode(&file, &state)? {
         Some(text) => list(kind, &file, &text, &ctx.spec(kind)),
         None => Ok(Vec::new()),

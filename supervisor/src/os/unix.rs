@@ -4,7 +4,9 @@
 //! A PID is a hint, not an identity: recovery only signals a process group after finding, in
 //! `/proc`, a member whose environment carries the crashed run's `LEOPOLD_RUN_ID`. A reused PID
 //! belongs to some other program and is left alone.
-#![allow(unsafe_code)]
+//!
+//! System calls go through `rustix` (safe wrappers, raw syscalls on Linux); the one `unsafe` left
+//! is `pre_exec` itself, whose closure must be async-signal-safe.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -34,18 +36,21 @@ pub fn configure_worker(cmd: &mut Command) {
     cmd.process_group(0);
     #[cfg(target_os = "linux")]
     {
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: the closure runs in the forked child before exec; it calls only prctl, getppid
-        // and _exit, which are async-signal-safe, and touches no memory shared with the parent.
+        use rustix::process::{getppid, set_parent_process_death_signal, Pid, Signal};
+        let parent = Pid::from_raw(std::process::id() as i32);
+        // SAFETY: the closure runs in the forked child before exec. It makes two raw system calls
+        // through rustix (prctl, getppid: no allocation, no lock, async-signal-safe) and builds
+        // its errors from errno values (`io::Error::from_raw_os_error` does not allocate); it
+        // touches no memory shared with the parent.
+        #[allow(unsafe_code)]
         unsafe {
             cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
+                set_parent_process_death_signal(Some(Signal::KILL))
+                    .map_err(|e| io::Error::from_raw_os_error(e.raw_os_error()))?;
                 // The parent may have died between fork and prctl: then nobody would send the
-                // signal, so leave now.
-                if libc::getppid() != parent {
-                    libc::_exit(70);
+                // signal, so do not exec (spawn fails with ESRCH, reported to nobody).
+                if getppid() != parent {
+                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
                 }
                 Ok(())
             });
@@ -61,16 +66,27 @@ pub fn signal_group(pgid: u32, sig: libc::c_int) -> io::Result<bool> {
             "refusing to signal process group 0 or 1",
         ));
     }
-    // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
-    let rc = unsafe { libc::kill(-(pgid as libc::pid_t), sig) };
-    if rc == 0 {
-        return Ok(true);
-    }
-    let err = io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::ESRCH) {
-        Ok(false)
-    } else {
-        Err(err)
+    let Some(group) = rustix::process::Pid::from_raw(pgid as i32) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("process group {pgid} out of range"),
+        ));
+    };
+    // Signal 0 only asks whether the group exists (kill(2)'s convention).
+    let sent = match rustix::process::Signal::from_named_raw(sig) {
+        _ if sig == 0 => rustix::process::test_kill_process_group(group),
+        Some(sig) => rustix::process::kill_process_group(group, sig),
+        None => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{sig} is not a signal"),
+            ))
+        }
+    };
+    match sent {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::SRCH) => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -149,9 +165,8 @@ pub fn kill_crashed_run(pgid: Option<u32>, run_id: &str) -> Vec<u32> {
             if Some(pgrp) == pgid {
                 let _ = signal_group(pgrp, libc::SIGKILL);
             }
-            // SAFETY: kill(2) on a pid just seen carrying this run's id; no memory involved.
-            unsafe {
-                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }
         }
         // Gone once reaped by their parent (or init): wait so "worker gone" is true when we say so.
