@@ -1,4 +1,5 @@
-//! `leopold`: the binary. Parses, dispatches, maps to an exit code (STYLE.md §2).
+//! `leopold`: the binary. Parses, dispatches, reports a failure with its own exit code (STYLE.md
+//! §2; printing lives in `output`).
 //!
 //! `leopold persona guard` is matched on the raw arguments before anything else (no clap, no
 //! logging, no runtime): it runs before every browser tool call.
@@ -15,6 +16,8 @@ mod observe_impl;
 #[cfg(unix)]
 #[path = "os/unix.rs"]
 mod os;
+mod output;
+mod project;
 mod redact;
 mod state;
 mod wiring_port;
@@ -35,12 +38,12 @@ fn main() -> ExitCode {
     }
 
     let cli = cli::Cli::parse();
+    let json = cli.command.json();
     match commands::dispatch(cli) {
         Ok(code) => code,
-        Err(err) => {
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "leopold: error: {err:#}");
-            ExitCode::from(2)
+        Err(failure) => {
+            failure.report(json);
+            ExitCode::from(failure.code())
         }
     }
 }

@@ -55,18 +55,9 @@ impl PersonaPaths {
     }
 }
 
-/// Resolves `--project` (default: the current directory) to an absolute, existing directory.
+/// Resolves `--project`, or finds the project from the current directory ([`crate::project`]).
 pub fn resolve_project(arg: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let raw = match arg {
-        Some(p) => p.to_path_buf(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    let abs = std::fs::canonicalize(&raw)
-        .with_context(|| format!("project directory {} does not exist", raw.display()))?;
-    if !abs.is_dir() {
-        anyhow::bail!("project {} is not a directory", abs.display());
-    }
-    Ok(abs)
+    crate::project::resolve(arg)
 }
 
 /// One wiring record: enough for recovery to unwire exactly what a run wired.

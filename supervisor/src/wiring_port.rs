@@ -20,7 +20,8 @@ pub fn wire(kind: HarnessKind, ctx: &Context) -> anyhow::Result<harness::WireOut
     Ok(harness::wire(kind, ctx)?)
 }
 
-/// Unwires; `Ok(true)` if a file changed. Warnings go to `warn`.
+/// Unwires; `Ok(true)` if a file changed (wiring the user made by hand is kept: `Ok(false)`).
+/// Warnings go to `warn`.
 pub fn unwire(
     kind: HarnessKind,
     ctx: &Context,
@@ -30,7 +31,10 @@ pub fn unwire(
     for w in &out.warnings {
         warn(w);
     }
-    Ok(out.action != UnwireAction::NothingWired)
+    Ok(matches!(
+        out.action,
+        UnwireAction::Restored | UnwireAction::RemovedHandlers(_)
+    ))
 }
 
 /// Commands of the handlers carrying the tag in `kind`'s file.

@@ -2,9 +2,7 @@
 //!
 //! Each finding is `ok`, `note` (worth knowing, nothing wrong) or `problem` (with its fix); any
 //! problem makes the exit code 1.
-#![allow(clippy::print_stdout)]
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -13,6 +11,8 @@ use serde::Serialize;
 
 use crate::cli::DoctorArgs;
 use crate::exit::RunExit;
+use crate::output::outln;
+use crate::project::shown;
 use crate::state::{self, PersonaPaths};
 use crate::wiring_port::{self as harness, HarnessKind};
 
@@ -177,10 +177,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 "{} exists but no run holds the lock: a run crashed",
                 paths.active().display()
             ),
-            Some(format!(
-                "leopold persona recover --project {}",
-                project.display()
-            )),
+            Some(format!("leopold persona recover{}", project_arg(project))),
         ));
     }
 
@@ -244,15 +241,23 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 );
                 if holder.is_some() {
                     out.push(f(scope, "wired", Status::Ok, msg, None));
+                } else if crate::harness::wired_by_hand(kind, &ctx) {
+                    out.push(f(
+                        scope,
+                        "wired",
+                        Status::Note,
+                        format!("{msg}, wired by hand (`persona wire`): inert until a persona run is active; runs and `persona recover` leave it in place"),
+                        Some(format!("to remove it: leopold persona unwire --harness {kind}{}", project_arg(project))),
+                    ));
                 } else {
                     out.push(f(
                         scope,
                         "wired",
                         Status::Problem,
-                        format!("{msg}, but no run is active: orphaned wiring"),
+                        format!("{msg}, but no run is active and `persona wire` did not make it: orphaned wiring (a crashed run's leftovers)"),
                         Some(format!(
-                            "leopold persona recover --project {}",
-                            project.display()
+                            "leopold persona recover{}",
+                            project_arg(project)
                         )),
                     ));
                 }
@@ -294,12 +299,33 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 if let Some(home) = std::env::var_os("HOME") {
                     files.push(PathBuf::from(home).join(".claude/settings.json"));
                 }
+                let wired_file = ctx.settings_path(HarnessKind::Claude);
                 for file in files {
                     let Ok(text) = std::fs::read_to_string(&file) else {
                         continue;
                     };
                     let problems = claude_settings_problems(&text);
-                    if problems.is_empty() {
+                    // The file the run wires must also be one wiring can edit; otherwise the run
+                    // refuses to start (README "Refuse, don't repair"), whatever --settings does.
+                    let refused = if file == wired_file {
+                        crate::harness::check_wirable(HarnessKind::Claude, &ctx).err()
+                    } else {
+                        None
+                    };
+                    if let Some(why) = refused {
+                        out.push(f(
+                            scope,
+                            "settings",
+                            Status::Problem,
+                            format!(
+                                "{}: {}. Claude Code skips the whole file (silently under -p), and `persona run --harness claude` refuses to start (exit 2, setup_failed): wiring never edits a file it cannot parse ({})",
+                                file.display(),
+                                if problems.is_empty() { "unexpected shape".to_owned() } else { problems.join("; ") },
+                                output_first_line(&why.to_string())
+                            ),
+                            Some(format!("correct {}", file.display())),
+                        ));
+                    } else if problems.is_empty() {
                         out.push(f(
                             scope,
                             "settings",
@@ -382,14 +408,31 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
     Ok(out)
 }
 
+/// ` --project DIR` when the project is not where the user stands (a command to paste).
+fn project_arg(project: &Path) -> String {
+    let cwd = std::env::current_dir().ok();
+    let here = cwd
+        .as_deref()
+        .and_then(|c| crate::project::discover(c).ok());
+    let here = here.and_then(|h| std::fs::canonicalize(h).ok());
+    if here.as_deref() == Some(project) {
+        String::new()
+    } else {
+        format!(" --project {}", shown(project))
+    }
+}
+
+fn output_first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
 pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let project = state::resolve_project(args.project.project.as_deref())?;
     let all = findings(&project)?;
     let bad = all.iter().any(|x| x.status == Status::Problem);
-    let mut stdout = std::io::stdout().lock();
     if args.json {
         let v = serde_json::json!({"ok": !bad, "project": project, "findings": all});
-        let _ = writeln!(stdout, "{v}");
+        outln!("{v}");
     } else {
         for x in &all {
             let mark = match x.status {
@@ -397,13 +440,9 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
                 Status::Note => "note   ",
                 Status::Problem => "PROBLEM",
             };
-            let _ = writeln!(
-                stdout,
-                "{mark} {:<7} {:<12} {}",
-                x.scope, x.check, x.message
-            );
+            outln!("{mark} {:<7} {:<12} {}", x.scope, x.check, x.message);
             if let Some(fix) = &x.fix {
-                let _ = writeln!(stdout, "        fix: {fix}");
+                outln!("        fix: {fix}");
             }
         }
     }

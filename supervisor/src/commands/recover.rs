@@ -6,9 +6,7 @@
 //! exactly what ACTIVE.json records, remove its `--settings` file, archive ACTIVE.json as the run's
 //! `run.json`, append a `persona_recovered` event. Then it removes tagged wiring that no
 //! ACTIVE.json accounts for (orphans), in the project's Claude settings and in Codex's config.
-#![allow(clippy::print_stdout)]
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -17,6 +15,7 @@ use serde_json::json;
 
 use crate::cli::ProjectArgs;
 use crate::exit::RunExit;
+use crate::output::{outln, Failure};
 use crate::state::{self, ActiveState, Counts, LockHolder, PersonaPaths, RunEnd, RunLock, TryLock};
 use crate::wiring_port::{self as harness, HarnessKind};
 
@@ -190,7 +189,7 @@ pub fn recover_locked(
     Ok(report)
 }
 
-pub fn recover(args: ProjectArgs) -> anyhow::Result<ExitCode> {
+pub fn recover(args: ProjectArgs) -> Result<ExitCode, Failure> {
     let project = state::resolve_project(args.project.as_deref())?;
     let paths = PersonaPaths::new(&project);
     let ctx = super::run::harness_context(&project)?;
@@ -204,26 +203,22 @@ pub fn recover(args: ProjectArgs) -> anyhow::Result<ExitCode> {
         TryLock::Acquired(l) => l,
         TryLock::Busy(h) => {
             let who = h.map_or_else(|| "another process".to_owned(), |h| h.to_string());
-            let _ = writeln!(
-                std::io::stderr().lock(),
-                "leopold: error: a persona run is active in {}: {who}; refusing to recover (it would undo a live run's wiring)\n(hint: a live run cleans up after itself when it ends; stop it with Ctrl-C or SIGTERM)",
-                project.display()
-            );
-            return Ok(ExitCode::from(RunExit::BUSY));
+            return Err(Failure::busy(anyhow::anyhow!(
+                "a persona run is active in {}: {who}; refusing to recover (it would undo a live run's wiring)\n(hint: a live run cleans up after itself when it ends; stop it with Ctrl-C or SIGTERM)",
+                crate::project::shown(&project)
+            )));
         }
     };
     let report = recover_locked(&paths, &ctx)?;
     drop(lock);
-    let mut stdout = std::io::stdout().lock();
     if report.is_empty() {
-        let _ = writeln!(
-            stdout,
+        outln!(
             "leopold: nothing to recover in {}",
-            project.display()
+            crate::project::shown(&project)
         );
     } else {
         for line in report.lines() {
-            let _ = writeln!(stdout, "leopold: recovered: {line}");
+            outln!("leopold: recovered: {line}");
         }
     }
     Ok(ExitCode::from(RunExit::CLEAN))

@@ -12,7 +12,6 @@
 //!
 //! Recovery is step 3 rather than before the lock: recovering without the lock could undo a live
 //! run's wiring.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -28,6 +27,7 @@ use tokio::io::AsyncReadExt as _;
 use crate::cli::RunArgs;
 use crate::exit::RunExit;
 use crate::observe::{Batch, Observer};
+use crate::output::{self, Failure};
 use crate::state::{
     self, ActiveState, Counts, LockHolder, PersonaPaths, RunEnd, RunLock, TryLock, WiringEntry,
 };
@@ -86,24 +86,25 @@ struct Reporter {
 impl Reporter {
     fn info(&self, line: &str) {
         if self.mode == Mode::Human {
-            let _ = writeln!(std::io::stdout().lock(), "{line}");
+            output::outln!("{line}");
         }
     }
     fn json(&self, v: serde_json::Value) {
         if self.mode == Mode::Json {
-            let _ = writeln!(std::io::stdout().lock(), "{v}");
+            output::outln!("{v}");
         }
     }
     fn summary(&self, line: &str) {
         if self.mode != Mode::Json {
-            let _ = writeln!(std::io::stdout().lock(), "{line}");
+            output::outln!("{line}");
         }
     }
     fn warn(&self, line: &str) {
-        let _ = writeln!(std::io::stderr().lock(), "leopold: warning: {line}");
+        output::warn(line);
     }
+    /// An error that stops the run (exit 2); with `--json` it is a JSON line too.
     fn error(&self, line: &str) {
-        let _ = writeln!(std::io::stderr().lock(), "leopold: error: {line}");
+        output::error_text(line, RunExit::CONFIG, self.mode == Mode::Json);
     }
 }
 
@@ -132,9 +133,7 @@ pub fn harness_context(project: &Path) -> anyhow::Result<harness::Context> {
 
 fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let project = state::resolve_project(args.project.project.as_deref())?;
-    let flow_path = std::path::absolute(&args.flow)
-        .with_context(|| format!("cannot resolve flow path {}", args.flow.display()))?;
-    let flow = Flow::load(&flow_path)?;
+    let (flow_path, flow) = crate::project::load_flow(&args.flow)?;
     let kind = HarnessKind::from(args.harness);
     worker::check_extra_args(kind, &args.extra).map_err(|why| {
         anyhow::anyhow!(
@@ -170,13 +169,7 @@ fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         .harness_bin
         .clone()
         .unwrap_or_else(|| PathBuf::from(kind.name()));
-    let bin = crate::os::find_executable(&wanted).with_context(|| {
-        format!(
-            "harness executable `{}` not found{}\n(hint: install it (README \"Set up\") or pass --harness-bin PATH)",
-            wanted.display(),
-            if args.harness_bin.is_none() { " on PATH" } else { "" }
-        )
-    })?;
+    let bin = crate::os::harness_executable(&wanted, args.harness_bin.is_some())?;
     let grace = std::env::var(GRACE_ENV)
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
@@ -226,7 +219,7 @@ impl Timings {
     }
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let mut timings = Timings {
         start: Instant::now(),
         marks: Vec::new(),
@@ -258,11 +251,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 || "another process (it has not described itself yet)".to_owned(),
                 |h| h.to_string(),
             );
-            out.error(&format!(
+            return Err(Failure::busy(anyhow::anyhow!(
                 "another persona run is active in {}: {who}\n(hint: wait for it to finish, or stop it; if it crashed, its lock is already free and `leopold persona recover` cleans up)",
-                plan.paths.project.display()
-            ));
-            return Ok(ExitCode::from(RunExit::BUSY));
+                crate::project::shown(&plan.paths.project)
+            )));
         }
     };
     timings.mark("locked");
@@ -492,8 +484,8 @@ async fn lifecycle(
         let left = crate::os::kill_crashed_run(None, &run_id);
         if !left.is_empty() {
             out.warn(&format!(
-                "{} browser process(es) outlived the worker; stopped",
-                left.len()
+                "{} outlived the worker; stopped",
+                output::count(left.len() as u64, "browser process")
             ));
         }
     }
@@ -675,18 +667,18 @@ impl Teardown<'_> {
         std::fs::remove_file(plan.paths.active())
             .with_context(|| format!("cannot remove {}", plan.paths.active().display()))?;
         drop(self.lock.take());
-        let rel = run_dir
-            .strip_prefix(&plan.paths.project)
-            .unwrap_or(&run_dir)
-            .display()
-            .to_string();
+        let rel = crate::project::shown(&run_dir);
         self.out.summary(&format!(
-            "leopold: run {} {outcome} (exit {code}): {} actions, {} denied, {} violations{}; see {rel}/",
+            "leopold: run {} {outcome} (exit {code}): {}, {} denied, {}{}; see {rel}/",
             self.st.run_id,
-            counts.actions,
+            output::count(counts.actions, "action"),
             counts.denied,
-            counts.violations,
-            reason.as_deref().map(|r| format!("; {r}")).unwrap_or_default(),
+            output::count(counts.violations, "violation"),
+            // The reason's hints were printed with the error; the summary stays one line.
+            reason
+                .as_deref()
+                .map(|r| format!("; {}", output::Rendered::from_text(r).message))
+                .unwrap_or_default(),
         ));
         self.out.json(json!({"event":"run_ended","run_id":self.st.run_id,"outcome":outcome,"exit_code":code,"counts":counts,"reason":reason,"run_dir":rel}));
         Ok(code)

@@ -96,6 +96,9 @@ pub struct Context {
     pub guard_command: String,
     /// Whether the installed Claude Code understands `"onFailure": "block"`.
     pub claude_on_failure: bool,
+    /// The user's own `persona wire`/`persona unwire` (not a run, not recovery): wiring made by
+    /// hand is recorded as such, and only a command by hand removes it.
+    pub by_hand: bool,
 }
 
 impl Context {
@@ -115,6 +118,7 @@ impl Context {
             codex_home: default_codex_home()?,
             guard_command: guard_command(leopold_exe)?,
             claude_on_failure,
+            by_hand: false,
         })
     }
 
@@ -267,6 +271,9 @@ pub enum UnwireAction {
     Restored,
     /// The file changed since wire: only this many tagged handlers were removed.
     RemovedHandlers(usize),
+    /// The guard was wired by hand (`persona wire`), and this unwire is not (a run's teardown,
+    /// recovery): the wiring is the user's, and stays.
+    KeptByHand,
 }
 
 /// The result of [`unwire`].
@@ -386,6 +393,9 @@ struct Record {
     /// that existed before (the supervisor's) are never removed.
     #[serde(default)]
     state_dirs: Vec<PathBuf>,
+    /// Wired by the user's `persona wire`, not by a run: a run or recovery leaves it in place.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    by_hand: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -581,6 +591,9 @@ pub(crate) fn wire_with_hook(
             }
         }
         if handlers.len() == 1 && handlers[0].current {
+            if ctx.by_hand {
+                mark_by_hand(ctx, kind, &file, &mut warnings)?;
+            }
             return Ok(WireOutcome {
                 record,
                 changed: false,
@@ -615,6 +628,11 @@ pub(crate) fn wire_with_hook(
                 dirs
             }
         };
+        // A run re-wiring (a stale command replaced) what the user wired by hand keeps it theirs.
+        let by_hand = ctx.by_hand
+            || old
+                .as_ref()
+                .is_some_and(|r| r.by_hand && Some(r.written.as_str()) == text.as_deref());
         let restore = match old {
             Some(Record {
                 restore: Some(r),
@@ -638,6 +656,7 @@ pub(crate) fn wire_with_hook(
                 written: added.text.clone(),
                 created,
                 state_dirs,
+                by_hand,
             },
         )?;
         match fs::replace_if_unchanged(&file, &state, Some(added.text.as_bytes()), before_rename)
@@ -690,6 +709,13 @@ pub(crate) fn unwire_with_hook(
             }
             None => ctx.settings_path(kind),
         };
+        if !ctx.by_hand && record.as_ref().is_some_and(|r| r.by_hand) {
+            return Ok(UnwireOutcome {
+                file,
+                action: UnwireAction::KeptByHand,
+                warnings,
+            });
+        }
         let state = fs::read_state(&file).map_err(io_err("read", &file))?;
         let done = |action, warnings| UnwireOutcome {
             file: file.clone(),
@@ -749,6 +775,64 @@ pub(crate) fn unwire_with_hook(
         file: ctx.settings_path(kind),
         attempts: MAX_ATTEMPTS,
     })
+}
+
+/// Whether [`wire`] could wire `kind`'s settings file as it is now, without writing anything:
+/// `doctor` uses it to say whether `persona run` will start.
+///
+/// # Errors
+/// As [`wire`] would fail: a malformed file, not UTF-8, an I/O error.
+pub fn check_wirable(kind: HarnessKind, ctx: &Context) -> Result<(), WiringError> {
+    let file = ctx.settings_path(kind);
+    let spec = ctx.spec(kind);
+    let state = fs::read_state(&file).map_err(io_err("read", &file))?;
+    let Some(text) = decode(&file, &state)? else {
+        return Ok(());
+    };
+    let handlers = list(kind, &file, &text, &spec)?;
+    let stripped = if handlers.is_empty() {
+        text
+    } else {
+        strip(kind, &file, &text, Created::default())?.0
+    };
+    add(kind, &file, Some(&stripped), &spec).map(|_| ())
+}
+
+/// Whether the guard in `kind`'s settings file was wired by hand (`persona wire`), as this
+/// project's wiring record says.
+pub fn wired_by_hand(kind: HarnessKind, ctx: &Context) -> bool {
+    load_record(ctx, kind, &mut Vec::new())
+        .is_some_and(|r| r.by_hand && r.file == ctx.settings_path(kind))
+}
+
+/// `persona wire` on a file already wired exactly so (by a run, or by an older leopold): the
+/// wiring becomes the user's. Without a record there is nothing to restore later, so unwire will
+/// remove the tagged handler only.
+fn mark_by_hand(
+    ctx: &Context,
+    kind: HarnessKind,
+    file: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<(), WiringError> {
+    let record = match load_record(ctx, kind, warnings) {
+        Some(r) if r.by_hand => return Ok(()),
+        Some(r) => Record { by_hand: true, ..r },
+        None => Record {
+            version: RECORD_VERSION,
+            harness: kind,
+            file: file.to_path_buf(),
+            restore: None,
+            written: String::new(),
+            created: Created::default(),
+            state_dirs: ctx
+                .record_path(kind)
+                .parent()
+                .map(missing_dirs)
+                .unwrap_or_default(),
+            by_hand: true,
+        },
+    };
+    save_record(ctx, kind, &record)
 }
 
 /// The handlers tagged [`TAG`] in `kind`'s settings file (none when it does not exist).

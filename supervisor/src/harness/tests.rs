@@ -34,6 +34,7 @@ fn sandbox_with(exe: &str) -> Sandbox {
         codex_home: root.join("codex"),
         guard_command: guard_command(Path::new(exe)).unwrap(),
         claude_on_failure: true,
+        by_hand: false,
     };
     Sandbox {
         _dir: dir,

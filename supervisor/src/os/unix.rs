@@ -14,16 +14,79 @@ use std::process::Command;
 
 /// Finds an executable file: a path with a `/` as is, else the first match on `PATH`.
 pub fn find_executable(name: &Path) -> Option<PathBuf> {
+    match executable(name) {
+        Lookup::Found(p) => Some(p),
+        _ => None,
+    }
+}
+
+/// What [`executable`] found for a name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    Found(PathBuf),
+    /// Nothing at that path (or on `PATH`).
+    NotFound,
+    /// A file without execute permission (the first one on `PATH`, for a bare name).
+    NotExecutable(PathBuf),
+    /// Something that is not a file (a directory).
+    NotAFile(PathBuf),
+}
+
+/// Looks `name` up as a shell would: a path with a `/` as is, else the first executable match on
+/// `PATH`; says why when there is none.
+pub fn executable(name: &Path) -> Lookup {
     use std::os::unix::fs::PermissionsExt as _;
-    let is_exec = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    let check = |p: &Path| match std::fs::metadata(p) {
+        Err(_) => Lookup::NotFound,
+        Ok(m) if !m.is_file() => Lookup::NotAFile(p.to_path_buf()),
+        Ok(m) if m.permissions().mode() & 0o111 == 0 => Lookup::NotExecutable(p.to_path_buf()),
+        Ok(_) => Lookup::Found(p.to_path_buf()),
     };
     if name.components().count() > 1 || name.is_absolute() {
-        return is_exec(name).then(|| name.to_path_buf());
+        return check(name);
     }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| is_exec(p))
+    let Some(path) = std::env::var_os("PATH") else {
+        return Lookup::NotFound;
+    };
+    let mut first_miss = Lookup::NotFound;
+    for dir in std::env::split_paths(&path) {
+        match check(&dir.join(name)) {
+            found @ Lookup::Found(_) => return found,
+            Lookup::NotFound => {}
+            other => {
+                if first_miss == Lookup::NotFound {
+                    first_miss = other;
+                }
+            }
+        }
+    }
+    first_miss
+}
+
+/// The harness executable `wanted` (`--harness-bin`, or `claude`/`codex` looked up on `PATH`),
+/// or an error saying what is wrong with it and what to do.
+///
+/// # Errors
+/// Not found, not executable, or not a file.
+pub fn harness_executable(wanted: &Path, named: bool) -> anyhow::Result<PathBuf> {
+    let hint = "(hint: install it (README \"Set up\") or pass --harness-bin PATH)";
+    match executable(wanted) {
+        Lookup::Found(p) => Ok(p),
+        Lookup::NotFound => anyhow::bail!(
+            "harness executable `{}` not found{}\n{hint}",
+            wanted.display(),
+            if named { "" } else { " on PATH" }
+        ),
+        Lookup::NotExecutable(p) => anyhow::bail!(
+            "harness executable `{}` is not executable (no execute permission)\n(hint: `chmod +x {}`, or pass --harness-bin PATH)",
+            p.display(),
+            p.display()
+        ),
+        Lookup::NotAFile(p) => anyhow::bail!(
+            "harness executable `{}` is not a file\n(hint: pass --harness-bin with the program itself)",
+            p.display()
+        ),
+    }
 }
 
 /// The environment variable every worker inherits, naming its run.
