@@ -3,7 +3,6 @@
 //!
 //! `leopold persona guard` is matched on the raw arguments before anything else (no clap, no
 //! logging, no runtime): it runs before every browser tool call.
-#![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 
 mod browser;
 mod cli;
