@@ -113,6 +113,9 @@ pub enum PersonaCommand {
     /// before is recorded in `.leopold/persona/wiring/<harness>.json` for `persona unwire`.
     /// A file that is not valid JSON/TOML, or whose hooks have an unexpected shape, is refused
     /// and left untouched.
+    ///
+    /// Wiring made here is recorded as made by hand: `doctor` reports it as a note, and neither a
+    /// run nor `persona recover` removes it; `persona unwire` does.
     Wire(WireArgs),
     /// Remove the persona guard's wiring (only handlers tagged `leopold-persona-guard`).
     ///
@@ -124,8 +127,9 @@ pub enum PersonaCommand {
     Unwire(UnwireArgs),
     /// Clean up after a crashed run: stop its worker, unwire, archive its state.
     ///
-    /// Also removes tagged guard wiring no active run accounts for. Refuses (exit 4) while a live
-    /// run holds the lock. See README "Recovery".
+    /// Also removes tagged guard wiring no active run accounts for (wiring made with `persona
+    /// wire` is yours and stays). Refuses (exit 4) while a live run holds the lock. See README
+    /// "Recovery".
     Recover(ProjectArgs),
     /// Re-validate a recorded journal (or a raw harness stream) against its flow.
     Replay(ReplayArgs),
