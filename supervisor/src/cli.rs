@@ -21,7 +21,7 @@ pub struct Cli {
 
 /// The exit codes every command shares (README "Exit codes").
 pub const EXIT_CODES_HELP: &str = "\
-Exit codes (every command; README \"Exit codes\"):
+Exit codes (every command; README \"Exit codes and output\"):
   0  success: a clean run, a clean replay, valid flows, a healthy doctor
   1  violations (run, replay), or a problem found (doctor)
   2  usage or configuration error: bad flow, argument or file; nothing is left wired

@@ -24,7 +24,7 @@ mod worker;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::Parser as _;
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os();
@@ -36,7 +36,10 @@ fn main() -> ExitCode {
         return ExitCode::from(leopold_guard::main_entry());
     }
 
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return output::usage_error(&err),
+    };
     let json = cli.command.json();
     match commands::dispatch(cli) {
         Ok(code) => code,

@@ -165,6 +165,35 @@ fn report_rendered(r: &Rendered, code: u8, json: bool) {
     }
 }
 
+/// A command line clap refused (or `--help`/`--version`, which clap reports the same way): clap
+/// prints it and picks the code (2 for a usage error). Under `--json` a usage error is also the
+/// JSON error line, so a script reading stdout sees it.
+pub fn usage_error(err: &clap::Error) -> std::process::ExitCode {
+    use clap::error::ErrorKind;
+    let code = u8::try_from(err.exit_code()).unwrap_or(RunExit::CONFIG);
+    let _ = err.print();
+    let is_usage = !matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if is_usage && std::env::args_os().any(|a| a == "--json") {
+        let text = err.render().to_string();
+        // clap's message, without its usage block and "try --help" footer.
+        let text = text.split("\n\nUsage:").next().unwrap_or_default();
+        let r = Rendered::from_text(text.trim_start_matches("error: "));
+        let v = serde_json::json!({
+            "type": "error",
+            "exit_code": code,
+            "message": r.message,
+            "hints": r.hints,
+        });
+        line(format_args!("{v}"));
+    }
+    std::process::ExitCode::from(code)
+}
+
 /// An error as shown: the messages of its chain joined by `: ` (a cause already quoted by the
 /// message before it is not repeated), and the hints found anywhere in it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -175,7 +175,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
             Status::Problem,
             format!(
                 "{} exists but no run holds the lock: a run crashed",
-                paths.active().display()
+                shown(&paths.active())
             ),
             Some(format!("leopold persona recover{}", project_arg(project))),
         ));
@@ -222,22 +222,27 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 Status::Ok,
                 format!(
                     "guard not wired in {} (a persona run wires it for its duration)",
-                    target.display()
+                    shown(&target)
                 ),
                 None,
             )),
             Ok(h) => {
-                let on_failure = kind == HarnessKind::Claude;
-                let msg = format!(
-                    "guard wired in {} ({} handler{}{})",
-                    target.display(),
-                    h.len(),
-                    if h.len() == 1 { "" } else { "s" },
-                    if on_failure {
-                        ", onFailure block"
-                    } else {
-                        "; fails open if it cannot run"
+                // Say what the file holds, as `persona wire` said it when it wrote it: the
+                // context asks for onFailure, so a handler that is not `current` lacks it (or
+                // names another leopold).
+                let as_now = crate::harness::wired_handlers(kind, &ctx)
+                    .is_ok_and(|hs| hs.iter().all(|h| h.current));
+                let how = match (kind, as_now) {
+                    (HarnessKind::Claude, true) => ", onFailure block",
+                    (HarnessKind::Claude, false) => {
+                        ", without onFailure block or for another leopold binary: a guard that cannot run lets the call through"
                     }
+                    (HarnessKind::Codex, _) => "; fails open if it cannot run",
+                };
+                let msg = format!(
+                    "guard wired in {} ({}{how})",
+                    shown(&target),
+                    crate::output::count(h.len() as u64, "handler"),
                 );
                 if holder.is_some() {
                     out.push(f(scope, "wired", Status::Ok, msg, None));
@@ -266,8 +271,8 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 scope,
                 "wired",
                 Status::Problem,
-                format!("cannot read {}: {e:#}", target.display()),
-                Some(format!("fix or move aside {}", target.display())),
+                format!("cannot read {}: {e:#}", shown(&target)),
+                Some(format!("fix or move aside {}", shown(&target))),
             )),
         }
         match kind {
@@ -319,18 +324,18 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                             Status::Problem,
                             format!(
                                 "{}: {}. Claude Code skips the whole file (silently under -p), and `persona run --harness claude` refuses to start (exit 2, setup_failed): wiring never edits a file it cannot parse ({})",
-                                file.display(),
+                                shown(&file),
                                 if problems.is_empty() { "unexpected shape".to_owned() } else { problems.join("; ") },
                                 output_first_line(&why.to_string())
                             ),
-                            Some(format!("correct {}", file.display())),
+                            Some(format!("correct {}", shown(&file))),
                         ));
                     } else if problems.is_empty() {
                         out.push(f(
                             scope,
                             "settings",
                             Status::Ok,
-                            format!("{} loads", file.display()),
+                            format!("{} loads", shown(&file)),
                             None,
                         ));
                     } else {
@@ -340,10 +345,10 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                             Status::Problem,
                             format!(
                                 "{}: {}. Claude Code skips the whole file (silently under -p); `persona run` still passes the guard with --settings, but the file's other settings are lost",
-                                file.display(),
+                                shown(&file),
                                 problems.join("; ")
                             ),
-                            Some(format!("correct {}", file.display())),
+                            Some(format!("correct {}", shown(&file))),
                         ));
                     }
                 }
@@ -372,11 +377,11 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                                     Status::Problem,
                                     format!(
                                         "{}: hooks are switched off under [features]",
-                                        cfg.display()
+                                        shown(&cfg)
                                     ),
                                     Some(format!(
                                         "remove the hooks feature toggle from {}",
-                                        cfg.display()
+                                        shown(&cfg)
                                     )),
                                 ));
                             } else {
@@ -384,7 +389,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                                     scope,
                                     "config",
                                     Status::Ok,
-                                    format!("{} parses", cfg.display()),
+                                    format!("{} parses", shown(&cfg)),
                                     None,
                                 ));
                             }
@@ -395,10 +400,10 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                             Status::Problem,
                             format!(
                                 "{} is not valid TOML: {}",
-                                cfg.display(),
+                                shown(&cfg),
                                 e.to_string().lines().next().unwrap_or("")
                             ),
-                            Some(format!("correct {}", cfg.display())),
+                            Some(format!("correct {}", shown(&cfg))),
                         )),
                     }
                 }
