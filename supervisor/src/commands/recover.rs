@@ -16,6 +16,7 @@ use serde_json::json;
 use crate::cli::ProjectArgs;
 use crate::exit::RunExit;
 use crate::output::{outln, Failure};
+use crate::project::shown;
 use crate::state::{self, ActiveState, Counts, LockHolder, PersonaPaths, RunEnd, RunLock, TryLock};
 use crate::wiring_port::{self as harness, HarnessKind};
 
@@ -52,16 +53,13 @@ impl RecoveryReport {
             ));
         }
         for f in &self.unwired {
-            out.push(format!("unwired {}", f.display()));
+            out.push(format!("unwired {}", shown(f)));
         }
         for f in &self.removed_files {
-            out.push(format!("removed {}", f.display()));
+            out.push(format!("removed {}", shown(f)));
         }
         for f in &self.orphans {
-            out.push(format!(
-                "removed orphaned guard wiring from {}",
-                f.display()
-            ));
+            out.push(format!("removed orphaned guard wiring from {}", shown(f)));
         }
         out
     }
@@ -205,17 +203,14 @@ pub fn recover(args: ProjectArgs) -> Result<ExitCode, Failure> {
             let who = h.map_or_else(|| "another process".to_owned(), |h| h.to_string());
             return Err(Failure::busy(anyhow::anyhow!(
                 "a persona run is active in {}: {who}; refusing to recover (it would undo a live run's wiring)\n(hint: a live run cleans up after itself when it ends; stop it with Ctrl-C or SIGTERM)",
-                crate::project::shown(&project)
+                shown(&project)
             )));
         }
     };
     let report = recover_locked(&paths, &ctx)?;
     drop(lock);
     if report.is_empty() {
-        outln!(
-            "leopold: nothing to recover in {}",
-            crate::project::shown(&project)
-        );
+        outln!("leopold: nothing to recover in {}", shown(&project));
     } else {
         for line in report.lines() {
             outln!("leopold: recovered: {line}");
