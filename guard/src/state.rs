@@ -136,8 +136,7 @@ pub fn load_flow(name: &str, path: &Path) -> Result<Flow, Denial> {
                 safe_text(&key, 64).unwrap_or_default()
             )))
         }
-        Err(_) => Err(Denial::new(Reason::FlowInvalid).with_detail(
-            "its front matter does not parse; `leopold flow check` on it says why",
-        )),
+        Err(_) => Err(Denial::new(Reason::FlowInvalid)
+            .with_detail("its front matter does not parse; `leopold flow check` on it says why")),
     }
 }
