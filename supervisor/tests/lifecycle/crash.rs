@@ -33,10 +33,17 @@ fn crash_then_recover(harness: &str, step: &str) {
     sb.set_script(&script_for(step));
     let before = sb.snapshot();
     let mut child = sb.spawn_paused(harness, step);
+    let launched = matches!(step, "launched" | "mid-stream");
+    if launched {
+        // The pause comes right after the spawn: let the worker start its grandchild before the
+        // supervisor dies, or the worker may die first and the race decides the test.
+        wait_for(5, "the worker to start its grandchild", || {
+            sb.grandchild_pid().is_some()
+        });
+    }
     signal(child.id(), "KILL");
     let _ = child.wait();
 
-    let launched = matches!(step, "launched" | "mid-stream");
     let grandchild = sb.grandchild_pid();
     let run_id = std::fs::read_to_string(sb.active())
         .ok()

@@ -111,11 +111,7 @@ impl Teardown<'_> {
         std::fs::remove_file(plan.paths.active())
             .with_context(|| format!("cannot remove {}", plan.paths.active().display()))?;
         drop(self.lock.take());
-        let rel = run_dir
-            .strip_prefix(&plan.paths.project)
-            .unwrap_or(&run_dir)
-            .display()
-            .to_string();
+        let rel = crate::project::shown(&run_dir);
         self.out.summary(&summary_line(
             &self.st.run_id,
             end.outcome,
