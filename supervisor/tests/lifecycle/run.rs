@@ -389,7 +389,7 @@ fn codex_denials_leave_no_stream_item_and_are_merged_from_the_guards_events() {
 
 #[test]
 fn a_claude_stuck_on_version_does_not_hold_the_run() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script(&clean_claude_script());
     let started = std::time::Instant::now();
     let child = sb
@@ -441,7 +441,7 @@ fn a_claude_stuck_on_version_does_not_hold_the_run() {
 
 #[test]
 fn verbose_traces_each_step_on_stderr_and_keeps_json_stdout_clean() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_user_files();
     sb.set_script(&clean_claude_script());
     let out = sb
         .run_cmd("claude", &["--json", "-v"])
