@@ -185,7 +185,7 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
         let re = crate::Pattern::new(pat, false).map_err(|e| {
             key_err(
                 format!("irreversible.click_labels[{i}]"),
-                format!("is not a valid regex: {}", one_line(&e)),
+                format!("is not a valid regex:\n{}", indented(&e)),
                 "use Rust regex syntax (https://docs.rs/regex); `(?i)` makes it case-insensitive",
             )
         })?;
@@ -205,7 +205,7 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
         let re = crate::Pattern::new(pat, true).map_err(|e| {
             key_err(
                 format!("irreversible.tools[{i}]"),
-                format!("is not a valid regex: {}", one_line(&e)),
+                format!("is not a valid regex:\n{}", indented(&e)),
                 "a tool-name regex matched against the whole name, e.g. \"mcp__stripe__.*\"",
             )
         })?;
@@ -258,6 +258,16 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
         }
     }
     Ok(flow)
+}
+
+/// The regex crate's message as it is, indented: it spans several lines, with a caret under the
+/// offending character that only lines up if the lines stay whole.
+fn indented(s: &str) -> String {
+    s.trim_end()
+        .lines()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn one_line(s: &str) -> String {

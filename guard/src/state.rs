@@ -196,13 +196,12 @@ pub fn load_flow(name: &str, path: &Path) -> Result<Flow, Denial> {
         }
         Err(FlowError::Key { key, .. }) => {
             Err(Denial::new(Reason::FlowInvalid).with_detail(format!(
-                "key `{}`; run `leopold persona run` on it to see why",
+                "key `{}`; `leopold flow check` on it says why",
                 safe_text(&key, 64).unwrap_or_default()
             )))
         }
-        Err(_) => Err(Denial::new(Reason::FlowInvalid).with_detail(
-            "its front matter does not parse; run `leopold persona run` on it to see why",
-        )),
+        Err(_) => Err(Denial::new(Reason::FlowInvalid)
+            .with_detail("its front matter does not parse; `leopold flow check` on it says why")),
     }
 }
 

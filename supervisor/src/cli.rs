@@ -10,7 +10,12 @@ use crate::harness::Harness;
 /// staging web app: a guard hook, a browser held to the flow's allowlist, and a supervisor that
 /// journals and validates every action.
 #[derive(Debug, Parser)]
-#[command(name = "leopold", version, propagate_version = true)]
+#[command(
+    name = "leopold",
+    version,
+    propagate_version = true,
+    after_help = EXIT_CODES_HELP
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -21,6 +26,22 @@ pub struct Cli {
     pub verbose: u8,
 }
 
+/// The exit codes every command shares (README "Exit codes").
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes (every command; README \"Exit codes and output\"):
+  0  success: a clean run, a clean replay, valid flows, a healthy doctor
+  1  violations (run, replay), or a problem found (doctor)
+  2  usage or configuration error: bad flow, argument or file; nothing is left wired
+  3  the worker failed, timed out or was interrupted (run)
+  4  another persona run is active in this project; nothing was touched (run, recover)
+
+The project (where `.leopold/` lives) is found like git finds a repository: the nearest
+ancestor of the current directory holding `.leopold/`, else the repository root (the nearest
+holding `.git`), else the current directory; `--project DIR` overrides.
+
+With `--json`, an error is one line on stdout:
+  {\"type\":\"error\",\"exit_code\":N,\"message\":\"…\",\"hints\":[\"…\"]}";
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Persona runs: run, guard, wiring, recovery, replay, reports, past runs.
@@ -28,6 +49,50 @@ pub enum Command {
     Persona(PersonaCommand),
     /// State, per harness, which bound is actually in force, and what to fix.
     Doctor(DoctorArgs),
+    /// Flow files: check them without running anything.
+    #[command(subcommand)]
+    Flow(FlowCommand),
+    /// Print a shell completion script (e.g. `leopold completions bash > ~/.local/share/bash-completion/completions/leopold`).
+    Completions(CompletionsArgs),
+}
+
+impl Command {
+    /// Whether the command was asked for JSON output (its errors are then JSON too).
+    pub fn json(&self) -> bool {
+        match self {
+            Command::Persona(PersonaCommand::Run(a)) => a.json,
+            Command::Persona(PersonaCommand::Replay(a)) => a.json,
+            Command::Doctor(a) => a.json,
+            Command::Flow(FlowCommand::Check(a)) => a.json,
+            _ => false,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FlowCommand {
+    /// Validate flow files without running anything.
+    ///
+    /// Every file is checked, and every invalid one reported with the message `persona run`
+    /// would give. Exit 0 when all are valid, 2 when one is not.
+    Check(FlowCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FlowCheckArgs {
+    /// The flow files (Markdown with TOML front matter).
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Print one JSON object per file: `{"type":"flow","file","ok","name"|"message","hints"}`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Subcommand)]
@@ -55,6 +120,9 @@ pub enum PersonaCommand {
     /// before is recorded in `.leopold/persona/wiring/<harness>.json` for `persona unwire`.
     /// A file that is not valid JSON/TOML, or whose hooks have an unexpected shape, is refused
     /// and left untouched.
+    ///
+    /// Wiring made here is recorded as made by hand: `doctor` reports it as a note, and neither a
+    /// run nor `persona recover` removes it; `persona unwire` does.
     Wire(WireArgs),
     /// Remove the persona guard's wiring (only handlers tagged `leopold-persona-guard`).
     ///
@@ -66,8 +134,9 @@ pub enum PersonaCommand {
     Unwire(UnwireArgs),
     /// Clean up after a crashed run: stop its worker, unwire, archive its state.
     ///
-    /// Also removes tagged guard wiring no active run accounts for. Refuses (exit 4) while a live
-    /// run holds the lock. See README "Recovery".
+    /// Also removes tagged guard wiring no active run accounts for (wiring made with `persona
+    /// wire` is yours and stays). Refuses (exit 4) while a live run holds the lock. See README
+    /// "Recovery".
     Recover(ProjectArgs),
     /// Re-validate a recorded journal (or a raw harness stream) against its flow.
     Replay(ReplayArgs),
@@ -122,7 +191,9 @@ impl HarnessChoice {
 
 #[derive(Debug, Args)]
 pub struct ProjectArgs {
-    /// The project root (holds `.leopold/`). Default: the current directory.
+    /// The project root (holds `.leopold/`). Default: the nearest ancestor of the current
+    /// directory holding `.leopold/`, else the repository root (holding `.git`), else the
+    /// current directory.
     #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
 }
@@ -135,7 +206,8 @@ pub struct WireArgs {
     #[command(flatten)]
     pub project: ProjectArgs,
     /// The Claude Code executable whose version decides whether the hook gets
-    /// `"onFailure": "block"` (2.1.295 and later). Default: `claude` on PATH.
+    /// `"onFailure": "block"` (2.1.295 and later). Default: `claude` on PATH (if it is not
+    /// there, wire warns and leaves `onFailure` out). A PATH that cannot be run is refused.
     #[arg(long, value_name = "PATH")]
     pub harness_bin: Option<PathBuf>,
 }

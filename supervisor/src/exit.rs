@@ -1,7 +1,8 @@
-//! `leopold persona run`'s exit codes: a protocol for scripts and CI, documented in the README
-//! ("Running a persona") and in `persona run --help`.
+//! `leopold`'s exit codes, shared by every command: a protocol for scripts and CI, documented in
+//! the README ("Exit codes and output"), at the end of `leopold --help`, and in `persona run
+//! --help`. An error picks its code where it is made (`output::Failure`).
 
-/// Exit codes of `leopold persona run` (and `recover`, `doctor` where noted).
+/// Exit codes of every `leopold` command (named after `persona run`, which uses them all).
 pub struct RunExit;
 
 impl RunExit {

@@ -1,19 +1,22 @@
-//! `leopold`: the binary. Parses, dispatches, maps to an exit code (STYLE.md §2).
+//! `leopold`: the binary. Parses, dispatches, reports a failure with its own exit code (STYLE.md
+//! §2; printing lives in `output`).
 //!
 //! `leopold persona guard` is matched on the raw arguments before anything else (no clap, no
 //! logging, no runtime): it runs before every browser tool call.
-#![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 
 mod browser;
 mod cli;
 mod commands;
 mod exit;
+mod fs;
 mod harness;
 mod observe;
 #[cfg(unix)]
 #[path = "os/unix.rs"]
 mod os;
+mod output;
 mod process;
+mod project;
 mod recovery;
 mod redact;
 mod report;
@@ -24,7 +27,7 @@ mod worker;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::Parser as _;
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os();
@@ -42,19 +45,22 @@ fn main() -> ExitCode {
         return sandbox::init::main(&rest);
     }
 
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return output::usage_error(&err),
+    };
     if !matches!(
         cli.command,
         cli::Command::Persona(cli::PersonaCommand::Guard)
     ) {
         init_tracing(cli.verbose);
     }
+    let json = cli.command.json();
     match commands::dispatch(cli) {
         Ok(code) => code,
-        Err(err) => {
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "leopold: error: {err:#}");
-            ExitCode::from(2)
+        Err(failure) => {
+            failure.report(json);
+            ExitCode::from(failure.code())
         }
     }
 }

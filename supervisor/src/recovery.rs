@@ -14,6 +14,7 @@ use anyhow::Context as _;
 use serde_json::json;
 
 use crate::harness::{self, Harness};
+use crate::project::shown;
 use crate::state::{self, ActiveState, Counts, PersonaPaths, RunEnd, RunOutcome, StateFile};
 
 /// What recovery did.
@@ -49,16 +50,13 @@ impl RecoveryReport {
             ));
         }
         for f in &self.unwired {
-            out.push(format!("unwired {}", f.display()));
+            out.push(format!("unwired {}", shown(f)));
         }
         for f in &self.removed_files {
-            out.push(format!("removed {}", f.display()));
+            out.push(format!("removed {}", shown(f)));
         }
         for f in &self.orphans {
-            out.push(format!(
-                "removed orphaned guard wiring from {}",
-                f.display()
-            ));
+            out.push(format!("removed orphaned guard wiring from {}", shown(f)));
         }
         out
     }

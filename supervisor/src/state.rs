@@ -54,18 +54,9 @@ impl PersonaPaths {
     }
 }
 
-/// Resolves `--project` (default: the current directory) to an absolute, existing directory.
+/// Resolves `--project`, or finds the project from the current directory ([`crate::project`]).
 pub fn resolve_project(arg: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let raw = match arg {
-        Some(p) => p.to_path_buf(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    let abs = std::fs::canonicalize(&raw)
-        .with_context(|| format!("project directory {} does not exist", raw.display()))?;
-    if !abs.is_dir() {
-        anyhow::bail!("project {} is not a directory", abs.display());
-    }
-    Ok(abs)
+    crate::project::resolve(arg)
 }
 
 /// ACTIVE.json while a run is active, and `run.json` (with `end`) after it ended: the guard
@@ -190,7 +181,7 @@ impl StateFile for ActiveState {
 /// Atomic replace of a file Leopold owns: temp file in the target's directory, write, fsync,
 /// rename (the same writer as the wiring's records).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    crate::harness::write_own_file(path, bytes)
+    crate::fs::write_own_file(path, bytes)
         .with_context(|| format!("cannot write {}", path.display()))
 }
 

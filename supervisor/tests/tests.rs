@@ -1,5 +1,8 @@
 //! The supervisor's integration tests, one binary. The kit is `leopold-tests`' (see `kit`).
 
+/// The command line as a new user meets it: closed stdout, exit codes and JSON errors, hints,
+/// the project from a subfolder, `flow check`, `completions`.
+mod cli_ux;
 /// `leopold persona guard` as a process: exit codes, output, events.
 mod guard_process;
 /// The one kit: `leopold-tests`' sandbox and helpers with this package's `leopold`.

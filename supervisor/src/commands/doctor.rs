@@ -2,9 +2,7 @@
 //!
 //! Each finding is `ok`, `note` (worth knowing, nothing wrong) or `problem` (with its fix); any
 //! problem makes the exit code 1.
-#![allow(clippy::print_stdout)]
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -12,6 +10,8 @@ use serde::Serialize;
 
 use crate::cli::DoctorArgs;
 use crate::exit::RunExit;
+use crate::output::outln;
+use crate::project::shown;
 use crate::state::{self, PersonaPaths};
 
 use crate::harness::{
@@ -164,12 +164,9 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
             Status::Problem,
             format!(
                 "{} exists but no run holds the lock: a run crashed",
-                paths.active().display()
+                shown(&paths.active())
             ),
-            Some(format!(
-                "leopold persona recover --project {}",
-                project.display()
-            )),
+            Some(format!("leopold persona recover{}", project_arg(project))),
         ));
     }
 
@@ -214,34 +211,47 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 Status::Ok,
                 format!(
                     "guard not wired in {} (a persona run wires it for its duration)",
-                    target.display()
+                    shown(&target)
                 ),
                 None,
             )),
             Ok(h) => {
-                let on_failure = kind == Harness::Claude;
-                let msg = format!(
-                    "guard wired in {} ({} handler{}{})",
-                    target.display(),
-                    h.len(),
-                    if h.len() == 1 { "" } else { "s" },
-                    if on_failure {
-                        ", onFailure block"
-                    } else {
-                        "; fails open if it cannot run"
+                // Say what the file holds, as `persona wire` said it when it wrote it: the
+                // context asks for onFailure, so a handler that is not `current` lacks it (or
+                // names another leopold).
+                let as_now = crate::harness::wired_handlers(kind, &ctx)
+                    .is_ok_and(|hs| hs.iter().all(|h| h.current));
+                let how = match (kind, as_now) {
+                    (Harness::Claude, true) => ", onFailure block",
+                    (Harness::Claude, false) => {
+                        ", without onFailure block or for another leopold binary: a guard that cannot run lets the call through"
                     }
+                    (Harness::Codex, _) => "; fails open if it cannot run",
+                };
+                let msg = format!(
+                    "guard wired in {} ({}{how})",
+                    shown(&target),
+                    crate::output::count(h.len() as u64, "handler"),
                 );
                 if holder.is_some() {
                     out.push(f(scope, "wired", Status::Ok, msg, None));
+                } else if crate::harness::wired_by_hand(kind, &ctx) {
+                    out.push(f(
+                        scope,
+                        "wired",
+                        Status::Note,
+                        format!("{msg}, wired by hand (`persona wire`): inert until a persona run is active; runs and `persona recover` leave it in place"),
+                        Some(format!("to remove it: leopold persona unwire --harness {kind}{}", project_arg(project))),
+                    ));
                 } else {
                     out.push(f(
                         scope,
                         "wired",
                         Status::Problem,
-                        format!("{msg}, but no run is active: orphaned wiring"),
+                        format!("{msg}, but no run is active and `persona wire` did not make it: orphaned wiring (a crashed run's leftovers)"),
                         Some(format!(
-                            "leopold persona recover --project {}",
-                            project.display()
+                            "leopold persona recover{}",
+                            project_arg(project)
                         )),
                     ));
                 }
@@ -250,8 +260,8 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 scope,
                 "wired",
                 Status::Problem,
-                format!("cannot read {}: {e:#}", target.display()),
-                Some(format!("fix or move aside {}", target.display())),
+                format!("cannot read {}: {e:#}", shown(&target)),
+                Some(format!("fix or move aside {}", shown(&target))),
             )),
         }
         match kind {
@@ -283,17 +293,38 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 if let Some(home) = std::env::var_os("HOME") {
                     files.push(PathBuf::from(home).join(".claude/settings.json"));
                 }
+                let wired_file = ctx.settings_path(Harness::Claude);
                 for file in files {
                     let Ok(text) = std::fs::read_to_string(&file) else {
                         continue;
                     };
                     let problems = claude_settings_problems(&text);
-                    if problems.is_empty() {
+                    // The file the run wires must also be one wiring can edit; otherwise the run
+                    // refuses to start (README "Refuse, don't repair"), whatever --settings does.
+                    let refused = if file == wired_file {
+                        crate::harness::check_wirable(Harness::Claude, &ctx).err()
+                    } else {
+                        None
+                    };
+                    if let Some(why) = refused {
+                        out.push(f(
+                            scope,
+                            "settings",
+                            Status::Problem,
+                            format!(
+                                "{}: {}. Claude Code skips the whole file (silently under -p), and `persona run --harness claude` refuses to start (exit 2, setup_failed): wiring never edits a file it cannot parse ({})",
+                                shown(&file),
+                                if problems.is_empty() { "unexpected shape".to_owned() } else { problems.join("; ") },
+                                output_first_line(&why.to_string())
+                            ),
+                            Some(format!("correct {}", shown(&file))),
+                        ));
+                    } else if problems.is_empty() {
                         out.push(f(
                             scope,
                             "settings",
                             Status::Ok,
-                            format!("{} loads", file.display()),
+                            format!("{} loads", shown(&file)),
                             None,
                         ));
                     } else {
@@ -303,10 +334,10 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                             Status::Problem,
                             format!(
                                 "{}: {}. Claude Code skips the whole file (silently under -p); `persona run` still passes the guard with --settings, but the file's other settings are lost",
-                                file.display(),
+                                shown(&file),
                                 problems.join("; ")
                             ),
-                            Some(format!("correct {}", file.display())),
+                            Some(format!("correct {}", shown(&file))),
                         ));
                     }
                 }
@@ -335,11 +366,11 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                                     Status::Problem,
                                     format!(
                                         "{}: hooks are switched off under [features]",
-                                        cfg.display()
+                                        shown(&cfg)
                                     ),
                                     Some(format!(
                                         "remove the hooks feature toggle from {}",
-                                        cfg.display()
+                                        shown(&cfg)
                                     )),
                                 ));
                             } else {
@@ -347,7 +378,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                                     scope,
                                     "config",
                                     Status::Ok,
-                                    format!("{} parses", cfg.display()),
+                                    format!("{} parses", shown(&cfg)),
                                     None,
                                 ));
                             }
@@ -358,10 +389,10 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                             Status::Problem,
                             format!(
                                 "{} is not valid TOML: {}",
-                                cfg.display(),
+                                shown(&cfg),
                                 e.to_string().lines().next().unwrap_or("")
                             ),
-                            Some(format!("correct {}", cfg.display())),
+                            Some(format!("correct {}", shown(&cfg))),
                         )),
                     }
                 }
@@ -371,14 +402,31 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
     Ok(out)
 }
 
+/// ` --project DIR` when the project is not where the user stands (a command to paste).
+fn project_arg(project: &Path) -> String {
+    let cwd = std::env::current_dir().ok();
+    let here = cwd
+        .as_deref()
+        .and_then(|c| crate::project::discover(c).ok());
+    let here = here.and_then(|h| std::fs::canonicalize(h).ok());
+    if here.as_deref() == Some(project) {
+        String::new()
+    } else {
+        format!(" --project {}", shown(project))
+    }
+}
+
+fn output_first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
 pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let project = state::resolve_project(args.project.project.as_deref())?;
     let all = findings(&project)?;
     let bad = all.iter().any(|x| x.status == Status::Problem);
-    let mut stdout = std::io::stdout().lock();
     if args.json {
         let v = serde_json::json!({"ok": !bad, "project": project, "findings": all});
-        let _ = writeln!(stdout, "{v}");
+        outln!("{v}");
     } else {
         for x in &all {
             let mark = match x.status {
@@ -386,13 +434,9 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
                 Status::Note => "note   ",
                 Status::Problem => "PROBLEM",
             };
-            let _ = writeln!(
-                stdout,
-                "{mark} {:<7} {:<12} {}",
-                x.scope, x.check, x.message
-            );
+            outln!("{mark} {:<7} {:<12} {}", x.scope, x.check, x.message);
             if let Some(fix) = &x.fix {
-                let _ = writeln!(stdout, "        fix: {fix}");
+                outln!("        fix: {fix}");
             }
         }
     }

@@ -1,12 +1,16 @@
-//! One module per command; each returns the process exit code. What several commands share
-//! (the harness context, the test pause points) sits here, so no command imports another.
+//! One module per command; each returns the process exit code, or a failure carrying its own.
+//! What several commands share (the harness context, the test pause points) sits here, so no
+//! command imports another.
 
+mod completions;
 mod doctor;
+mod flow;
 mod recover;
 mod replay;
 mod report;
 mod run;
 mod runs;
+mod wire;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -14,21 +18,22 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::cli::{Cli, Command, PersonaCommand};
+use crate::cli::{Cli, Command, FlowCommand, PersonaCommand};
+use crate::output::Failure;
 
-mod wire;
-
-pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+pub fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Persona(PersonaCommand::Guard) => Ok(ExitCode::from(leopold_guard::main_entry())),
         Command::Persona(PersonaCommand::Replay(args)) => replay::run(args),
         Command::Persona(PersonaCommand::Run(args)) => run::run(args),
         Command::Persona(PersonaCommand::Recover(args)) => recover::recover(args),
-        Command::Doctor(args) => doctor::doctor(args),
-        Command::Persona(PersonaCommand::Wire(args)) => wire::wire(args),
-        Command::Persona(PersonaCommand::Unwire(args)) => wire::unwire(args),
-        Command::Persona(PersonaCommand::Report(args)) => report::run(args),
-        Command::Persona(PersonaCommand::Runs(args)) => runs::run(args),
+        Command::Doctor(args) => Ok(doctor::doctor(args)?),
+        Command::Persona(PersonaCommand::Wire(args)) => Ok(wire::wire(args)?),
+        Command::Persona(PersonaCommand::Unwire(args)) => Ok(wire::unwire(args)?),
+        Command::Persona(PersonaCommand::Report(args)) => Ok(report::run(args)?),
+        Command::Persona(PersonaCommand::Runs(args)) => Ok(runs::run(args)?),
+        Command::Flow(FlowCommand::Check(args)) => Ok(flow::check(&args)),
+        Command::Completions(args) => Ok(completions::completions(&args)),
     }
 }
 

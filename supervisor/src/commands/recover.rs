@@ -1,15 +1,15 @@
 //! `leopold persona recover`: the command around [`crate::recovery`], under the run lock.
-#![allow(clippy::print_stdout)]
 
-use std::io::Write as _;
 use std::process::ExitCode;
 
 use crate::cli::ProjectArgs;
 use crate::exit::RunExit;
+use crate::output::{outln, Failure};
+use crate::project::shown;
 use crate::recovery::recover_locked;
 use crate::state::{self, LockHolder, PersonaPaths, RunLock, TryLock};
 
-pub fn recover(args: ProjectArgs) -> anyhow::Result<ExitCode> {
+pub fn recover(args: ProjectArgs) -> Result<ExitCode, Failure> {
     let project = state::resolve_project(args.project.as_deref())?;
     let paths = PersonaPaths::new(&project);
     let ctx = super::harness_context(&project)?;
@@ -23,26 +23,19 @@ pub fn recover(args: ProjectArgs) -> anyhow::Result<ExitCode> {
         TryLock::Acquired(l) => l,
         TryLock::Busy(h) => {
             let who = h.map_or_else(|| "another process".to_owned(), |h| h.to_string());
-            let _ = writeln!(
-                std::io::stderr().lock(),
-                "leopold: error: a persona run is active in {}: {who}; refusing to recover (it would undo a live run's wiring)\n(hint: a live run cleans up after itself when it ends; stop it with Ctrl-C or SIGTERM)",
-                project.display()
-            );
-            return Ok(ExitCode::from(RunExit::BUSY));
+            return Err(Failure::busy(anyhow::anyhow!(
+                "a persona run is active in {}: {who}; refusing to recover (it would undo a live run's wiring)\n(hint: a live run cleans up after itself when it ends; stop it with Ctrl-C or SIGTERM)",
+                shown(&project)
+            )));
         }
     };
     let report = recover_locked(&paths, &ctx)?;
     drop(lock);
-    let mut stdout = std::io::stdout().lock();
     if report.is_empty() {
-        let _ = writeln!(
-            stdout,
-            "leopold: nothing to recover in {}",
-            project.display()
-        );
+        outln!("leopold: nothing to recover in {}", shown(&project));
     } else {
         for line in report.lines() {
-            let _ = writeln!(stdout, "leopold: recovered: {line}");
+            outln!("leopold: recovered: {line}");
         }
     }
     Ok(ExitCode::from(RunExit::CLEAN))

@@ -1,22 +1,20 @@
 //! `leopold persona replay`: prints what `leopold_journal::replay` finds. The logic lives in the
 //! journal crate; this module only renders (text or JSON lines) and maps to the exit code.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
-
 use std::io::Write;
 use std::process::ExitCode;
 
 use leopold_journal::{replay, ReplayEvent, ReplayOptions, Verdict};
 
 use crate::cli::{ReplayArgs, StreamFormat};
+use crate::output::Failure;
 
-pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
     let opts = ReplayOptions {
         input: args.input.clone(),
         flow: args.flow.clone(),
         from: args.from.map(StreamFormat::harness),
     };
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = std::io::BufWriter::new(crate::output::Stdout);
     let shown = args.input.display().to_string();
     let json = args.json;
     let mut write_err = None;
@@ -35,15 +33,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let summary = match result {
         Ok(s) => s,
         Err(err) => {
-            let err = anyhow::Error::from(err);
+            // What was found before the error comes first; main prints the error (as JSON too).
             out.flush()?;
-            if json {
-                let line = serde_json::json!({"type": "error", "message": format!("{err:#}")});
-                writeln!(out, "{line}")?;
-                out.flush()?;
-            }
-            eprintln!("leopold: error: {err:#}");
-            return Ok(ExitCode::from(2));
+            return Err(Failure::config(err));
         }
     };
     if let Some(e) = write_err {

@@ -23,14 +23,12 @@
 //! `PreToolUse` / groups / handlers have an unexpected type is never written: the error names the
 //! file, line and column and says what to do.
 
-mod atomic;
 mod claude;
 mod codex;
 mod json_text;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use atomic::write_own_file;
 pub(crate) use claude::schema_problems as claude_schema_problems;
 
 use std::io;
@@ -38,7 +36,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use atomic::{FileState, Replace};
+use crate::fs;
+use crate::fs::{FileState, Replace};
 
 /// The tag carried by every handler Leopold wires (as a shell comment ending the command): unwire
 /// and orphan detection touch exactly the handlers whose command contains it.
@@ -72,6 +71,9 @@ pub struct Context {
     pub guard_command: String,
     /// Whether the installed Claude Code understands `"onFailure": "block"`.
     pub claude_on_failure: bool,
+    /// The user's own `persona wire`/`persona unwire` (not a run, not recovery): wiring made by
+    /// hand is recorded as such, and only a command by hand removes it.
+    pub by_hand: bool,
 }
 
 impl Context {
@@ -91,6 +93,7 @@ impl Context {
             codex_home: default_codex_home()?,
             guard_command: guard_command(leopold_exe)?,
             claude_on_failure,
+            by_hand: false,
         })
     }
 
@@ -234,6 +237,9 @@ pub enum UnwireAction {
     Restored,
     /// The file changed since wire: only this many tagged handlers were removed.
     RemovedHandlers(usize),
+    /// The guard was wired by hand (`persona wire`), and this unwire is not (a run's teardown,
+    /// recovery): the wiring is the user's, and stays.
+    KeptByHand,
 }
 
 /// The result of [`unwire`].
@@ -246,9 +252,13 @@ pub struct UnwireOutcome {
 }
 
 impl UnwireOutcome {
-    /// Whether the file changed (anything of ours was there to remove).
+    /// Whether the file changed (anything of ours was there to remove; wiring the user made by
+    /// hand is kept, so not a change).
     pub fn changed(&self) -> bool {
-        self.action != UnwireAction::NothingWired
+        matches!(
+            self.action,
+            UnwireAction::Restored | UnwireAction::RemovedHandlers(_)
+        )
     }
 }
 
@@ -360,6 +370,9 @@ struct Record {
     /// that existed before (the supervisor's) are never removed.
     #[serde(default)]
     state_dirs: Vec<PathBuf>,
+    /// Wired by the user's `persona wire`, not by a run: a run or recovery leaves it in place.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    by_hand: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -471,7 +484,7 @@ fn save_record(ctx: &Context, kind: Harness, record: &Record) -> Result<(), Wiri
         problem: e.to_string(),
     })?;
     bytes.push(b'\n');
-    atomic::write_own_file(&path, &bytes).map_err(io_err("write the wiring record", &path))
+    fs::write_own_file(&path, &bytes).map_err(io_err("write the wiring record", &path))
 }
 
 fn remove_record(ctx: &Context, kind: Harness, record: Option<&Record>) -> Result<(), WiringError> {
@@ -539,7 +552,7 @@ pub(crate) fn wire_with_hook(
     };
     for _ in 0..MAX_ATTEMPTS {
         let mut warnings = Vec::new();
-        let state = atomic::read_state(&file).map_err(io_err("read", &file))?;
+        let state = fs::read_state(&file).map_err(io_err("read", &file))?;
         let text = decode(&file, &state)?;
         let handlers = match &text {
             Some(t) => list(kind, &file, t, &spec)?,
@@ -551,6 +564,9 @@ pub(crate) fn wire_with_hook(
             }
         }
         if handlers.len() == 1 && handlers[0].current {
+            if ctx.by_hand {
+                mark_by_hand(ctx, kind, &file, &mut warnings)?;
+            }
             return Ok(WireOutcome {
                 record,
                 changed: false,
@@ -585,6 +601,11 @@ pub(crate) fn wire_with_hook(
                 dirs
             }
         };
+        // A run re-wiring (a stale command replaced) what the user wired by hand keeps it theirs.
+        let by_hand = ctx.by_hand
+            || old
+                .as_ref()
+                .is_some_and(|r| r.by_hand && Some(r.written.as_str()) == text.as_deref());
         let restore = match old {
             Some(Record {
                 restore: Some(r),
@@ -608,15 +629,11 @@ pub(crate) fn wire_with_hook(
                 written: added.text.clone(),
                 created,
                 state_dirs,
+                by_hand,
             },
         )?;
-        match atomic::replace_if_unchanged(
-            &file,
-            &state,
-            Some(added.text.as_bytes()),
-            before_rename,
-        )
-        .map_err(io_err("write", &file))?
+        match fs::replace_if_unchanged(&file, &state, Some(added.text.as_bytes()), before_rename)
+            .map_err(io_err("write", &file))?
         {
             Replace::Done => {
                 return Ok(WireOutcome {
@@ -665,7 +682,14 @@ pub(crate) fn unwire_with_hook(
             }
             None => ctx.settings_path(kind),
         };
-        let state = atomic::read_state(&file).map_err(io_err("read", &file))?;
+        if !ctx.by_hand && record.as_ref().is_some_and(|r| r.by_hand) {
+            return Ok(UnwireOutcome {
+                file,
+                action: UnwireAction::KeptByHand,
+                warnings,
+            });
+        }
+        let state = fs::read_state(&file).map_err(io_err("read", &file))?;
         let done = |action, warnings| UnwireOutcome {
             file: file.clone(),
             action,
@@ -680,7 +704,7 @@ pub(crate) fn unwire_with_hook(
         {
             if state.bytes() == Some(written.as_bytes()) {
                 let target = restore.original.as_deref().map(str::as_bytes);
-                match atomic::replace_if_unchanged(&file, &state, target, before_rename)
+                match fs::replace_if_unchanged(&file, &state, target, before_rename)
                     .map_err(io_err("restore", &file))?
                 {
                     Replace::Conflict => continue,
@@ -704,7 +728,7 @@ pub(crate) fn unwire_with_hook(
             remove_record(ctx, kind, record.as_ref())?;
             return Ok(done(UnwireAction::NothingWired, warnings));
         }
-        match atomic::replace_if_unchanged(&file, &state, Some(new_text.as_bytes()), before_rename)
+        match fs::replace_if_unchanged(&file, &state, Some(new_text.as_bytes()), before_rename)
             .map_err(io_err("write", &file))?
         {
             Replace::Conflict => continue,
@@ -726,13 +750,71 @@ pub(crate) fn unwire_with_hook(
     })
 }
 
+/// Whether [`wire`] could wire `kind`'s settings file as it is now, without writing anything:
+/// `doctor` uses it to say whether `persona run` will start.
+///
+/// # Errors
+/// As [`wire`] would fail: a malformed file, not UTF-8, an I/O error.
+pub fn check_wirable(kind: Harness, ctx: &Context) -> Result<(), WiringError> {
+    let file = ctx.settings_path(kind);
+    let spec = ctx.spec(kind);
+    let state = fs::read_state(&file).map_err(io_err("read", &file))?;
+    let Some(text) = decode(&file, &state)? else {
+        return Ok(());
+    };
+    let handlers = list(kind, &file, &text, &spec)?;
+    let stripped = if handlers.is_empty() {
+        text
+    } else {
+        strip(kind, &file, &text, Created::default())?.0
+    };
+    add(kind, &file, Some(&stripped), &spec).map(|_| ())
+}
+
+/// Whether the guard in `kind`'s settings file was wired by hand (`persona wire`), as this
+/// project's wiring record says.
+pub fn wired_by_hand(kind: Harness, ctx: &Context) -> bool {
+    load_record(ctx, kind, &mut Vec::new())
+        .is_some_and(|r| r.by_hand && r.file == ctx.settings_path(kind))
+}
+
+/// `persona wire` on a file already wired exactly so (by a run, or by an older leopold): the
+/// wiring becomes the user's. Without a record there is nothing to restore later, so unwire will
+/// remove the tagged handler only.
+fn mark_by_hand(
+    ctx: &Context,
+    kind: Harness,
+    file: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<(), WiringError> {
+    let record = match load_record(ctx, kind, warnings) {
+        Some(r) if r.by_hand => return Ok(()),
+        Some(r) => Record { by_hand: true, ..r },
+        None => Record {
+            version: RECORD_VERSION,
+            harness: kind,
+            file: file.to_path_buf(),
+            restore: None,
+            written: String::new(),
+            created: Created::default(),
+            state_dirs: ctx
+                .record_path(kind)
+                .parent()
+                .map(missing_dirs)
+                .unwrap_or_default(),
+            by_hand: true,
+        },
+    };
+    save_record(ctx, kind, &record)
+}
+
 /// The handlers tagged [`TAG`] in `kind`'s settings file (none when it does not exist).
 ///
 /// # Errors
 /// A malformed file, or an I/O error.
 pub fn wired_handlers(kind: Harness, ctx: &Context) -> Result<Vec<WiredHandler>, WiringError> {
     let file = ctx.settings_path(kind);
-    let state = atomic::read_state(&file).map_err(io_err("read", &file))?;
+    let state = fs::read_state(&file).map_err(io_err("read", &file))?;
     match decode(&file, &state)? {
         Some(text) => list(kind, &file, &text, &ctx.spec(kind)),
         None => Ok(Vec::new()),

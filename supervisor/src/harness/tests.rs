@@ -34,6 +34,7 @@ fn sandbox_with(exe: &str) -> Sandbox {
         codex_home: root.join("codex"),
         guard_command: guard_command(Path::new(exe)).unwrap(),
         claude_on_failure: true,
+        by_hand: false,
     };
     Sandbox {
         _dir: dir,
@@ -1477,4 +1478,75 @@ fn wiring_corpus_before_wired_and_back() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn wiring_by_hand_is_kept_by_a_run_and_removed_by_hand() {
+    let sb = sandbox();
+    let original = "{\n  \"model\": \"x\"\n}\n";
+    sb.put(Harness::Claude, original);
+    let mut by_hand = sb.ctx.clone();
+    by_hand.by_hand = true;
+    let _ = wire(Harness::Claude, &by_hand).unwrap();
+    let wired = sb.read(Harness::Claude).unwrap();
+    assert!(wired_by_hand(Harness::Claude, &sb.ctx));
+    // A run wires over it (unchanged) and unwires at its end: the user's wiring stays.
+    let again = wire(Harness::Claude, &sb.ctx).unwrap();
+    assert!(!again.changed);
+    let un = unwire(Harness::Claude, &sb.ctx).unwrap();
+    assert_eq!(un.action, UnwireAction::KeptByHand);
+    assert_eq!(sb.read(Harness::Claude).unwrap(), wired);
+    // A run that replaces a stale hand wiring keeps it the user's.
+    let mut moved = sb.ctx.clone();
+    moved.guard_command = guard_command(Path::new("/elsewhere/leopold")).unwrap();
+    let replaced = wire(Harness::Claude, &moved).unwrap();
+    assert!(replaced.changed);
+    assert!(wired_by_hand(Harness::Claude, &moved));
+    // By hand, it goes, and the file is what it was before any wiring.
+    let mut moved_by_hand = moved.clone();
+    moved_by_hand.by_hand = true;
+    let un = unwire(Harness::Claude, &moved_by_hand).unwrap();
+    assert_eq!(un.action, UnwireAction::Restored);
+    assert_eq!(sb.read(Harness::Claude).unwrap(), original);
+    assert!(!wired_by_hand(Harness::Claude, &sb.ctx));
+}
+
+#[test]
+fn wiring_by_hand_over_a_run_s_wiring_makes_it_the_user_s() {
+    let sb = sandbox();
+    let _ = wire(Harness::Codex, &sb.ctx).unwrap();
+    assert!(!wired_by_hand(Harness::Codex, &sb.ctx));
+    let mut by_hand = sb.ctx.clone();
+    by_hand.by_hand = true;
+    let out = wire(Harness::Codex, &by_hand).unwrap();
+    assert!(!out.changed, "the file is not rewritten");
+    assert!(wired_by_hand(Harness::Codex, &sb.ctx));
+    assert_eq!(
+        unwire(Harness::Codex, &sb.ctx).unwrap().action,
+        UnwireAction::KeptByHand
+    );
+    assert_eq!(
+        unwire(Harness::Codex, &by_hand).unwrap().action,
+        UnwireAction::Restored
+    );
+    assert!(!sb.file(Harness::Codex).exists());
+}
+
+#[test]
+fn check_wirable_agrees_with_wire_and_writes_nothing() {
+    let sb = sandbox();
+    assert!(check_wirable(Harness::Claude, &sb.ctx).is_ok(), "absent");
+    for (text, ok) in [
+        ("{\"permissions\": {\"allow\": 5}}", true),
+        ("{\"hooks\": {\"PreToolUse\": {}}}", false),
+        ("{", false),
+        ("{\"a\": 1, \"a\": 2}", false),
+    ] {
+        sb.put(Harness::Claude, text);
+        let checked = check_wirable(Harness::Claude, &sb.ctx);
+        assert_eq!(checked.is_ok(), ok, "{text}: {checked:?}");
+        assert_eq!(sb.read(Harness::Claude).unwrap(), text, "untouched");
+        assert_eq!(wire(Harness::Claude, &sb.ctx).is_ok(), ok, "{text}");
+        let _ = unwire(Harness::Claude, &sb.ctx);
+    }
 }

@@ -4,7 +4,9 @@
 //! A PID is a hint, not an identity: recovery only signals a process group after finding, in
 //! `/proc`, a member whose environment carries the crashed run's `LEOPOLD_RUN_ID`. A reused PID
 //! belongs to some other program and is left alone.
-#![allow(unsafe_code)]
+//!
+//! System calls go through `rustix` (safe wrappers, raw syscalls on Linux); the one `unsafe` left
+//! is `pre_exec` itself, whose closure must be async-signal-safe.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -12,16 +14,79 @@ use std::process::Command;
 
 /// Finds an executable file: a path with a `/` as is, else the first match on `PATH`.
 pub fn find_executable(name: &Path) -> Option<PathBuf> {
+    match executable(name) {
+        Lookup::Found(p) => Some(p),
+        _ => None,
+    }
+}
+
+/// What [`executable`] found for a name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    Found(PathBuf),
+    /// Nothing at that path (or on `PATH`).
+    NotFound,
+    /// A file without execute permission (the first one on `PATH`, for a bare name).
+    NotExecutable(PathBuf),
+    /// Something that is not a file (a directory).
+    NotAFile(PathBuf),
+}
+
+/// Looks `name` up as a shell would: a path with a `/` as is, else the first executable match on
+/// `PATH`; says why when there is none.
+pub fn executable(name: &Path) -> Lookup {
     use std::os::unix::fs::PermissionsExt as _;
-    let is_exec = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    let check = |p: &Path| match std::fs::metadata(p) {
+        Err(_) => Lookup::NotFound,
+        Ok(m) if !m.is_file() => Lookup::NotAFile(p.to_path_buf()),
+        Ok(m) if m.permissions().mode() & 0o111 == 0 => Lookup::NotExecutable(p.to_path_buf()),
+        Ok(_) => Lookup::Found(p.to_path_buf()),
     };
     if name.components().count() > 1 || name.is_absolute() {
-        return is_exec(name).then(|| name.to_path_buf());
+        return check(name);
     }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| is_exec(p))
+    let Some(path) = std::env::var_os("PATH") else {
+        return Lookup::NotFound;
+    };
+    let mut first_miss = Lookup::NotFound;
+    for dir in std::env::split_paths(&path) {
+        match check(&dir.join(name)) {
+            found @ Lookup::Found(_) => return found,
+            Lookup::NotFound => {}
+            other => {
+                if first_miss == Lookup::NotFound {
+                    first_miss = other;
+                }
+            }
+        }
+    }
+    first_miss
+}
+
+/// The harness executable `wanted` (`--harness-bin`, or `claude`/`codex` looked up on `PATH`),
+/// or an error saying what is wrong with it and what to do.
+///
+/// # Errors
+/// Not found, not executable, or not a file.
+pub fn harness_executable(wanted: &Path, named: bool) -> anyhow::Result<PathBuf> {
+    let hint = "(hint: install it (README \"Set up\") or pass --harness-bin PATH)";
+    match executable(wanted) {
+        Lookup::Found(p) => Ok(p),
+        Lookup::NotFound => anyhow::bail!(
+            "harness executable `{}` not found{}\n{hint}",
+            wanted.display(),
+            if named { "" } else { " on PATH" }
+        ),
+        Lookup::NotExecutable(p) => anyhow::bail!(
+            "harness executable `{}` is not executable (no execute permission)\n(hint: `chmod +x {}`, or pass --harness-bin PATH)",
+            p.display(),
+            p.display()
+        ),
+        Lookup::NotAFile(p) => anyhow::bail!(
+            "harness executable `{}` is not a file\n(hint: pass --harness-bin with the program itself)",
+            p.display()
+        ),
+    }
 }
 
 /// The environment variable every worker inherits, naming its run.
@@ -34,18 +99,21 @@ pub fn configure_worker(cmd: &mut Command) {
     cmd.process_group(0);
     #[cfg(target_os = "linux")]
     {
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: the closure runs in the forked child before exec; it calls only prctl, getppid
-        // and _exit, which are async-signal-safe, and touches no memory shared with the parent.
+        use rustix::process::{getppid, set_parent_process_death_signal, Pid, Signal};
+        let parent = Pid::from_raw(std::process::id() as i32);
+        // SAFETY: the closure runs in the forked child before exec. It makes two raw system calls
+        // through rustix (prctl, getppid: no allocation, no lock, async-signal-safe) and builds
+        // its errors from errno values (`io::Error::from_raw_os_error` does not allocate); it
+        // touches no memory shared with the parent.
+        #[allow(unsafe_code)]
         unsafe {
             cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
+                set_parent_process_death_signal(Some(Signal::KILL))
+                    .map_err(|e| io::Error::from_raw_os_error(e.raw_os_error()))?;
                 // The parent may have died between fork and prctl: then nobody would send the
-                // signal, so leave now.
-                if libc::getppid() != parent {
-                    libc::_exit(70);
+                // signal, so do not exec (spawn fails with ESRCH, reported to nobody).
+                if getppid() != parent {
+                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
                 }
                 Ok(())
             });
@@ -61,16 +129,27 @@ pub fn signal_group(pgid: u32, sig: libc::c_int) -> io::Result<bool> {
             "refusing to signal process group 0 or 1",
         ));
     }
-    // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
-    let rc = unsafe { libc::kill(-(pgid as libc::pid_t), sig) };
-    if rc == 0 {
-        return Ok(true);
-    }
-    let err = io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::ESRCH) {
-        Ok(false)
-    } else {
-        Err(err)
+    let Some(group) = rustix::process::Pid::from_raw(pgid as i32) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("process group {pgid} out of range"),
+        ));
+    };
+    // Signal 0 only asks whether the group exists (kill(2)'s convention).
+    let sent = match rustix::process::Signal::from_named_raw(sig) {
+        _ if sig == 0 => rustix::process::test_kill_process_group(group),
+        Some(sig) => rustix::process::kill_process_group(group, sig),
+        None => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{sig} is not a signal"),
+            ))
+        }
+    };
+    match sent {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::SRCH) => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -149,9 +228,8 @@ pub fn kill_crashed_run(pgid: Option<u32>, run_id: &str) -> Vec<u32> {
             if Some(pgrp) == pgid {
                 let _ = signal_group(pgrp, libc::SIGKILL);
             }
-            // SAFETY: kill(2) on a pid just seen carrying this run's id; no memory involved.
-            unsafe {
-                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }
         }
         // Gone once reaped by their parent (or init): wait so "worker gone" is true when we say so.

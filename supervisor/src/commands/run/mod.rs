@@ -34,6 +34,7 @@ use crate::cli::RunArgs;
 use crate::commands::pause_point;
 use crate::harness::{self, Harness};
 use crate::observe::Observer;
+use crate::output::Failure;
 use crate::state::{
     self, ActiveState, LockHolder, RunLock, RunOutcome, StateFile, TryLock, WiringEntry,
 };
@@ -89,7 +90,7 @@ impl Timings {
     }
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let mut timings = Timings::new();
     let out = Reporter {
         mode: if args.json {
@@ -118,11 +119,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 || "another process (it has not described itself yet)".to_owned(),
                 |h| h.to_string(),
             );
-            out.error(&format!(
+            return Err(Failure::busy(anyhow::anyhow!(
                 "another persona run is active in {}: {who}\n(hint: wait for it to finish, or stop it; if it crashed, its lock is already free and `leopold persona recover` cleans up)",
-                plan.paths.project.display()
-            ));
-            return Ok(ExitCode::from(RunOutcome::Busy.exit_code()));
+                crate::project::shown(&plan.paths.project)
+            )));
         }
     };
     timings.mark("locked");
@@ -247,8 +247,8 @@ async fn lifecycle(
         let left = crate::os::kill_crashed_run(None, run_id);
         if !left.is_empty() {
             out.warn(&format!(
-                "{} browser process(es) outlived the worker; stopped",
-                left.len()
+                "{} outlived the worker; stopped",
+                crate::output::count(left.len() as u64, "browser process")
             ));
         }
     }

@@ -51,9 +51,7 @@ fn grace(env: Option<&str>) -> Duration {
 
 pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let project = state::resolve_project(args.project.project.as_deref())?;
-    let flow_path = std::path::absolute(&args.flow)
-        .with_context(|| format!("cannot resolve flow path {}", args.flow.display()))?;
-    let flow = Flow::load(&flow_path)?;
+    let (flow_path, flow) = crate::project::load_flow(&args.flow)?;
     let kind = args.harness;
     worker::check_extra_args(kind, &args.extra).map_err(|why| {
         anyhow::anyhow!(
@@ -88,13 +86,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         .harness_bin
         .clone()
         .unwrap_or_else(|| PathBuf::from(kind.as_str()));
-    let bin = crate::os::find_executable(&wanted).with_context(|| {
-        format!(
-            "harness executable `{}` not found{}\n(hint: install it (README \"Set up\") or pass --harness-bin PATH)",
-            wanted.display(),
-            if args.harness_bin.is_none() { " on PATH" } else { "" }
-        )
-    })?;
+    let bin = crate::os::harness_executable(&wanted, args.harness_bin.is_some())?;
     let junit = match &args.junit {
         Some(p) => Some(
             std::path::absolute(p).with_context(|| format!("cannot resolve {}", p.display()))?,

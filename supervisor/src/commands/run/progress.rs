@@ -1,13 +1,12 @@
 //! What a run prints: progress lines and the summary (human), or one JSON object per event
 //! (`--json`). The text is built by pure functions; [`Reporter`] only decides where it goes.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
-
-use std::io::Write as _;
 
 use leopold_journal::Outcome;
 use serde_json::json;
 
+use crate::exit::RunExit;
 use crate::observe::{Batch, Observed};
+use crate::output::{self, outln};
 use crate::state::{Counts, RunOutcome};
 
 /// How progress is shown.
@@ -25,24 +24,25 @@ pub struct Reporter {
 impl Reporter {
     pub fn info(&self, line: &str) {
         if self.mode == Mode::Human {
-            let _ = writeln!(std::io::stdout().lock(), "{line}");
+            outln!("{line}");
         }
     }
     pub fn json(&self, v: serde_json::Value) {
         if self.mode == Mode::Json {
-            let _ = writeln!(std::io::stdout().lock(), "{v}");
+            outln!("{v}");
         }
     }
     pub fn summary(&self, line: &str) {
         if self.mode != Mode::Json {
-            let _ = writeln!(std::io::stdout().lock(), "{line}");
+            outln!("{line}");
         }
     }
     pub fn warn(&self, line: &str) {
-        let _ = writeln!(std::io::stderr().lock(), "leopold: warning: {line}");
+        output::warn(line);
     }
+    /// An error that stops the run (exit 2); with `--json` it is a JSON line too.
     pub fn error(&self, line: &str) {
-        let _ = writeln!(std::io::stderr().lock(), "leopold: error: {line}");
+        output::error_text(line, RunExit::CONFIG, self.mode == Mode::Json);
     }
 
     /// Prints a batch, updates the counts, returns the first violation's reason.
@@ -108,15 +108,14 @@ pub fn summary_line(
     format!(
         "leopold: run {run_id} {outcome} (exit {}): {}, {} denied, {}{}; see {run_dir}/",
         outcome.exit_code(),
-        plural(counts.actions, "action", "actions"),
+        output::count(counts.actions, "action"),
         counts.denied,
-        plural(counts.violations, "violation", "violations"),
-        reason.map(|r| format!("; {r}")).unwrap_or_default(),
+        output::count(counts.violations, "violation"),
+        // The reason's hints were printed with the error; the summary stays one line.
+        reason
+            .map(|r| format!("; {}", output::Rendered::from_text(r).message))
+            .unwrap_or_default(),
     )
-}
-
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 #[cfg(test)]

@@ -111,11 +111,7 @@ impl Teardown<'_> {
         std::fs::remove_file(plan.paths.active())
             .with_context(|| format!("cannot remove {}", plan.paths.active().display()))?;
         drop(self.lock.take());
-        let rel = run_dir
-            .strip_prefix(&plan.paths.project)
-            .unwrap_or(&run_dir)
-            .display()
-            .to_string();
+        let rel = crate::project::shown(&run_dir);
         // report.html (and --junit), from the run directory now that run.json is final.
         for w in crate::report::after_run(&run_dir, &plan.flow, plan.junit.as_deref()) {
             self.out.warn(&w);

@@ -1,4 +1,6 @@
-//! Atomic, careful replacement of a file someone else owns.
+//! Atomic file writes, the one place they live: Leopold's own files ([`write_own_file`]:
+//! ACTIVE.json, run records, wiring records) and careful replacement of a file someone else owns
+//! ([`replace_if_unchanged`]: the harnesses' settings files).
 //!
 //! The hazards, and what this module does about each:
 //! - A crash mid-write must not leave a truncated settings file: the new bytes go to a temp file in
