@@ -68,6 +68,9 @@ fn screenshot_lands_in_the_report(harness: Harness) {
     .arg("--harness-bin")
     .arg(&bin)
     .args(["--browser", "playwright", "--timeout", "90s"])
+    // Unboxed for the same reason as the browser suite (tests/e2e/browser.rs): until the browser
+    // runs outside the box behind its MCP relay.
+    .arg("--no-contain")
     .arg("--chromium")
     .arg(&chromium)
     .arg("--playwright-mcp")
