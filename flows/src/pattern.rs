@@ -10,6 +10,7 @@
 use std::sync::OnceLock;
 
 use regex_automata::meta;
+use regex_syntax::hir::{Class, Hir, HirKind};
 
 /// One regex of a flow or a built-in set, compiled on first use.
 #[derive(Debug, Clone)]
@@ -22,6 +23,10 @@ pub struct Pattern {
     /// Literals every match starts with (from the regex's own HIR), when there is such a finite
     /// set: a haystack holding none of them cannot match, and the regex is never built for it.
     prefixes: Option<Vec<Vec<u8>>>,
+    /// For patterns matched anywhere (labels): lowercase ASCII strings one of which every match
+    /// holds, on an ASCII haystack lowercased, when there is such a set (see [`required`]): a
+    /// label holding none of them is refused without building the regex.
+    required: Option<Vec<String>>,
     compiled: OnceLock<Option<meta::Regex>>,
     /// The same pattern without Unicode classes, for ASCII haystacks (see [`Matcher`]).
     compiled_ascii: OnceLock<Option<meta::Regex>>,
@@ -55,11 +60,21 @@ impl Pattern {
                 })
             })
             .filter(|lits| !lits.is_empty() && lits.iter().all(|l| !l.is_empty()));
+        let required = (!whole)
+            .then(|| required(&hir))
+            .flatten()
+            .filter(|set| set.iter().all(|w| !w.is_empty()))
+            .map(|set| {
+                set.into_iter()
+                    .map(|w| String::from_utf8(w).expect("lowercase ASCII"))
+                    .collect()
+            });
         Ok(Pattern {
             source: source.to_owned(),
             full,
             anchored: whole,
             prefixes,
+            required,
             compiled: OnceLock::new(),
             compiled_ascii: OnceLock::new(),
         })
@@ -87,6 +102,12 @@ impl Pattern {
                 return false;
             }
         }
+        if let Some(required) = self.required.as_ref().filter(|_| haystack.is_ascii()) {
+            let lower = haystack.to_ascii_lowercase();
+            if !required.iter().any(|w| lower.contains(w.as_str())) {
+                return false;
+            }
+        }
         let ascii = haystack.is_ascii().then(|| {
             self.compiled_ascii
                 .get_or_init(|| build_ascii(&[self.full.as_str()]))
@@ -99,6 +120,92 @@ impl Pattern {
             Some(re) => re.is_match(haystack),
             None => true,
         }
+    }
+}
+
+/// The most strings [`required`] keeps for one pattern: past that, checking them would cost
+/// about what building the regex does.
+const MAX_REQUIRED: usize = 32;
+
+/// Lowercase ASCII strings one of which every match of `hir` on an ASCII haystack holds, once the
+/// haystack is lowercased; `None` when no such set is known. A click label is short and most
+/// labels hold none of a flow's words, so this spares the guard compiling the flow's label
+/// patterns on most clicks (BENCHMARKS.md "The guard"). Sound by construction: a literal or a
+/// class whose ASCII members fold to one letter is one letter of a run; a run of them in a
+/// concatenation must appear whole; a concatenation needs each of its parts, an alternation one
+/// of its branches, a repetition of at least one its body. Only ASCII haystacks are filtered:
+/// case folding maps a few non-ASCII letters (KELVIN SIGN) onto ASCII ones. Property-tested.
+fn required(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => None,
+        HirKind::Literal(_) | HirKind::Class(_) => letters(hir).map(|run| vec![run]),
+        HirKind::Capture(c) => required(&c.sub),
+        HirKind::Repetition(r) if r.min >= 1 => required(&r.sub),
+        HirKind::Repetition(_) => None,
+        HirKind::Concat(subs) => {
+            let mut candidates: Vec<Vec<Vec<u8>>> = Vec::new();
+            let mut run: Vec<u8> = Vec::new();
+            for sub in subs {
+                match letters(sub) {
+                    Some(l) => run.extend(l),
+                    None => {
+                        if !run.is_empty() {
+                            candidates.push(vec![std::mem::take(&mut run)]);
+                        }
+                        candidates.extend(required(sub));
+                    }
+                }
+            }
+            if !run.is_empty() {
+                candidates.push(vec![run]);
+            }
+            // The most selective: the set whose shortest string is longest.
+            candidates
+                .into_iter()
+                .max_by_key(|set| set.iter().map(Vec::len).min().unwrap_or(0))
+        }
+        HirKind::Alternation(subs) => {
+            let mut all = Vec::new();
+            for sub in subs {
+                all.extend(required(sub)?);
+                if all.len() > MAX_REQUIRED {
+                    return None;
+                }
+            }
+            Some(all)
+        }
+    }
+}
+
+/// The lowercase ASCII letters `hir` matches in order, when it is a literal or a one-letter
+/// class on an ASCII haystack: `[Pp]` (what `(?i)p` parses to) is `p`.
+fn letters(hir: &Hir) -> Option<Vec<u8>> {
+    match hir.kind() {
+        HirKind::Literal(lit) if lit.0.is_ascii() => Some(lit.0.to_ascii_lowercase()),
+        HirKind::Class(class) => {
+            let mut folded: Option<u8> = None;
+            let mut one = |lo: u32, hi: u32| -> bool {
+                for c in lo..=hi.min(0x7F) {
+                    let b = (c as u8).to_ascii_lowercase();
+                    if *folded.get_or_insert(b) != b {
+                        return false;
+                    }
+                }
+                true
+            };
+            let ok = match class {
+                Class::Unicode(u) => u
+                    .ranges()
+                    .iter()
+                    .all(|r| one(r.start().into(), r.end().into())),
+                Class::Bytes(b) => b
+                    .ranges()
+                    .iter()
+                    .all(|r| one(r.start().into(), r.end().into())),
+            };
+            folded.filter(|_| ok).map(|b| vec![b])
+        }
+        _ => None,
     }
 }
 
@@ -206,6 +313,49 @@ mod tests {
                 proptest::prop_assert_eq!(p.is_match(&hay), re.is_match(hay.as_str()), "{}", source);
             }
         }
+    }
+
+    proptest::proptest! {
+        /// Label patterns: the required-strings check never refuses a label the regex matches,
+        /// and it does refuse some (it is not a no-op).
+        #[test]
+        fn the_required_strings_check_is_sound(
+            pat in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "(?i)", r"\b", r"\s+", " ", "place", "Order", "(pay|buy)", "k", "s", "[Kk]",
+                    "x?", "(now)?", "[a-c]", ".", "+", "*", "{2}", "é", "|", "^", "$", "[^a]",
+                ]),
+                1..7,
+            ),
+            hay in "[a-zA-Z kKsS.]{0,14}|(?i)(place|order|pay|buy|now|k|s| ){0,5}",
+        ) {
+            let source: String = pat.concat();
+            if let Ok(p) = Pattern::new(&source, false) {
+                if let Some(re) = build(&[p.full.as_str()]) {
+                    proptest::prop_assert_eq!(p.is_match(&hay), re.is_match(hay.as_str()), "{}", source);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_label_holding_none_of_a_pattern_s_words_spares_the_build() {
+        let p = Pattern::new("(?i)place order", false).unwrap();
+        assert_eq!(p.required.as_deref(), Some(&["place order".to_owned()][..]));
+        assert!(!p.is_match("Add to cart button"));
+        assert!(p.compiled.get().is_none() && p.compiled_ascii.get().is_none());
+        assert!(p.is_match("PLACE ORDER now"));
+        let alt = Pattern::new(r"(?i)\b(buy|pay)\s+it", false).unwrap();
+        let mut req = alt.required.clone().unwrap();
+        req.sort();
+        assert_eq!(req, ["buy", "pay"]);
+        // The Kelvin sign folds to `k`: a non-ASCII label is never filtered.
+        let k = Pattern::new("(?i)kilo", false).unwrap();
+        assert!(k.is_match("\u{212A}ilo"));
+        assert!(Pattern::new("(?i)a|[a-z]+", false)
+            .unwrap()
+            .required
+            .is_none());
     }
 
     #[test]
