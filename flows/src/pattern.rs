@@ -44,31 +44,10 @@ impl Pattern {
         } else {
             source.to_owned()
         };
-        let hir = regex_syntax::Parser::new()
-            .parse(&full)
-            .map_err(|e| e.to_string())?;
-        // Only whole-name (tool) patterns: every call checks the tool name, and their prefixes
-        // are plain names. Labels are matched only on clicks, and `(?i)` makes their literal
-        // sets large and costly to extract.
-        let prefixes = whole
-            .then(|| regex_syntax::hir::literal::Extractor::new().extract(&hir))
-            .and_then(|seq| {
-                seq.literals().map(|lits| {
-                    lits.iter()
-                        .map(|l| l.as_bytes().to_vec())
-                        .collect::<Vec<_>>()
-                })
-            })
-            .filter(|lits| !lits.is_empty() && lits.iter().all(|l| !l.is_empty()));
-        let required = (!whole)
-            .then(|| required(&hir))
-            .flatten()
-            .filter(|set| set.iter().all(|w| !w.is_empty()))
-            .map(|set| {
-                set.into_iter()
-                    .map(|w| String::from_utf8(w).expect("lowercase ASCII"))
-                    .collect()
-            });
+        let (prefixes, required) = match plain(source, whole) {
+            Some(filters) => filters,
+            None => analyse(&full, whole)?,
+        };
         Ok(Pattern {
             source: source.to_owned(),
             full,
@@ -120,6 +99,66 @@ impl Pattern {
             Some(re) => re.is_match(haystack),
             None => true,
         }
+    }
+}
+
+/// The literal pre-checks of a pattern: prefixes (whole-name patterns), required strings (others).
+type Filters = (Option<Vec<Vec<u8>>>, Option<Vec<String>>);
+
+/// Checks `full`'s syntax with the regex parser and takes its pre-checks from the HIR.
+fn analyse(full: &str, whole: bool) -> Result<Filters, String> {
+    let hir = regex_syntax::Parser::new()
+        .parse(full)
+        .map_err(|e| e.to_string())?;
+    // Only whole-name (tool) patterns: every call checks the tool name, and their prefixes
+    // are plain names. Labels are matched only on clicks, and `(?i)` makes their literal
+    // sets large and costly to extract.
+    let prefixes = whole
+        .then(|| regex_syntax::hir::literal::Extractor::new().extract(&hir))
+        .and_then(|seq| {
+            seq.literals().map(|lits| {
+                lits.iter()
+                    .map(|l| l.as_bytes().to_vec())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .filter(|lits| !lits.is_empty() && lits.iter().all(|l| !l.is_empty()));
+    let required = (!whole)
+        .then(|| required(&hir))
+        .flatten()
+        .filter(|set| set.iter().all(|w| !w.is_empty()))
+        .map(|set| {
+            set.into_iter()
+                .map(|w| String::from_utf8(w).expect("lowercase ASCII"))
+                .collect()
+        });
+    Ok((prefixes, required))
+}
+
+/// The pre-checks of a plain pattern, without the regex parser: an optional `(?i)`, then
+/// letters, digits, `_`, `-` and spaces (none of them special in a regex), then an optional
+/// `.*`, as in `mcp__stripe__.*` or `(?i)place order`. Such a pattern is valid by construction,
+/// and parsing it (a third of a navigation's decision: the guard loads the flow on every call)
+/// would only tell what is written here. `None` for anything else (and for a case-insensitive
+/// whole name, whose prefixes are case variants): then [`analyse`] runs. A test holds the two
+/// to the same answer on plain patterns.
+fn plain(source: &str, whole: bool) -> Option<Filters> {
+    let (folded, rest) = match source.strip_prefix("(?i)") {
+        Some(rest) => (true, rest),
+        None => (false, source),
+    };
+    let literal = rest.strip_suffix(".*").unwrap_or(rest);
+    if literal.is_empty()
+        || !literal
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b' '))
+    {
+        return None;
+    }
+    if whole {
+        (!folded).then(|| (Some(vec![literal.as_bytes().to_vec()]), None))
+    } else {
+        Some((None, Some(vec![literal.to_ascii_lowercase()])))
     }
 }
 
@@ -356,6 +395,45 @@ mod tests {
             .unwrap()
             .required
             .is_none());
+    }
+
+    proptest::proptest! {
+        /// A plain pattern's pre-checks, taken without the parser, are the parser's.
+        #[test]
+        fn plain_patterns_get_the_parsers_pre_checks(
+            folded in proptest::bool::ANY,
+            literal in "[a-zA-Z0-9_ -]{1,12}",
+            tail in proptest::bool::ANY,
+            whole in proptest::bool::ANY,
+        ) {
+            let source = format!("{}{literal}{}", if folded { "(?i)" } else { "" }, if tail { ".*" } else { "" });
+            let full = if whole { format!("^(?:{source})$") } else { source.clone() };
+            if let Some(fast) = plain(&source, whole) {
+                proptest::prop_assert_eq!(fast, analyse(&full, whole).unwrap(), "{}", source);
+            } else {
+                proptest::prop_assert!(whole && folded, "{}", source);
+            }
+        }
+    }
+
+    #[test]
+    fn only_plain_patterns_skip_the_parser() {
+        assert!(plain("mcp__stripe__.*", true).is_some());
+        assert!(plain("(?i)place order", false).is_some());
+        for not in [
+            "a.b",
+            "a|b",
+            "(?i)mcp__x",
+            "[a]",
+            "a.*b",
+            r"\bpay",
+            "",
+            "(?i)",
+            ".*",
+            "é",
+        ] {
+            assert!(plain(not, not.starts_with("(?i)m")).is_none(), "{not}");
+        }
     }
 
     #[test]
