@@ -294,18 +294,27 @@ fn is_normal_path(path: &str) -> bool {
     if b.first() != Some(&b'/') {
         return false;
     }
-    if b.iter()
-        .any(|&c| !c.is_ascii() || c.is_ascii_uppercase() || matches!(c, b'%' | b'\\' | b';'))
-    {
-        return false;
+    // One pass: each byte's class, and each segment (between slashes) as it ends.
+    let mut seg_start = 1;
+    for i in 1..=b.len() {
+        let end = match b.get(i) {
+            None => true,
+            Some(b'/') => true,
+            Some(&c) if !c.is_ascii() || c.is_ascii_uppercase() => return false,
+            Some(b'%' | b'\\' | b';') => return false,
+            Some(_) => false,
+        };
+        if end {
+            match &b[seg_start..i] {
+                // An empty segment only as the last one: a trailing slash.
+                b"" if i < b.len() => return false,
+                b"." | b".." => return false,
+                _ => {}
+            }
+            seg_start = i + 1;
+        }
     }
-    let segments = path[1..].split('/');
-    let n = segments.clone().count();
-    segments.enumerate().all(|(i, seg)| match seg {
-        "" => i + 1 == n,
-        "." | ".." => false,
-        _ => true,
-    })
+    true
 }
 
 fn normalize_path_slow(path: &str) -> String {

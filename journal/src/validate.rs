@@ -18,6 +18,7 @@
 //!    unfinished action.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use leopold_flows::{Flow, RuleHit};
 
@@ -45,8 +46,37 @@ pub fn validate(flow: &Flow, action: &Action) -> Verdict {
 /// again and again). The answers are the flow's own, so the verdicts are [`validate`]'s exactly.
 pub(crate) struct Validator<'f> {
     flow: &'f Flow,
-    tools: HashMap<Box<str>, Option<RuleHit>>,
-    labels: HashMap<Box<str>, Option<RuleHit>>,
+    tools: Memo,
+    labels: Memo,
+    /// The last host judged and whether the allowlist holds it: a journal names the same host
+    /// line after line.
+    last_host: Option<(Box<str>, bool)>,
+}
+
+/// Answers by tool name or label. Keyed by FNV-1a, not std's SipHash: the keys are a journal's
+/// own short names, and a key set built to collide costs time (bounded by [`MEMO_MAX`]), never a
+/// wrong answer.
+type Memo = HashMap<Box<str>, Option<RuleHit>, BuildHasherDefault<Fnv1a>>;
+
+/// The 64-bit FNV-1a hash.
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv1a {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
 }
 
 /// The most tool names, and labels, a [`Validator`] remembers; past that it starts afresh, so
@@ -55,7 +85,7 @@ const MEMO_MAX: usize = 4096;
 
 /// `memo[key]`, computed by `answer` on a miss.
 fn memoized(
-    memo: &mut HashMap<Box<str>, Option<RuleHit>>,
+    memo: &mut Memo,
     key: &str,
     answer: impl FnOnce(&str) -> Option<RuleHit>,
 ) -> Option<RuleHit> {
@@ -74,8 +104,21 @@ impl<'f> Validator<'f> {
     pub(crate) fn new(flow: &'f Flow) -> Self {
         Validator {
             flow,
-            tools: HashMap::new(),
-            labels: HashMap::new(),
+            tools: Memo::default(),
+            labels: Memo::default(),
+            last_host: None,
+        }
+    }
+
+    /// [`Flow::host_str_allowed`], remembering the last answer.
+    fn host_allowed(&mut self, host: &str) -> bool {
+        match &self.last_host {
+            Some((last, allowed)) if **last == *host => *allowed,
+            _ => {
+                let allowed = self.flow.host_str_allowed(host);
+                self.last_host = Some((host.into(), allowed));
+                allowed
+            }
         }
     }
 
@@ -90,8 +133,7 @@ impl<'f> Validator<'f> {
             || guard_judges(&action.tool)
         {
             for u in action.urls.iter().filter(|u| u.role == UrlRole::Target) {
-                let inside =
-                    u.is_web() && u.host.as_deref().is_some_and(|h| flow.host_str_allowed(h));
+                let inside = u.is_web() && u.host.as_deref().is_some_and(|h| self.host_allowed(h));
                 if !inside {
                     return Verdict::Violation {
                         rule: RULE_HOOK_FAILED_OPEN.to_owned(),
@@ -139,7 +181,7 @@ impl<'f> Validator<'f> {
             }) {
                 // Only web URLs are recorded for these roles' judgement: a browser's own error
                 // page (`chrome-error://`) or `about:blank` is not a host the browser contacted.
-                if u.is_web() && !u.host.as_deref().is_some_and(|h| flow.host_str_allowed(h)) {
+                if u.is_web() && !u.host.as_deref().is_some_and(|h| self.host_allowed(h)) {
                     return Verdict::Violation {
                         rule: RULE_LEFT_ALLOWLIST.to_owned(),
                         detail: Some(describe_outside(u)),
