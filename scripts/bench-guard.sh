@@ -121,7 +121,7 @@ if [ -n "${BENCH_PEERS:-}" ]; then
 fi
 payload "$work/payload-allow-nav.json" mcp__browser__browser_navigate '{"url":"https://staging.example.com/products/42?ref=home"}'
 
-echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!BENCHMARKS.md' || echo ' (+ uncommitted changes)'); date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!*.md' || echo ' (+ uncommitted changes)'); date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 python3 - "$BIN" "$work" "$RUNS" "$work/empty-rust" "$DYN" "$MMAPPED" "$peers" <<'PY'
 import json, os, shlex, statistics, subprocess, sys, time

@@ -16,7 +16,7 @@ out=target/bench-journal
 mkdir -p "$out"
 cargo build --quiet --release -p leopold
 cargo build --quiet --release -p leopold-journal --example gen_journal --example parse_floor
-echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!BENCHMARKS.md' || echo ' (+ uncommitted changes)'); date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(jq --version)"
+echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!*.md' || echo ' (+ uncommitted changes)'); date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(jq --version)"
 cp journal/tests/golden/flow.md "$out/flow.md"
 
 # The peer: the same host check in jq (allowlist staging.example.com and its subdomains; denied
