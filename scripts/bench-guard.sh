@@ -114,7 +114,7 @@ if [ -n "${BENCH_PEERS:-}" ]; then
         nah) printf '%s\t%s _claude-hook\t%s\t%s\n' "$name" "$path" bash-allow.json bash-deny-curl.json ;;
         dcg) printf '%s\t%s\t%s\t%s\n' "$name" "$path" bash-allow.json bash-deny-git.json ;;
         esac >> "$peers"
-    done < <(./scripts/install-peers.sh)
+    done < <(./scripts/install-peers.sh ${BENCH_PEERS_INSTALLED_ONLY:+--installed-only})
     printf '%s\t%s\t%s\t%s\n' "bash + jq guard" "$PWD/scripts/bench-peers/jq-guard.sh" payload-allow-nav.json payload-deny.json >> "$peers"
     printf '%s\t%s\t%s\t%s\n' "python3 -c pass" "$(command -v python3) -c pass" - - >> "$peers"
     printf '%s\t%s\t%s\t%s\n' "node -e 0" "$(command -v node) -e 0" - - >> "$peers"

@@ -10,6 +10,9 @@
 #                                      optional: a build failure is reported, and
 #                                      bench-guard.sh then says so)
 #
+# With --installed-only, installs nothing: reports what is there (bench-guard.sh passes it when
+# BENCH_PEERS_INSTALLED_ONLY=1, e.g. while dcg's first build still runs).
+#
 # Prints one line per peer on stdout: `name<TAB>path` for an installed peer, `name<TAB>-<TAB>why`
 # for one that could not be installed. Everything else goes to stderr.
 set -euo pipefail
@@ -18,6 +21,9 @@ CC_SAFETY_NET_VERSION="2.4.5"
 NAH_VERSION="0.11.0"
 DCG_CRATE="destructive_command_guard"
 DCG_VERSION="0.16.0"
+
+installed_only=""
+[[ "${1:-}" == --installed-only ]] && installed_only=1
 
 root="${LEOPOLD_CACHE:-$HOME/.cache/leopold}/peers"
 mkdir -p "$root"
@@ -29,7 +35,7 @@ npm_have() {
     [[ -x "$npm_bin" ]] && [[ "$(node -e 'process.stdout.write(require(process.argv[1]).version)' \
         "$npm_prefix/node_modules/cc-safety-net/package.json" 2>/dev/null)" == "$CC_SAFETY_NET_VERSION" ]]
 }
-if ! npm_have; then
+if [[ -z "$installed_only" ]] && ! npm_have; then
     echo "install-peers: cc-safety-net@$CC_SAFETY_NET_VERSION into $npm_prefix" >&2
     mkdir -p "$npm_prefix"
     npm install --prefix "$npm_prefix" --no-audit --no-fund --loglevel=error \
@@ -47,7 +53,7 @@ nah_have() {
     [[ -x "$venv/bin/nah" ]] &&
         [[ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("nah"))' 2>/dev/null)" == "$NAH_VERSION" ]]
 }
-if ! nah_have; then
+if [[ -z "$installed_only" ]] && ! nah_have; then
     echo "install-peers: nah==$NAH_VERSION into $venv" >&2
     python3 -m venv "$venv" >&2
     "$venv/bin/pip" install --quiet --disable-pip-version-check "nah==$NAH_VERSION" >&2
@@ -68,7 +74,8 @@ dcg_root="$root/dcg"
 dcg_bin="$dcg_root/bin/dcg"
 dcg_stamp="$dcg_root/.version"
 log="$root/dcg-build.log"
-if [[ ! -x "$dcg_bin" || "$(cat "$dcg_stamp" 2>/dev/null)" != "$DCG_VERSION" ]]; then
+if [[ -z "$installed_only" ]] &&
+    [[ ! -x "$dcg_bin" || "$(cat "$dcg_stamp" 2>/dev/null)" != "$DCG_VERSION" ]]; then
     echo "install-peers: $DCG_CRATE $DCG_VERSION into $dcg_root ($(rustc --version)); log: $log" >&2
     src="$root/dcg-src/$DCG_CRATE-$DCG_VERSION"
     (
@@ -101,6 +108,8 @@ if [[ ! -x "$dcg_bin" || "$(cat "$dcg_stamp" 2>/dev/null)" != "$DCG_VERSION" ]];
 fi
 if [[ -x "$dcg_bin" && "$(cat "$dcg_stamp" 2>/dev/null)" == "$DCG_VERSION" ]]; then
     printf 'dcg\t%s\n' "$dcg_bin"
+elif [[ -n "$installed_only" ]]; then
+    printf 'dcg\t-\tnot built yet (--installed-only)\n'
 else
     printf 'dcg\t-\t%s %s did not build with %s (its own pin is a nightly; see %s)\n' \
         "$DCG_CRATE" "$DCG_VERSION" "$(rustc --version | cut -d' ' -f1-2)" "$log"
