@@ -116,7 +116,9 @@ if [ -n "${BENCH_PEERS:-}" ]; then
         esac >> "$peers"
     done < <(./scripts/install-peers.sh ${BENCH_PEERS_INSTALLED_ONLY:+--installed-only})
     printf '%s\t%s\t%s\t%s\n' "bash + jq guard" "$PWD/scripts/bench-peers/jq-guard.sh" payload-allow-nav.json payload-deny.json >> "$peers"
-    printf '%s\t%s\t%s\t%s\n' "python3 -c pass" "$(command -v python3) -c pass" - - >> "$peers"
+    # The interpreter itself, not a version manager's shim script in front of it.
+    python="$(python3 -c 'import sys; print(sys.executable)')"
+    printf '%s\t%s\t%s\t%s\n' "python3 -c pass" "$python -c pass" - - >> "$peers"
     printf '%s\t%s\t%s\t%s\n' "node -e 0" "$(command -v node) -e 0" - - >> "$peers"
 fi
 payload "$work/payload-allow-nav.json" mcp__browser__browser_navigate '{"url":"https://staging.example.com/products/42?ref=home"}'
