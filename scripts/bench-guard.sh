@@ -221,7 +221,7 @@ SHOWN = {
     "payload-deny.json": "navigation, denied",
     "bash-allow.json": "Bash `ls -la`, allowed",
     "bash-deny-git.json": "Bash `git reset --hard`, denied",
-    "bash-deny-curl.json": "Bash `curl … | bash`, denied",
+    "bash-deny-curl.json": "Bash `curl … \\| bash`, denied",  # `\|`: a pipe inside a table cell
 }
 for name in cmds:
     payload = SHOWN[os.path.basename(cmds[name][1])]
