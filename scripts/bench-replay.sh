@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Journal replay benchmark (BENCHMARKS.md "Journal replay"): `leopold persona replay` against the
-# peer, a `jq` host check on the same file, on generated journals of 1M and 10M actions.
-# Reports wall time, actions per second and peak RSS (/usr/bin/time), and checks that both found
-# the same number of violations. Generated files stay in target/bench-journal/ (not in git).
+# Journal replay benchmark (BENCHMARKS.md "Journal replay"): `leopold persona replay` against two
+# peers on the same file, in one run: the parse-only floor (journal/examples/parse_floor.rs: the
+# same reader, each line into a borrowed struct, nothing else) and a `jq` host check. Generated
+# journals of 1M and 10M actions. Reports wall and CPU time, actions per second, peak RSS
+# (/usr/bin/time), the ratios, and checks that replay and jq found the same violations and that
+# the floor parsed every action.
 #
 # Usage: scripts/bench-replay.sh [N ...]     (default: 1000000 10000000)
 set -euo pipefail
@@ -13,7 +15,8 @@ sizes=("$@")
 out=target/bench-journal
 mkdir -p "$out"
 cargo build --quiet --release -p leopold
-cargo build --quiet --release -p leopold-journal --example gen_journal
+cargo build --quiet --release -p leopold-journal --example gen_journal --example parse_floor
+echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!*.md' || echo ' (+ uncommitted changes)'); date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(jq --version)"
 cp journal/tests/golden/flow.md "$out/flow.md"
 
 # The peer: the same host check in jq (allowlist staging.example.com and its subdomains; denied
@@ -25,36 +28,42 @@ jq_filter='select(.seq != null and .outcome != "denied")
 
 # Wall time is what a user waits; CPU time (user + sys) is steadier on a shared machine. Both
 # throughputs are printed, with the load average at the start of each size.
-printf '%-10s %-8s %8s %8s %12s %12s %10s %10s\n' actions tool "wall s" "cpu s" "act/s wall" "act/s cpu" "peak RSS" violations
+printf '%-10s %-12s %8s %8s %12s %12s %10s %10s\n' actions tool "wall s" "cpu s" "act/s wall" "act/s cpu" "peak RSS" violations
 for n in "${sizes[@]}"; do
   f="$out/journal-$n.jsonl"
   [ -s "$f" ] || ./target/release/examples/gen_journal "$n" "$f"
-  cat "$f" > /dev/null # warm the page cache for both
+  cat "$f" > /dev/null # warm the page cache for all three
   echo "# $n actions, $(du -h "$f" | cut -f1) on disk; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
   rc=0
   /usr/bin/time -f '%e %M %U %S' -o "$out/time-leopold" \
     ./target/release/leopold persona replay "$f" --flow "$out/flow.md" > "$out/replay-$n.out" || rc=$?
   [ "$rc" = 1 ] || { echo "replay exited $rc (expected 1: violations)" >&2; exit 1; }
-  read -r l_wall l_rss l_usr l_sys < <(tail -n1 "$out/time-leopold")
   l_viol=$(grep -c ': violation: ' "$out/replay-$n.out" || true)
 
-  /usr/bin/time -f '%e %M %U %S' -o "$out/time-jq" jq -c "$jq_filter" "$f" > "$out/jq-$n.out"
-  read -r j_wall j_rss j_usr j_sys < <(tail -n1 "$out/time-jq")
-  j_viol=$(wc -l < "$out/jq-$n.out")
+  /usr/bin/time -f '%e %M %U %S' -o "$out/time-floor" \
+    ./target/release/examples/parse_floor "$f" > "$out/floor-$n.out"
+  grep -q "^parse_floor: $n actions parsed, 0 failed$" "$out/floor-$n.out" ||
+    { echo "the floor did not parse every action: $(cat "$out/floor-$n.out")" >&2; exit 1; }
 
+  /usr/bin/time -f '%e %M %U %S' -o "$out/time-jq" jq -c "$jq_filter" "$f" > "$out/jq-$n.out"
+  j_viol=$(wc -l < "$out/jq-$n.out")
   [ "$l_viol" = "$j_viol" ] || { echo "violations differ: leopold $l_viol, jq $j_viol" >&2; exit 1; }
-  for t in leopold jq; do
-    if [ $t = leopold ]; then
-      wall=$l_wall rss=$l_rss cpu=$(awk -v u="$l_usr" -v s="$l_sys" 'BEGIN { print u + s }') viol=$l_viol
-    else
-      wall=$j_wall rss=$j_rss cpu=$(awk -v u="$j_usr" -v s="$j_sys" 'BEGIN { print u + s }') viol=$j_viol
-    fi
-    printf '%-10s %-8s %8s %8s %12s %12s %6s MiB %10s\n' "$n" "$t" "$wall" "$cpu" \
-      "$(awk -v n="$n" -v w="$wall" 'BEGIN { printf "%.0f", (w > 0 ? n / w : 0) }')" \
-      "$(awk -v n="$n" -v w="$cpu" 'BEGIN { printf "%.0f", (w > 0 ? n / w : 0) }')" \
+
+  declare -A wall cpu
+  for t in leopold floor jq; do
+    read -r w rss u sys < <(tail -n1 "$out/time-$t")
+    wall[$t]=$w
+    cpu[$t]=$(awk -v u="$u" -v s="$sys" 'BEGIN { print u + s }')
+    case $t in leopold) viol=$l_viol ;; jq) viol=$j_viol ;; floor) viol=- ;; esac
+    name=$t; [ $t = floor ] && name="parse floor"
+    printf '%-10s %-12s %8s %8s %12s %12s %6s MiB %10s\n' "$n" "$name" "$w" "${cpu[$t]}" \
+      "$(awk -v n="$n" -v w="$w" 'BEGIN { printf "%.0f", (w > 0 ? n / w : 0) }')" \
+      "$(awk -v n="$n" -v w="${cpu[$t]}" 'BEGIN { printf "%.0f", (w > 0 ? n / w : 0) }')" \
       "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')" "$viol"
   done
-  awk -v a="$l_wall" -v b="$j_wall" -v c="$l_usr" -v d="$l_sys" -v e="$j_usr" -v f="$j_sys" \
-    'BEGIN { printf "           jq / leopold: wall %.1fx, cpu %.1fx\n", b / a, (e + f) / (c + d) }'
+  awk -v lw="${wall[leopold]}" -v lc="${cpu[leopold]}" -v fw="${wall[floor]}" -v fc="${cpu[floor]}" \
+    -v jw="${wall[jq]}" -v jc="${cpu[jq]}" 'BEGIN {
+      printf "           jq / leopold: wall %.1fx, cpu %.1fx; leopold / parse floor: wall %.2fx, cpu %.2fx\n",
+        jw / lw, jc / lc, lw / fw, lc / fc }'
 done

@@ -30,6 +30,7 @@ mod host;
 mod parse;
 mod pattern;
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 pub use host::{normalize_allowlist_entry, AllowEntry};
@@ -180,6 +181,9 @@ impl Flow {
     /// the allowlist. The string is re-parsed with the URL host parser, so it is judged the same
     /// way as in [`Flow::judge_url`]; anything that does not parse as a host is outside.
     pub fn host_str_allowed(&self, host: &str) -> bool {
+        if let Some(d) = host::plain_domain(host) {
+            return self.host_allowed(&url::Host::Domain(d));
+        }
         match host::parse_host(host) {
             Some(url::Host::Domain(d)) => self.host_allowed(&url::Host::Domain(d.as_str())),
             Some(url::Host::Ipv4(a)) => self.host_allowed(&url::Host::Ipv4(a)),
@@ -241,7 +245,7 @@ impl Flow {
     /// [`normalize_path`]: `/Checkout/%63onfirm`, `//checkout/./confirm` and
     /// `/checkout;jsessionid=1/confirm` all reach the handler of `/checkout/confirm`.
     pub fn match_path(&self, path: &str) -> Option<RuleHit> {
-        let decoded = normalize_path(path);
+        let decoded = normalize_path_cow(path);
         if let Some(prefix) = self
             .irreversible
             .url_paths
@@ -269,6 +273,51 @@ impl Flow {
 /// lossily as UTF-8), lowercased, `\\` read as `/`, `;parameters` dropped from each segment, empty
 /// and `.` segments dropped, `..` resolved. Always starts with `/`.
 pub fn normalize_path(path: &str) -> String {
+    normalize_path_cow(path).into_owned()
+}
+
+/// [`normalize_path`], borrowing `path` when it is already normal (most are: a journal's paths
+/// and a navigation's are what a URL parser wrote).
+fn normalize_path_cow(path: &str) -> Cow<'_, str> {
+    if is_normal_path(path) {
+        Cow::Borrowed(path)
+    } else {
+        Cow::Owned(normalize_path_slow(path))
+    }
+}
+
+/// Whether [`normalize_path`] would return `path` unchanged: it starts with `/`, holds only ASCII
+/// without upper case, `%`, `\` or `;`, and has no empty, `.` or `..` segment but a last empty
+/// one (a trailing slash). A property test holds this to the slow way.
+fn is_normal_path(path: &str) -> bool {
+    let b = path.as_bytes();
+    if b.first() != Some(&b'/') {
+        return false;
+    }
+    // One pass: each byte's class, and each segment (between slashes) as it ends.
+    let mut seg_start = 1;
+    for i in 1..=b.len() {
+        let end = match b.get(i) {
+            None => true,
+            Some(b'/') => true,
+            Some(&c) if !c.is_ascii() || c.is_ascii_uppercase() => return false,
+            Some(b'%' | b'\\' | b';') => return false,
+            Some(_) => false,
+        };
+        if end {
+            match &b[seg_start..i] {
+                // An empty segment only as the last one: a trailing slash.
+                b"" if i < b.len() => return false,
+                b"." | b".." => return false,
+                _ => {}
+            }
+            seg_start = i + 1;
+        }
+    }
+    true
+}
+
+fn normalize_path_slow(path: &str) -> String {
     let decoded = percent_decode_lower(path).replace('\\', "/");
     let mut segments: Vec<&str> = Vec::new();
     for seg in decoded.split('/') {
@@ -360,6 +409,28 @@ mod tests {
         assert_eq!(percent_decode_lower("/A%2Fb%"), "/a/b%");
         assert_eq!(percent_decode_lower("/%6"), "/%6");
         assert_eq!(percent_decode_lower("/%63onfirm"), "/confirm");
+    }
+
+    proptest::proptest! {
+        /// A path the fast way passes through unchanged is one the slow way leaves unchanged too.
+        #[test]
+        fn the_fast_path_check_agrees_with_normalising(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "/", "//", "a", "B", ".", "..", "%63", "%", ";x=1", "\\\\", "é", "checkout",
+                    "-", "_", "~", "?",
+                ]),
+                0..8,
+            )
+        ) {
+            let p: String = pieces.concat();
+            let slow = normalize_path_slow(&p);
+            let fast = normalize_path_cow(&p);
+            proptest::prop_assert_eq!(fast.as_ref(), slow.as_str(), "{}", p);
+            if is_normal_path(&p) {
+                proptest::prop_assert_eq!(&slow, &p);
+            }
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@
 use std::sync::OnceLock;
 
 use regex_automata::meta;
+use regex_syntax::hir::{Class, Hir, HirKind};
 
 /// One regex of a flow or a built-in set, compiled on first use.
 #[derive(Debug, Clone)]
@@ -22,6 +23,10 @@ pub struct Pattern {
     /// Literals every match starts with (from the regex's own HIR), when there is such a finite
     /// set: a haystack holding none of them cannot match, and the regex is never built for it.
     prefixes: Option<Vec<Vec<u8>>>,
+    /// For patterns matched anywhere (labels): lowercase ASCII strings one of which every match
+    /// holds, on an ASCII haystack lowercased, when there is such a set (see [`required`]): a
+    /// label holding none of them is refused without building the regex.
+    required: Option<Vec<String>>,
     compiled: OnceLock<Option<meta::Regex>>,
     /// The same pattern without Unicode classes, for ASCII haystacks (see [`Matcher`]).
     compiled_ascii: OnceLock<Option<meta::Regex>>,
@@ -39,27 +44,16 @@ impl Pattern {
         } else {
             source.to_owned()
         };
-        let hir = regex_syntax::Parser::new()
-            .parse(&full)
-            .map_err(|e| e.to_string())?;
-        // Only whole-name (tool) patterns: every call checks the tool name, and their prefixes
-        // are plain names. Labels are matched only on clicks, and `(?i)` makes their literal
-        // sets large and costly to extract.
-        let prefixes = whole
-            .then(|| regex_syntax::hir::literal::Extractor::new().extract(&hir))
-            .and_then(|seq| {
-                seq.literals().map(|lits| {
-                    lits.iter()
-                        .map(|l| l.as_bytes().to_vec())
-                        .collect::<Vec<_>>()
-                })
-            })
-            .filter(|lits| !lits.is_empty() && lits.iter().all(|l| !l.is_empty()));
+        let (prefixes, required) = match plain(source, whole) {
+            Some(filters) => filters,
+            None => analyse(&full, whole)?,
+        };
         Ok(Pattern {
             source: source.to_owned(),
             full,
             anchored: whole,
             prefixes,
+            required,
             compiled: OnceLock::new(),
             compiled_ascii: OnceLock::new(),
         })
@@ -87,6 +81,12 @@ impl Pattern {
                 return false;
             }
         }
+        if let Some(required) = self.required.as_ref().filter(|_| haystack.is_ascii()) {
+            let lower = haystack.to_ascii_lowercase();
+            if !required.iter().any(|w| lower.contains(w.as_str())) {
+                return false;
+            }
+        }
         let ascii = haystack.is_ascii().then(|| {
             self.compiled_ascii
                 .get_or_init(|| build_ascii(&[self.full.as_str()]))
@@ -99,6 +99,152 @@ impl Pattern {
             Some(re) => re.is_match(haystack),
             None => true,
         }
+    }
+}
+
+/// The literal pre-checks of a pattern: prefixes (whole-name patterns), required strings (others).
+type Filters = (Option<Vec<Vec<u8>>>, Option<Vec<String>>);
+
+/// Checks `full`'s syntax with the regex parser and takes its pre-checks from the HIR.
+fn analyse(full: &str, whole: bool) -> Result<Filters, String> {
+    let hir = regex_syntax::Parser::new()
+        .parse(full)
+        .map_err(|e| e.to_string())?;
+    // Only whole-name (tool) patterns: every call checks the tool name, and their prefixes
+    // are plain names. Labels are matched only on clicks, and `(?i)` makes their literal
+    // sets large and costly to extract.
+    let prefixes = whole
+        .then(|| regex_syntax::hir::literal::Extractor::new().extract(&hir))
+        .and_then(|seq| {
+            seq.literals().map(|lits| {
+                lits.iter()
+                    .map(|l| l.as_bytes().to_vec())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .filter(|lits| !lits.is_empty() && lits.iter().all(|l| !l.is_empty()));
+    let required = (!whole)
+        .then(|| required(&hir))
+        .flatten()
+        .filter(|set| set.iter().all(|w| !w.is_empty()))
+        .map(|set| {
+            set.into_iter()
+                .map(|w| String::from_utf8(w).expect("lowercase ASCII"))
+                .collect()
+        });
+    Ok((prefixes, required))
+}
+
+/// The pre-checks of a plain pattern, without the regex parser: an optional `(?i)`, then
+/// letters, digits, `_`, `-` and spaces (none of them special in a regex), then an optional
+/// `.*`, as in `mcp__stripe__.*` or `(?i)place order`. Such a pattern is valid by construction,
+/// and parsing it (a third of a navigation's decision: the guard loads the flow on every call)
+/// would only tell what is written here. `None` for anything else (and for a case-insensitive
+/// whole name, whose prefixes are case variants): then [`analyse`] runs. A test holds the two
+/// to the same answer on plain patterns.
+fn plain(source: &str, whole: bool) -> Option<Filters> {
+    let (folded, rest) = match source.strip_prefix("(?i)") {
+        Some(rest) => (true, rest),
+        None => (false, source),
+    };
+    let literal = rest.strip_suffix(".*").unwrap_or(rest);
+    if literal.is_empty()
+        || !literal
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b' '))
+    {
+        return None;
+    }
+    if whole {
+        (!folded).then(|| (Some(vec![literal.as_bytes().to_vec()]), None))
+    } else {
+        Some((None, Some(vec![literal.to_ascii_lowercase()])))
+    }
+}
+
+/// The most strings [`required`] keeps for one pattern: past that, checking them would cost
+/// about what building the regex does.
+const MAX_REQUIRED: usize = 32;
+
+/// Lowercase ASCII strings one of which every match of `hir` on an ASCII haystack holds, once the
+/// haystack is lowercased; `None` when no such set is known. A click label is short and most
+/// labels hold none of a flow's words, so this spares the guard compiling the flow's label
+/// patterns on most clicks (BENCHMARKS.md "The guard"). Sound by construction: a literal or a
+/// class whose ASCII members fold to one letter is one letter of a run; a run of them in a
+/// concatenation must appear whole; a concatenation needs each of its parts, an alternation one
+/// of its branches, a repetition of at least one its body. Only ASCII haystacks are filtered:
+/// case folding maps a few non-ASCII letters (KELVIN SIGN) onto ASCII ones. Property-tested.
+fn required(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => None,
+        HirKind::Literal(_) | HirKind::Class(_) => letters(hir).map(|run| vec![run]),
+        HirKind::Capture(c) => required(&c.sub),
+        HirKind::Repetition(r) if r.min >= 1 => required(&r.sub),
+        HirKind::Repetition(_) => None,
+        HirKind::Concat(subs) => {
+            let mut candidates: Vec<Vec<Vec<u8>>> = Vec::new();
+            let mut run: Vec<u8> = Vec::new();
+            for sub in subs {
+                match letters(sub) {
+                    Some(l) => run.extend(l),
+                    None => {
+                        if !run.is_empty() {
+                            candidates.push(vec![std::mem::take(&mut run)]);
+                        }
+                        candidates.extend(required(sub));
+                    }
+                }
+            }
+            if !run.is_empty() {
+                candidates.push(vec![run]);
+            }
+            // The most selective: the set whose shortest string is longest.
+            candidates
+                .into_iter()
+                .max_by_key(|set| set.iter().map(Vec::len).min().unwrap_or(0))
+        }
+        HirKind::Alternation(subs) => {
+            let mut all = Vec::new();
+            for sub in subs {
+                all.extend(required(sub)?);
+                if all.len() > MAX_REQUIRED {
+                    return None;
+                }
+            }
+            Some(all)
+        }
+    }
+}
+
+/// The lowercase ASCII letters `hir` matches in order, when it is a literal or a one-letter
+/// class on an ASCII haystack: `[Pp]` (what `(?i)p` parses to) is `p`.
+fn letters(hir: &Hir) -> Option<Vec<u8>> {
+    match hir.kind() {
+        HirKind::Literal(lit) if lit.0.is_ascii() => Some(lit.0.to_ascii_lowercase()),
+        HirKind::Class(class) => {
+            let mut folded: Option<u8> = None;
+            let mut one = |lo: u32, hi: u32| -> bool {
+                for c in lo..=hi.min(0x7F) {
+                    let b = (c as u8).to_ascii_lowercase();
+                    if *folded.get_or_insert(b) != b {
+                        return false;
+                    }
+                }
+                true
+            };
+            let ok = match class {
+                Class::Unicode(u) => u
+                    .ranges()
+                    .iter()
+                    .all(|r| one(r.start().into(), r.end().into())),
+                Class::Bytes(b) => b
+                    .ranges()
+                    .iter()
+                    .all(|r| one(r.start().into(), r.end().into())),
+            };
+            folded.filter(|_| ok).map(|b| vec![b])
+        }
+        _ => None,
     }
 }
 
@@ -205,6 +351,88 @@ mod tests {
                 let re = build(&[p.full.as_str()]).unwrap();
                 proptest::prop_assert_eq!(p.is_match(&hay), re.is_match(hay.as_str()), "{}", source);
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// Label patterns: the required-strings check never refuses a label the regex matches,
+        /// and it does refuse some (it is not a no-op).
+        #[test]
+        fn the_required_strings_check_is_sound(
+            pat in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "(?i)", r"\b", r"\s+", " ", "place", "Order", "(pay|buy)", "k", "s", "[Kk]",
+                    "x?", "(now)?", "[a-c]", ".", "+", "*", "{2}", "é", "|", "^", "$", "[^a]",
+                ]),
+                1..7,
+            ),
+            hay in "[a-zA-Z kKsS.]{0,14}|(?i)(place|order|pay|buy|now|k|s| ){0,5}",
+        ) {
+            let source: String = pat.concat();
+            if let Ok(p) = Pattern::new(&source, false) {
+                if let Some(re) = build(&[p.full.as_str()]) {
+                    proptest::prop_assert_eq!(p.is_match(&hay), re.is_match(hay.as_str()), "{}", source);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_label_holding_none_of_a_pattern_s_words_spares_the_build() {
+        let p = Pattern::new("(?i)place order", false).unwrap();
+        assert_eq!(p.required.as_deref(), Some(&["place order".to_owned()][..]));
+        assert!(!p.is_match("Add to cart button"));
+        assert!(p.compiled.get().is_none() && p.compiled_ascii.get().is_none());
+        assert!(p.is_match("PLACE ORDER now"));
+        let alt = Pattern::new(r"(?i)\b(buy|pay)\s+it", false).unwrap();
+        let mut req = alt.required.clone().unwrap();
+        req.sort();
+        assert_eq!(req, ["buy", "pay"]);
+        // The Kelvin sign folds to `k`: a non-ASCII label is never filtered.
+        let k = Pattern::new("(?i)kilo", false).unwrap();
+        assert!(k.is_match("\u{212A}ilo"));
+        assert!(Pattern::new("(?i)a|[a-z]+", false)
+            .unwrap()
+            .required
+            .is_none());
+    }
+
+    proptest::proptest! {
+        /// A plain pattern's pre-checks, taken without the parser, are the parser's.
+        #[test]
+        fn plain_patterns_get_the_parsers_pre_checks(
+            folded in proptest::bool::ANY,
+            literal in "[a-zA-Z0-9_ -]{1,12}",
+            tail in proptest::bool::ANY,
+            whole in proptest::bool::ANY,
+        ) {
+            let source = format!("{}{literal}{}", if folded { "(?i)" } else { "" }, if tail { ".*" } else { "" });
+            let full = if whole { format!("^(?:{source})$") } else { source.clone() };
+            if let Some(fast) = plain(&source, whole) {
+                proptest::prop_assert_eq!(fast, analyse(&full, whole).unwrap(), "{}", source);
+            } else {
+                proptest::prop_assert!(whole && folded, "{}", source);
+            }
+        }
+    }
+
+    #[test]
+    fn only_plain_patterns_skip_the_parser() {
+        assert!(plain("mcp__stripe__.*", true).is_some());
+        assert!(plain("(?i)place order", false).is_some());
+        for not in [
+            "a.b",
+            "a|b",
+            "(?i)mcp__x",
+            "[a]",
+            "a.*b",
+            r"\bpay",
+            "",
+            "(?i)",
+            ".*",
+            "é",
+        ] {
+            assert!(plain(not, not.starts_with("(?i)m")).is_none(), "{not}");
         }
     }
 

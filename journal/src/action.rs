@@ -1,6 +1,9 @@
 //! One journaled action, as written to `journal.jsonl` (one JSON object per line).
 
-use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::marker::PhantomData;
+
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// Which harness produced the action: the guard crate's, so every file names it the same way.
 pub use leopold_guard::Harness;
@@ -197,6 +200,121 @@ impl Action {
     }
 }
 
+/// An [`Action`] as replay reads it from a journal line: the same fields, accepted and refused by
+/// the same rules (unknown fields, types, duplicates), with strings borrowed from the line unless
+/// the JSON escapes them, so reading a line allocates nothing but its URL list. Validation judges
+/// this form; [`Action::view`] gives it for an action in memory.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ActionView<'a> {
+    pub seq: u64,
+    #[serde(borrow)]
+    pub ts: Cow<'a, str>,
+    pub harness: Harness,
+    #[serde(borrow)]
+    pub tool: Cow<'a, str>,
+    #[serde(default, borrow, deserialize_with = "opt_str")]
+    pub tool_use_id: Option<Cow<'a, str>>,
+    pub kind: ActionKind,
+    #[serde(default, borrow)]
+    pub urls: Vec<UrlView<'a>>,
+    #[serde(default, borrow, deserialize_with = "opt_str")]
+    pub label: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "opt_str")]
+    pub element: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub typed_len: Option<u64>,
+    pub outcome: Outcome,
+    #[serde(default, borrow, deserialize_with = "opt_str")]
+    pub denied_reason: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub verdict: Option<Cow<'a, Verdict>>,
+    #[serde(default)]
+    pub browser_blocked: Option<Cow<'a, BrowserBlock>>,
+}
+
+/// A [`UrlRef`] in an [`ActionView`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UrlView<'a> {
+    pub role: UrlRole,
+    #[serde(default, borrow, deserialize_with = "opt_str")]
+    pub scheme: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "opt_str")]
+    pub host: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "opt_str")]
+    pub path: Option<Cow<'a, str>>,
+}
+
+impl UrlView<'_> {
+    /// [`UrlRef::is_web`].
+    pub fn is_web(&self) -> bool {
+        matches!(self.scheme.as_deref(), Some("http" | "https")) && self.host.is_some()
+    }
+}
+
+impl Action {
+    /// This action as validation judges it, borrowing every string.
+    pub(crate) fn view(&self) -> ActionView<'_> {
+        fn s(o: &Option<String>) -> Option<Cow<'_, str>> {
+            o.as_deref().map(Cow::Borrowed)
+        }
+        ActionView {
+            seq: self.seq,
+            ts: Cow::Borrowed(&self.ts),
+            harness: self.harness,
+            tool: Cow::Borrowed(&self.tool),
+            tool_use_id: s(&self.tool_use_id),
+            kind: self.kind,
+            urls: self
+                .urls
+                .iter()
+                .map(|u| UrlView {
+                    role: u.role,
+                    scheme: s(&u.scheme),
+                    host: s(&u.host),
+                    path: s(&u.path),
+                })
+                .collect(),
+            label: s(&self.label),
+            element: s(&self.element),
+            typed_len: self.typed_len,
+            outcome: self.outcome,
+            denied_reason: s(&self.denied_reason),
+            verdict: self.verdict.as_ref().map(Cow::Borrowed),
+            browser_blocked: self.browser_blocked.as_deref().map(Cow::Borrowed),
+        }
+    }
+}
+
+/// An optional string, borrowed from the input when it has no escapes. (serde borrows a bare
+/// `Cow<str>` field with `#[serde(borrow)]`, but not one inside an `Option`.)
+fn opt_str<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'a, str>>, D::Error> {
+    struct Str<'a>(Cow<'a, str>);
+    struct StrVisitor<'a>(PhantomData<&'a ()>);
+    impl<'de: 'a, 'a> serde::de::Visitor<'de> for StrVisitor<'a> {
+        type Value = Str<'a>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Str<'a>, E> {
+            Ok(Str(Cow::Borrowed(v)))
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Str<'a>, E> {
+            Ok(Str(Cow::Owned(v.to_owned())))
+        }
+        fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Str<'a>, E> {
+            Ok(Str(Cow::Owned(v)))
+        }
+    }
+    impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_string(StrVisitor(PhantomData))
+        }
+    }
+    Ok(Option::<Str<'a>>::deserialize(d)?.map(|s| s.0))
+}
+
 /// The verdict of [`validate`](crate::validate) on one action.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "result", rename_all = "snake_case", deny_unknown_fields)]
@@ -273,6 +391,38 @@ mod tests {
     fn url_ref_of_garbage_is_empty() {
         let u = UrlRef::from_raw(UrlRole::Target, "//no-scheme.example/x");
         assert_eq!((u.scheme, u.host, u.path), (None, None, None));
+    }
+
+    /// Every line the journal's own type reads, the view reads to the same action (borrowing
+    /// where it can), and every line it refuses, the view refuses with the same message.
+    #[test]
+    fn the_view_reads_lines_exactly_as_the_action_does() {
+        let lines = [
+            r#"{"seq":1,"ts":"t","harness":"claude","tool":"mcp__b__browser_click","kind":"click","urls":[{"role":"page","scheme":"https","host":"a.example","path":"/x"}],"label":"Pay \u0020now","element":"e","outcome":"completed","verdict":{"result":"violation","rule":"r","detail":"d"},"browser_blocked":{"how":"error_page","host":"b.example"}}"#,
+            r#"{"seq":2,"ts":"t","harness":"codex","tool":"x","kind":"other","outcome":"denied","denied_reason":"outside_allowlist","tool_use_id":null,"label":null,"typed_len":3}"#,
+            r#"{"seq":3,"ts":"t","harness":"codex","tool":"x","kind":"other","outcome":"denied","extra":1}"#,
+            r#"{"seq":4,"ts":"t","harness":"codex","tool":"x","kind":"other","outcome":"denied","label":5}"#,
+            r#"{"seq":5,"ts":"t","harness":"codex","tool":"x","kind":"other","outcome":"denied","label":"a","label":"b"}"#,
+            r#"{"seq":6,"ts":"t","harness":"codex","tool":"x","kind":"other","outcome":"nope"}"#,
+            r#"{"seq":7,"ts":"t","harness":"codex","tool":"x","kind":"other","outcome":"denied","urls":[{"role":"page","port":1}]}"#,
+            r#"{"seq":8,"ts":"t","harness":"codex","kind":"other","outcome":"denied"}"#,
+            r#"{"seq":9,"ts":"t","harness":"codex","tool":"x","kind":"other","outcome":"denied","browser_blocked":{"how":"x","why":1}}"#,
+            r#"{"seq":10,"ts":"t","harness":"codex","tool":"x","kind":"other","outcome":"denied","verdict":{"result":"ok","rule":"x"}}"#,
+            r#"[1,2]"#,
+        ];
+        for line in lines {
+            let owned = serde_json::from_str::<Action>(line);
+            let view = serde_json::from_str::<ActionView<'_>>(line);
+            match (owned, view) {
+                (Ok(a), Ok(v)) => assert_eq!(a.view(), v, "{line}"),
+                (Err(a), Err(v)) => assert_eq!(a.to_string(), v.to_string(), "{line}"),
+                (a, v) => panic!("{line}: action {a:?}, view {v:?}"),
+            }
+        }
+        let v: ActionView<'_> = serde_json::from_str(lines[0]).unwrap();
+        assert!(matches!(v.tool, Cow::Borrowed(_)));
+        assert!(matches!(v.urls[0].host, Some(Cow::Borrowed(_))));
+        assert!(matches!(v.label, Some(Cow::Owned(ref l)) if l == "Pay  now"));
     }
 
     #[test]

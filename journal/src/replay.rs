@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use leopold_flows::{Flow, FlowError};
 use serde::{Deserialize, Serialize};
 
-use crate::action::{Action, ActionKind, Harness, Outcome, Verdict};
+use crate::action::{ActionKind, ActionView, Harness, Outcome, Verdict};
 use crate::adapter::{Adapter, AdapterEvent};
-use crate::validate::validate;
+use crate::validate::Validator;
 use crate::writer::{JournalHeader, JOURNAL_VERSION};
 
 /// The longest line read; a longer one is reported as malformed and skipped.
@@ -326,6 +326,7 @@ fn replay_lines<R: BufRead>(
     on_event: &mut dyn FnMut(ReplayEvent),
 ) -> Result<ReplaySummary, ReplayError> {
     let mut s = summary(flow, path);
+    let mut validator = Validator::new(flow);
     // The `seq` the next action should carry; unknown after a skipped line (it may have held one).
     let mut expected_seq = Some(1);
     while let Some((line_no, line)) = lines.next_line().map_err(read_error(path))? {
@@ -340,7 +341,8 @@ fn replay_lines<R: BufRead>(
         if bytes.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let action: Action = match serde_json::from_slice(bytes) {
+        // Borrowed from the line: the journal's own rules, none of its allocations.
+        let action: ActionView<'_> = match serde_json::from_slice(bytes) {
             Ok(a) => a,
             Err(_) if !terminated => {
                 s.torn_last_line = true;
@@ -362,14 +364,14 @@ fn replay_lines<R: BufRead>(
             });
         }
         expected_seq = action.seq.checked_add(1);
-        let now = validate(flow, &action);
+        let now = validator.validate(&action);
         if let Some(recorded) = &action.verdict {
-            if *recorded != now {
+            if **recorded != now {
                 s.verdicts_changed += 1;
                 on_event(ReplayEvent::VerdictChanged {
                     line: line_no,
                     seq: action.seq,
-                    recorded: recorded.clone(),
+                    recorded: recorded.as_ref().clone(),
                     now: now.clone(),
                 });
             }
@@ -391,7 +393,7 @@ fn summary(flow: &Flow, path: &Path) -> ReplaySummary {
 
 fn count(
     s: &mut ReplaySummary,
-    action: &Action,
+    action: &ActionView<'_>,
     now: Verdict,
     line: u64,
     on_event: &mut dyn FnMut(ReplayEvent),
@@ -405,7 +407,7 @@ fn count(
         on_event(ReplayEvent::Violation {
             line,
             seq: action.seq,
-            tool: action.tool.clone(),
+            tool: action.tool.as_ref().to_owned(),
             kind: action.kind,
             outcome: action.outcome,
             rule,
@@ -443,6 +445,7 @@ pub fn replay_stream<R: BufRead>(
     on_event: &mut dyn FnMut(ReplayEvent),
 ) -> Result<ReplaySummary, ReplayError> {
     let mut s = summary(flow, path);
+    let mut validator = Validator::new(flow);
     let mut adapter = Adapter::new(harness);
     let mut lines = LineReader::new(&mut reader);
     while let Some((line_no, line)) = lines.next_line().map_err(read_error(path))? {
@@ -461,10 +464,10 @@ pub fn replay_stream<R: BufRead>(
                 adapter.push_line(line_no, &text)
             }
         };
-        handle_adapter_events(&mut s, flow, events, line_no, on_event);
+        handle_adapter_events(&mut s, &mut validator, events, line_no, on_event);
     }
     let rest = adapter.finish();
-    handle_adapter_events(&mut s, flow, rest, lines.line_no, on_event);
+    handle_adapter_events(&mut s, &mut validator, rest, lines.line_no, on_event);
     s.lines = lines.line_no;
     s.unknown_types = adapter.stats().unknown_types.clone();
     Ok(s)
@@ -472,7 +475,7 @@ pub fn replay_stream<R: BufRead>(
 
 fn handle_adapter_events(
     s: &mut ReplaySummary,
-    flow: &Flow,
+    validator: &mut Validator<'_>,
     events: Vec<AdapterEvent>,
     line_no: u64,
     on_event: &mut dyn FnMut(ReplayEvent),
@@ -480,7 +483,8 @@ fn handle_adapter_events(
     for ev in events {
         match ev {
             AdapterEvent::Action(a) => {
-                let now = validate(flow, &a);
+                let a = a.view();
+                let now = validator.validate(&a);
                 count(s, &a, now, line_no, on_event);
             }
             AdapterEvent::Malformed { line_no, error } => {

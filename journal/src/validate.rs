@@ -17,9 +17,12 @@
 //!    allowlist (a link click or a redirect that took the browser away), for a completed or
 //!    unfinished action.
 
-use leopold_flows::Flow;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::action::{Action, ActionKind, Outcome, UrlRole, Verdict};
+use leopold_flows::{Flow, RuleHit};
+
+use crate::action::{Action, ActionKind, ActionView, Outcome, UrlRole, UrlView, Verdict};
 
 /// Rule name: a navigation or fetch outside the allowlist got past the guard.
 pub const RULE_HOOK_FAILED_OPEN: &str = "hook_failed_open";
@@ -35,73 +38,162 @@ fn guard_judges(tool: &str) -> bool {
 /// Judges one action against a flow. Pure: the same (flow, action) always gives the same verdict,
 /// live or in replay. The action's own `verdict` field is ignored.
 pub fn validate(flow: &Flow, action: &Action) -> Verdict {
-    if action.outcome == Outcome::Denied {
-        return Verdict::Ok;
-    }
-
-    if matches!(action.kind, ActionKind::Navigate | ActionKind::Fetch) || guard_judges(&action.tool)
-    {
-        for u in action.urls.iter().filter(|u| u.role == UrlRole::Target) {
-            let inside = u.is_web() && u.host.as_deref().is_some_and(|h| flow.host_str_allowed(h));
-            if !inside {
-                return Verdict::Violation {
-                    rule: RULE_HOOK_FAILED_OPEN.to_owned(),
-                    detail: Some(describe_outside(u)),
-                };
-            }
-        }
-    }
-
-    if let Some(hit) = flow.match_tool(&action.tool) {
-        return Verdict::Violation {
-            rule: hit.rule,
-            detail: Some(format!("tool {}", action.tool)),
-        };
-    }
-    if matches!(action.kind, ActionKind::Click | ActionKind::Submit) {
-        for label in [&action.label, &action.element].into_iter().flatten() {
-            if let Some(hit) = flow.match_label(label) {
-                return Verdict::Violation {
-                    rule: hit.rule,
-                    detail: Some(format!("label {label:?}")),
-                };
-            }
-        }
-    }
-    for u in &action.urls {
-        if let Some(path) = u.path.as_deref() {
-            if let Some(hit) = flow.match_path(path) {
-                return Verdict::Violation {
-                    rule: hit.rule,
-                    detail: Some(format!("path {path}")),
-                };
-            }
-        }
-    }
-
-    // A link the browser refused to follow (its resolver rules sent the host nowhere) did not
-    // leave the allowlist: it is journaled as blocked by the browser, not a violation. A page
-    // that actually loaded off the allowlist (`Page` role) is never excused.
-    if action.outcome != Outcome::Errored {
-        for u in action.urls.iter().filter(|u| match u.role {
-            UrlRole::Page => true,
-            UrlRole::Href => action.browser_blocked.is_none(),
-            UrlRole::Target => false,
-        }) {
-            // Only web URLs are recorded for these roles' judgement: a browser's own error page
-            // (`chrome-error://`) or `about:blank` is not a host the browser contacted.
-            if u.is_web() && !u.host.as_deref().is_some_and(|h| flow.host_str_allowed(h)) {
-                return Verdict::Violation {
-                    rule: RULE_LEFT_ALLOWLIST.to_owned(),
-                    detail: Some(describe_outside(u)),
-                };
-            }
-        }
-    }
-    Verdict::Ok
+    Validator::new(flow).validate(&action.view())
 }
 
-fn describe_outside(u: &crate::action::UrlRef) -> String {
+/// [`validate`] for many actions against one flow, as replay runs it: it remembers what the flow
+/// said about each tool name and label seen (the costliest questions, and the ones a journal asks
+/// again and again). The answers are the flow's own, so the verdicts are [`validate`]'s exactly.
+pub(crate) struct Validator<'f> {
+    flow: &'f Flow,
+    tools: Memo,
+    labels: Memo,
+    /// The last host judged and whether the allowlist holds it: a journal names the same host
+    /// line after line.
+    last_host: Option<(Box<str>, bool)>,
+}
+
+/// Answers by tool name or label. Keyed by FNV-1a, not std's SipHash: the keys are a journal's
+/// own short names, and a key set built to collide costs time (bounded by [`MEMO_MAX`]), never a
+/// wrong answer.
+type Memo = HashMap<Box<str>, Option<RuleHit>, BuildHasherDefault<Fnv1a>>;
+
+/// The 64-bit FNV-1a hash.
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv1a {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// The most tool names, and labels, a [`Validator`] remembers; past that it starts afresh, so
+/// memory stays flat over any journal.
+const MEMO_MAX: usize = 4096;
+
+/// `memo[key]`, computed by `answer` on a miss.
+fn memoized(
+    memo: &mut Memo,
+    key: &str,
+    answer: impl FnOnce(&str) -> Option<RuleHit>,
+) -> Option<RuleHit> {
+    if let Some(hit) = memo.get(key) {
+        return hit.clone();
+    }
+    let hit = answer(key);
+    if memo.len() >= MEMO_MAX {
+        memo.clear();
+    }
+    memo.insert(key.into(), hit.clone());
+    hit
+}
+
+impl<'f> Validator<'f> {
+    pub(crate) fn new(flow: &'f Flow) -> Self {
+        Validator {
+            flow,
+            tools: Memo::default(),
+            labels: Memo::default(),
+            last_host: None,
+        }
+    }
+
+    /// [`Flow::host_str_allowed`], remembering the last answer.
+    fn host_allowed(&mut self, host: &str) -> bool {
+        match &self.last_host {
+            Some((last, allowed)) if **last == *host => *allowed,
+            _ => {
+                let allowed = self.flow.host_str_allowed(host);
+                self.last_host = Some((host.into(), allowed));
+                allowed
+            }
+        }
+    }
+
+    /// The verdict on one action; see the module's rules.
+    pub(crate) fn validate(&mut self, action: &ActionView<'_>) -> Verdict {
+        let flow = self.flow;
+        if action.outcome == Outcome::Denied {
+            return Verdict::Ok;
+        }
+
+        if matches!(action.kind, ActionKind::Navigate | ActionKind::Fetch)
+            || guard_judges(&action.tool)
+        {
+            for u in action.urls.iter().filter(|u| u.role == UrlRole::Target) {
+                let inside = u.is_web() && u.host.as_deref().is_some_and(|h| self.host_allowed(h));
+                if !inside {
+                    return Verdict::Violation {
+                        rule: RULE_HOOK_FAILED_OPEN.to_owned(),
+                        detail: Some(describe_outside(u)),
+                    };
+                }
+            }
+        }
+
+        if let Some(hit) = memoized(&mut self.tools, &action.tool, |t| flow.match_tool(t)) {
+            return Verdict::Violation {
+                rule: hit.rule,
+                detail: Some(format!("tool {}", action.tool)),
+            };
+        }
+        if matches!(action.kind, ActionKind::Click | ActionKind::Submit) {
+            for label in [&action.label, &action.element].into_iter().flatten() {
+                if let Some(hit) = memoized(&mut self.labels, label, |l| flow.match_label(l)) {
+                    return Verdict::Violation {
+                        rule: hit.rule,
+                        detail: Some(format!("label {label:?}")),
+                    };
+                }
+            }
+        }
+        for u in &action.urls {
+            if let Some(path) = u.path.as_deref() {
+                if let Some(hit) = flow.match_path(path) {
+                    return Verdict::Violation {
+                        rule: hit.rule,
+                        detail: Some(format!("path {path}")),
+                    };
+                }
+            }
+        }
+
+        // A link the browser refused to follow (its resolver rules sent the host nowhere) did not
+        // leave the allowlist: it is journaled as blocked by the browser, not a violation. A page
+        // that actually loaded off the allowlist (`Page` role) is never excused.
+        if action.outcome != Outcome::Errored {
+            for u in action.urls.iter().filter(|u| match u.role {
+                UrlRole::Page => true,
+                UrlRole::Href => action.browser_blocked.is_none(),
+                UrlRole::Target => false,
+            }) {
+                // Only web URLs are recorded for these roles' judgement: a browser's own error
+                // page (`chrome-error://`) or `about:blank` is not a host the browser contacted.
+                if u.is_web() && !u.host.as_deref().is_some_and(|h| self.host_allowed(h)) {
+                    return Verdict::Violation {
+                        rule: RULE_LEFT_ALLOWLIST.to_owned(),
+                        detail: Some(describe_outside(u)),
+                    };
+                }
+            }
+        }
+        Verdict::Ok
+    }
+}
+
+fn describe_outside(u: &UrlView<'_>) -> String {
     match (&u.host, &u.scheme) {
         (Some(h), _) => format!("host {h}"),
         (None, Some(s)) => format!("scheme {s}"),

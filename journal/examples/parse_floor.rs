@@ -1,0 +1,123 @@
+//! The parse-only floor of the replay benchmark (`scripts/bench-replay.sh`): reads a journal the
+//! way `leopold persona replay` does (a 256 KiB buffered reader, lines split with `memchr`) and
+//! deserialises each action line into a struct that borrows its strings, and does nothing else.
+//! No replay can be faster than this on the same file; BENCHMARKS.md reports replay's time as a
+//! ratio to it.
+//!
+//! `cargo run --release -p leopold-journal --example parse_floor -- <JOURNAL>` prints the number
+//! of actions parsed and the number that failed to parse (0 on a generated journal).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::io::{BufRead, BufReader};
+
+use leopold_journal::{ActionKind, Harness, Outcome, UrlRole};
+use serde::Deserialize;
+
+/// Every field of a journal line: strings borrowed (a line with an escaped string fails and is
+/// counted: there is none in a generated journal), the journal's own enums for the closed sets.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct Line<'a> {
+    seq: u64,
+    ts: &'a str,
+    harness: Harness,
+    tool: &'a str,
+    #[serde(default)]
+    tool_use_id: Option<&'a str>,
+    kind: ActionKind,
+    #[serde(default)]
+    urls: Vec<Url<'a>>,
+    #[serde(default)]
+    label: Option<&'a str>,
+    #[serde(default)]
+    element: Option<&'a str>,
+    #[serde(default)]
+    typed_len: Option<u64>,
+    outcome: Outcome,
+    #[serde(default)]
+    denied_reason: Option<&'a str>,
+    #[serde(default)]
+    verdict: Option<Verdict<'a>>,
+    #[serde(default)]
+    browser_blocked: Option<Block<'a>>,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct Url<'a> {
+    role: UrlRole,
+    #[serde(default)]
+    scheme: Option<&'a str>,
+    #[serde(default)]
+    host: Option<&'a str>,
+    #[serde(default)]
+    path: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct Verdict<'a> {
+    result: &'a str,
+    #[serde(default)]
+    rule: Option<&'a str>,
+    #[serde(default)]
+    detail: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct Block<'a> {
+    how: &'a str,
+    #[serde(default)]
+    host: Option<&'a str>,
+}
+
+fn main() -> std::io::Result<()> {
+    let Some(path) = std::env::args().nth(1) else {
+        eprintln!("usage: parse_floor <JOURNAL>");
+        std::process::exit(2);
+    };
+    let mut reader = BufReader::with_capacity(256 << 10, std::fs::File::open(path)?);
+    let mut buf = Vec::with_capacity(4096);
+    let (mut parsed, mut failed, mut line_no) = (0u64, 0u64, 0u64);
+    loop {
+        buf.clear();
+        // Lines split as replay splits them: `memchr` over the reader's buffer.
+        let mut any = false;
+        loop {
+            let chunk = reader.fill_buf()?;
+            if chunk.is_empty() {
+                break;
+            }
+            any = true;
+            match memchr::memchr(b'\n', chunk) {
+                Some(i) => {
+                    buf.extend_from_slice(&chunk[..i]);
+                    reader.consume(i + 1);
+                    break;
+                }
+                None => {
+                    let n = chunk.len();
+                    buf.extend_from_slice(chunk);
+                    reader.consume(n);
+                }
+            }
+        }
+        if !any {
+            break;
+        }
+        line_no += 1;
+        if line_no == 1 {
+            continue; // the header
+        }
+        match serde_json::from_slice::<Line<'_>>(&buf) {
+            Ok(l) => {
+                std::hint::black_box(&l);
+                parsed += 1;
+            }
+            Err(_) => failed += 1,
+        }
+    }
+    println!("parse_floor: {parsed} actions parsed, {failed} failed");
+    Ok(())
+}
