@@ -231,6 +231,9 @@ pub(crate) struct ActionView<'a> {
     pub verdict: Option<Cow<'a, Verdict>>,
     #[serde(default)]
     pub browser_blocked: Option<Cow<'a, BrowserBlock>>,
+    /// Read so a line is accepted exactly as [`Action`] accepts it; replay does not judge it.
+    #[serde(default, borrow, deserialize_with = "opt_str")]
+    pub screenshot: Option<Cow<'a, str>>,
 }
 
 /// A [`UrlRef`] in an [`ActionView`].
@@ -283,6 +286,7 @@ impl Action {
             denied_reason: s(&self.denied_reason),
             verdict: self.verdict.as_ref().map(Cow::Borrowed),
             browser_blocked: self.browser_blocked.as_deref().map(Cow::Borrowed),
+            screenshot: s(&self.screenshot),
         }
     }
 }
