@@ -16,7 +16,7 @@ use crate::classify::classify;
 
 /// The guard's reasons are short snake_case ids; anything else is not kept (the journal holds no
 /// free text from outside Leopold).
-fn is_reason_id(r: &str) -> bool {
+pub(crate) fn is_reason_id(r: &str) -> bool {
     (1..=64).contains(&r.len())
         && r.bytes()
             .all(|b| b.is_ascii_lowercase() || b == b'_' || b.is_ascii_digit())

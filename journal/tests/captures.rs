@@ -69,7 +69,13 @@ fn rule(v: &Verdict) -> String {
 #[test]
 fn claude_stub_capture_every_call_found_and_the_denial_recognised() {
     let (actions, events, adapter) = run(Harness::Claude, "claude-stream.jsonl");
-    assert_eq!(events.len(), 3, "{events:#?}");
+    // Three calls, then the persona's final answer (Claude's `result` event), verbatim.
+    assert_eq!(events.len(), 4, "{events:#?}");
+    assert!(
+        matches!(&events[3], AdapterEvent::Answer { text } if text == "Done."),
+        "{:?}",
+        events[3]
+    );
     let got: Vec<_> = actions.iter().map(summary).collect();
     assert_eq!(
         got,
