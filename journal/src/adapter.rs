@@ -133,6 +133,18 @@ impl Adapter {
         self
     }
 
+    /// The tools of the calls issued and not yet answered, oldest first: what a silent run is
+    /// waiting for.
+    pub fn pending_tools(&self) -> Vec<String> {
+        let pending = match self {
+            Adapter::Claude(a) => &a.pending,
+            Adapter::Codex(a) => &a.pending,
+        };
+        let mut calls: Vec<&Pending> = pending.calls.values().collect();
+        calls.sort_by_key(|p| p.order);
+        calls.into_iter().map(|p| p.tool.clone()).collect()
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> &AdapterStats {
         match self {
