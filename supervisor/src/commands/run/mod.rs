@@ -276,7 +276,11 @@ async fn lifecycle(
         cause: c.cause,
         findings: sup.findings,
         findings_not_kept: sup.findings_not_kept,
-        answer: observer.answer().map(str::to_owned),
+        // An empty answer is no answer: there is nothing to save or show.
+        answer: observer
+            .answer()
+            .filter(|a| !a.trim().is_empty())
+            .map(str::to_owned),
     })?;
     timings.mark("unwired");
     Ok(code)
