@@ -145,6 +145,15 @@ impl Adapter {
         calls.into_iter().map(|p| p.tool.clone()).collect()
     }
 
+    /// The element refs of the page snapshots seen so far (for the guard's denials, which name
+    /// a ref the stream showed).
+    pub fn refs(&self) -> &RefMap {
+        match self {
+            Adapter::Claude(a) => &a.refs,
+            Adapter::Codex(a) => &a.refs,
+        }
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> &AdapterStats {
         match self {

@@ -219,7 +219,7 @@ impl Observer {
         let Some((path, offset)) = self.events.clone() else {
             return Ok(());
         };
-        let (denials, next) = guard_denials(&path, self.harness, offset)?;
+        let (denials, next) = guard_denials(&path, self.harness, offset, self.adapter.refs())?;
         self.events = Some((path, next));
         for d in denials {
             self.record(d, batch)?;

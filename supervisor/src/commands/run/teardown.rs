@@ -159,7 +159,7 @@ impl Teardown<'_> {
             )),
             None if self.st.worker_pid.is_some() => self
                 .out
-                .summary("leopold: the persona gave no final answer (no findings.md)"),
+                .info("leopold: the persona gave no final answer (no findings.md)"),
             None => {}
         }
         self.out.json(json!({
