@@ -102,7 +102,10 @@ pub enum PersonaCommand {
     ///
     /// Exit codes: 0 clean run; 1 violations (the worker was stopped); 2 usage or configuration
     /// error (nothing left wired); 3 the worker failed, timed out or was interrupted; 4 another
-    /// persona run is active in this project (nothing touched). See README "Running a persona".
+    /// persona run is active in this project (nothing touched); 5 stuck: the flow's
+    /// `max_denials_in_a_row` denials with no allowed action between (the worker was stopped).
+    /// The persona's final answer is saved as `findings.md` in the run directory and printed
+    /// after the summary. See README "Running a persona" and "Findings".
     Run(RunArgs),
     /// The PreToolUse hook: reads the harness payload on stdin; exit 0 allows, exit 2 denies.
     ///
@@ -262,7 +265,8 @@ pub struct RunArgs {
     /// Print only the final summary.
     #[arg(long, conflicts_with = "json")]
     pub quiet: bool,
-    /// Print one JSON object per event, for machines.
+    /// Print one JSON object per event, for machines: each with `event`, `ts` (RFC 3339) and
+    /// `schema_version`; paths absolute. README "`--json` events".
     #[arg(long)]
     pub json: bool,
     /// Also write the run as a JUnit XML report to FILE (one test suite for the run, one test

@@ -251,7 +251,11 @@ fn scenario_checkout(h: Harness) {
         .collect();
     assert_eq!(
         batch_hosts,
-        ["accounts.example.com", "evil.example", "staging.example.com"],
+        [
+            "accounts.example.com",
+            "evil.example",
+            "staging.example.com"
+        ],
         "{:#}",
         actions[4]
     );
