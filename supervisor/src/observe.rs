@@ -131,6 +131,23 @@ impl Observer {
         Ok(batch)
     }
 
+    /// Whether [`Observer::poll`] can find anything: on Codex a denied call leaves no stream
+    /// line, so a persona retrying a denied call prints nothing while the guard's denials pile
+    /// up; polling them keeps `max_denials_in_a_row` from waiting for the next line.
+    pub fn polls(&self) -> bool {
+        self.events.is_some()
+    }
+
+    /// The guard's denials written since the last look, journaled.
+    pub fn poll(&mut self) -> anyhow::Result<Batch> {
+        let mut batch = Batch::default();
+        self.merge_guard_denials(&mut batch)?;
+        if !batch.actions.is_empty() {
+            self.last_event = std::time::Instant::now();
+        }
+        Ok(batch)
+    }
+
     /// A line longer than the limit was skipped.
     pub fn overlong(&mut self, line_no: u64) -> Batch {
         Batch {

@@ -27,6 +27,9 @@ const QUIET_NOTE: Duration = Duration::from_secs(30);
 const QUIET_NOTE_ENV: &str = "__LEOPOLD_QUIET_NOTE_MS";
 /// Most walls kept for run.json; past it they are counted (the journal holds every one).
 const MAX_FINDINGS: usize = 1000;
+/// How often the guard's own denials are looked for between stream lines (Codex: a denied call
+/// prints nothing).
+const POLL: Duration = Duration::from_millis(250);
 
 /// SIGINT, SIGTERM and SIGHUP, handled from the start of the lifecycle: a Ctrl-C during setup
 /// must still unwire.
@@ -257,6 +260,7 @@ pub async fn supervise(
     let mut quiet_at = TInstant::now() + quiet;
     let mut walls = Walls::default();
     let max_in_a_row = plan.flow.max_denials_in_a_row;
+    let mut poll_at = TInstant::now() + POLL;
 
     while status.is_none() || stdout_open {
         tokio::select! {
@@ -285,6 +289,22 @@ pub async fn supervise(
                 }
             }
             sig = signals.recv() => stopper.signal(sig, out),
+            _ = sleep_until(poll_at), if observer.polls() && status.is_none() => {
+                poll_at = TInstant::now() + POLL;
+                let batch = observer.poll().unwrap_or_else(|e| {
+                    out.warn(&format!("journal: {e:#}"));
+                    Batch::default()
+                });
+                if !batch.actions.is_empty() {
+                    quiet_at = TInstant::now() + quiet;
+                }
+                if let Some(v) = out.batch(&batch, &mut counts) {
+                    stopper.violation(v, out);
+                }
+                if let Some((reason, n)) = walls.add(&batch, max_in_a_row) {
+                    stopper.stuck(reason, n, out);
+                }
+            }
             _ = sleep_until(quiet_at), if stopper.stop.is_none() && status.is_none() => {
                 quiet_at = TInstant::now() + quiet;
                 let (what, idle) = observer.waiting();
