@@ -387,6 +387,15 @@ fn scenario_guard_moved_away(h: Harness) {
     let Some(w) = World::new(h, &script) else {
         return;
     };
+    // Every call after the move is denied on Claude: this scenario is about fail-closed, not
+    // about the `stuck` stop (five denials in a row), so the flow allows more.
+    let flow = w.sb.project.join("flows/checkout.md");
+    let text = std::fs::read_to_string(&flow).unwrap();
+    std::fs::write(
+        &flow,
+        text.replacen("+++\n", "+++\nmax_denials_in_a_row = 100\n", 1),
+    )
+    .unwrap();
     let before = w.settings_bytes();
     // A private copy of leopold: the supervisor wires its own path as the guard command.
     let bin_dir = w.sb.root.join("bin");
