@@ -121,6 +121,26 @@ fn claude_findings_are_saved_verbatim_carried_in_run_ended_and_every_event_is_st
         ),
         "{report}"
     );
+
+    // A second run after a clean one, in the same project, for both harnesses: nothing to
+    // recover, so no `recovered` event.
+    for harness in ["claude", "codex"] {
+        let out = sb.run_cmd(harness, &["--json"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let names: Vec<String> = json_lines(&out)
+            .iter()
+            .filter_map(|e| e["event"].as_str().map(str::to_owned))
+            .collect();
+        assert!(
+            !names.iter().any(|n| n == "recovered"),
+            "{harness}: {names:?}"
+        );
+        assert_eq!(
+            names.last().map(String::as_str),
+            Some("run_ended"),
+            "{names:?}"
+        );
+    }
 }
 
 #[test]
