@@ -679,6 +679,43 @@ mod tests {
     }
 
     #[test]
+    fn a_claude_denial_carries_its_reason_and_both_harnesses_yield_the_final_answer() {
+        fn text(t: &str) -> Option<&str> {
+            Some(t)
+        }
+        assert_eq!(
+            claude_denial_reason(text("PreToolUse:mcp__b__navigate hook error: [leopold persona guard]: Leopold persona guard: navigation to host \"evil.example\" is outside … (reason: outside_allowlist)")),
+            "outside_allowlist"
+        );
+        assert_eq!(
+            claude_denial_reason(text("PreToolUse:mcp__b__navigate hook error: ['/x/leopold' persona guard]: failed; blocking because onFailure is \"block\"")),
+            "guard_unrunnable"
+        );
+        assert_eq!(
+            claude_denial_reason(text(
+                "PreToolUse:mcp__b__navigate hook error: [my-hook]: no (reason: Not An Id!)"
+            )),
+            "hook_denied",
+            "free text is not a reason id"
+        );
+        assert_eq!(claude_denial_reason(None), "harness_permission");
+
+        let mut c = ClaudeAdapter::default();
+        assert_eq!(
+            c.push_line(1, r#"{"type":"result","subtype":"success","is_error":false,"result":"Found two walls.\n- a\n"}"#),
+            vec![AdapterEvent::Answer { text: "Found two walls.\n- a\n".into() }]
+        );
+        let mut x = CodexAdapter::default();
+        assert!(x
+            .push_line(1, r#"{"type":"item.started","item":{"id":"i","type":"agent_message","text":"partial"}}"#)
+            .is_empty(), "only a completed message is an answer");
+        assert_eq!(
+            x.push_line(2, r#"{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"Done."}}"#),
+            vec![AdapterEvent::Answer { text: "Done.".into() }]
+        );
+    }
+
+    #[test]
     fn non_object_lines_are_malformed() {
         let mut a = ClaudeAdapter::default();
         assert_eq!(

@@ -278,6 +278,8 @@ fn a_quiet_run_says_what_it_waits_for_and_a_timeout_records_it() {
     );
     assert!(end["reason"].as_str().unwrap().ends_with(cause), "{end}");
     assert!(text.contains(cause), "the summary says the cause: {text}");
+    let report = std::fs::read_to_string(sb.run_dirs()[0].join("report.html")).unwrap();
+    assert!(report.contains("Timed out waiting for"), "{report}");
 
     // Nothing open: the run waits for the model.
     let sb = Sandbox::with_user_files();
