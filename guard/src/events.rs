@@ -59,6 +59,11 @@ pub struct GuardEvent {
     /// The payload's `tool_use_id`, when it had one (the journal merges Codex denials by it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_use_id: Option<String>,
+    /// The call as the journal may keep it ([`crate::reduced_call`]): every URL reduced to
+    /// scheme, host and path, typed text to its length, other free text dropped. Codex leaves no
+    /// stream item for a denied call, so the journal builds the action from this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<serde_json::Value>,
 }
 
 impl GuardEvent {
@@ -91,6 +96,7 @@ mod tests {
             flow: Some("checkout".into()),
             reason: Some("outside_allowlist".into()),
             tool_use_id: Some("toolu_01".into()),
+            call: None,
         };
         // README "events.jsonl", byte for byte.
         assert_eq!(

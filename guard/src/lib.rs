@@ -37,7 +37,8 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 pub use decide::{
-    bare_tool, decide, is_click_like, looks_like_navigation, walk_call, CallItem, HookInput,
+    bare_tool, decide, is_click_like, looks_like_navigation, reduced_call, walk_call, CallItem,
+    HookInput, REDUCED_URL_KEY,
 };
 pub use events::{EventName, GuardEvent};
 pub use harness::{Harness, UnknownHarness};
@@ -64,6 +65,10 @@ pub struct Evaluation {
     pub tool: Option<String>,
     /// The payload's `tool_use_id`, when it had one.
     pub tool_use_id: Option<String>,
+    /// The payload's `tool_input`, when it had one: reduced into the event of a denial
+    /// ([`reduced_call`]) so the journal records a denied Codex call (which leaves no item in
+    /// Codex's stream) with the fields a denied Claude call has.
+    pub tool_input: Option<serde_json::Value>,
 }
 
 impl Evaluation {
@@ -74,6 +79,7 @@ impl Evaluation {
             flow: None,
             tool: None,
             tool_use_id: None,
+            tool_input: None,
         }
     }
 }
@@ -141,6 +147,7 @@ pub fn evaluate(stdin: impl Read, fallback_cwd: Option<&Path>) -> Evaluation {
         flow: Some(flow_name),
         tool: Some(input.tool_name),
         tool_use_id: input.tool_use_id,
+        tool_input: Some(input.tool_input),
     }
 }
 
@@ -150,9 +157,9 @@ fn deny(
     flow: Option<String>,
     input: Option<HookInput>,
 ) -> Evaluation {
-    let (tool, tool_use_id) = match input {
-        Some(i) => (Some(i.tool_name), i.tool_use_id),
-        None => (None, None),
+    let (tool, tool_use_id, tool_input) = match input {
+        Some(i) => (Some(i.tool_name), i.tool_use_id, Some(i.tool_input)),
+        None => (None, None, None),
     };
     Evaluation {
         verdict: Verdict::Deny(d),
@@ -160,6 +167,7 @@ fn deny(
         flow,
         tool,
         tool_use_id,
+        tool_input,
     }
 }
 
@@ -197,6 +205,10 @@ pub fn event_line(
         flow,
         reason: Some(denial.reason.id().to_owned()),
         tool_use_id: eval.tool_use_id.as_deref().and_then(|i| safe_text(i, 128)),
+        call: eval
+            .tool_input
+            .as_ref()
+            .map(|input| reduced_call(eval.tool.as_deref().unwrap_or(""), input)),
     }
     .to_line()
 }

@@ -34,6 +34,12 @@ pub enum AdapterEvent {
         /// The result's text blocks, joined by newlines.
         text: String,
     },
+    /// The persona's final answer: Claude's `result` event text, a Codex `agent_message` (the
+    /// last one of a stream is the final answer). Verbatim: it is the run's `findings.md`.
+    Answer {
+        /// The answer's text, as the model wrote it.
+        text: String,
+    },
     /// A line that is not a JSON object.
     Malformed {
         /// 1-based line number in the stream.
@@ -125,6 +131,27 @@ impl Adapter {
             Adapter::Codex(a) => a.tool_results = true,
         }
         self
+    }
+
+    /// The tools of the calls issued and not yet answered, oldest first: what a silent run is
+    /// waiting for.
+    pub fn pending_tools(&self) -> Vec<String> {
+        let pending = match self {
+            Adapter::Claude(a) => &a.pending,
+            Adapter::Codex(a) => &a.pending,
+        };
+        let mut calls: Vec<&Pending> = pending.calls.values().collect();
+        calls.sort_by_key(|p| p.order);
+        calls.into_iter().map(|p| p.tool.clone()).collect()
+    }
+
+    /// The element refs of the page snapshots seen so far (for the guard's denials, which name
+    /// a ref the stream showed).
+    pub fn refs(&self) -> &RefMap {
+        match self {
+            Adapter::Claude(a) => &a.refs,
+            Adapter::Codex(a) => &a.refs,
+        }
     }
 
     /// Counters so far.
@@ -266,7 +293,9 @@ impl ClaudeAdapter {
                         &self.refs,
                         ts.clone(),
                     );
-                    if outcome != Outcome::Denied {
+                    if outcome == Outcome::Denied {
+                        action.denied_reason = Some(claude_denial_reason(text.as_deref()));
+                    } else {
                         action.browser_blocked = text
                             .as_deref()
                             .and_then(crate::classify::browser_blocked)
@@ -284,7 +313,14 @@ impl ClaudeAdapter {
                     out.push(AdapterEvent::Action(action));
                 }
             }
-            Some("system" | "result" | "stream_event") => {}
+            Some("result") => {
+                if let Some(text) = v.get("result").and_then(Value::as_str) {
+                    out.push(AdapterEvent::Answer {
+                        text: text.to_owned(),
+                    });
+                }
+            }
+            Some("system" | "stream_event") => {}
             Some(other) => self.stats.unknown(other),
             None => self.stats.unknown("(no type)"),
         }
@@ -338,12 +374,38 @@ fn is_claude_denial(message: &Value, id: &str, text: Option<&str>) -> bool {
         })
 }
 
+/// The reason id of a call Claude reports denied, from the `tool_result`'s error text: the
+/// guard's own id (its stderr line ends `(reason: <id>)`); `guard_unrunnable` when the hook could
+/// not run and `onFailure: "block"` refused the call; `harness_permission` when Claude's own
+/// permission check refused it; else `hook_denied`.
+fn claude_denial_reason(text: Option<&str>) -> String {
+    let text = text.unwrap_or("");
+    if let Some(at) = text.rfind("(reason: ") {
+        let rest = &text[at + "(reason: ".len()..];
+        if let Some(id) = rest
+            .split(')')
+            .next()
+            .filter(|r| crate::guard_events::is_reason_id(r))
+        {
+            return id.to_owned();
+        }
+    }
+    if text.contains("onFailure") {
+        "guard_unrunnable".to_owned()
+    } else if text.contains("PreToolUse:") {
+        "hook_denied".to_owned()
+    } else {
+        "harness_permission".to_owned()
+    }
+}
+
 /// Codex CLI `exec --json`.
 ///
 /// `item.started` / `item.completed` of the tool-call item types: `mcp_tool_call` (journaled as
 /// `mcp__<server>__<tool>`, the name hooks see), `command_execution` (`Bash`-like: a URL in the
-/// command makes it a fetch), `web_search`. Non-call items (`agent_message`, `reasoning`, `error`,
-/// `todo_list`, `file_change`) are ignored. A call the hook denied leaves **no** item: merge the
+/// command makes it a fetch), `web_search`. An `agent_message` is the persona's answer
+/// ([`AdapterEvent::Answer`]); other non-call items (`reasoning`, `error`, `todo_list`,
+/// `file_change`) are ignored. A call the hook denied leaves **no** item: merge the
 /// guard's events with [`guard_denials`](crate::guard_denials).
 #[derive(Debug, Default)]
 pub struct CodexAdapter {
@@ -370,6 +432,14 @@ impl CodexAdapter {
                 };
                 let item_type = item.get("type").and_then(Value::as_str).unwrap_or("");
                 let Some((tool, args)) = codex_call(item_type, item) else {
+                    if item_type == "agent_message" && t == "item.completed" {
+                        if let Some(text) = item.get("text").and_then(Value::as_str) {
+                            out.push(AdapterEvent::Answer {
+                                text: text.to_owned(),
+                            });
+                        }
+                        return out;
+                    }
                     if !matches!(
                         item_type,
                         "agent_message" | "reasoning" | "error" | "todo_list" | "file_change"
@@ -606,6 +676,43 @@ mod tests {
             matches!(&got[0], AdapterEvent::ToolResult { tool, text } if tool == "mcp__browser__browser_snapshot" && text == "snap")
         );
         assert_eq!(got.len(), 2);
+    }
+
+    #[test]
+    fn a_claude_denial_carries_its_reason_and_both_harnesses_yield_the_final_answer() {
+        fn text(t: &str) -> Option<&str> {
+            Some(t)
+        }
+        assert_eq!(
+            claude_denial_reason(text("PreToolUse:mcp__b__navigate hook error: [leopold persona guard]: Leopold persona guard: navigation to host \"evil.example\" is outside … (reason: outside_allowlist)")),
+            "outside_allowlist"
+        );
+        assert_eq!(
+            claude_denial_reason(text("PreToolUse:mcp__b__navigate hook error: ['/x/leopold' persona guard]: failed; blocking because onFailure is \"block\"")),
+            "guard_unrunnable"
+        );
+        assert_eq!(
+            claude_denial_reason(text(
+                "PreToolUse:mcp__b__navigate hook error: [my-hook]: no (reason: Not An Id!)"
+            )),
+            "hook_denied",
+            "free text is not a reason id"
+        );
+        assert_eq!(claude_denial_reason(None), "harness_permission");
+
+        let mut c = ClaudeAdapter::default();
+        assert_eq!(
+            c.push_line(1, r#"{"type":"result","subtype":"success","is_error":false,"result":"Found two walls.\n- a\n"}"#),
+            vec![AdapterEvent::Answer { text: "Found two walls.\n- a\n".into() }]
+        );
+        let mut x = CodexAdapter::default();
+        assert!(x
+            .push_line(1, r#"{"type":"item.started","item":{"id":"i","type":"agent_message","text":"partial"}}"#)
+            .is_empty(), "only a completed message is an answer");
+        assert_eq!(
+            x.push_line(2, r#"{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"Done."}}"#),
+            vec![AdapterEvent::Answer { text: "Done.".into() }]
+        );
     }
 
     #[test]

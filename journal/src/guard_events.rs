@@ -12,17 +12,18 @@ use std::path::Path;
 use leopold_guard::GuardEvent;
 
 use crate::action::{now_rfc3339, Action, Harness, Outcome, UrlRef, UrlRole};
-use crate::classify::classify;
+use crate::classify::{build_action, classify, RefMap};
 
 /// The guard's reasons are short snake_case ids; anything else is not kept (the journal holds no
 /// free text from outside Leopold).
-fn is_reason_id(r: &str) -> bool {
+pub(crate) fn is_reason_id(r: &str) -> bool {
     (1..=64).contains(&r.len())
         && r.bytes()
             .all(|b| b.is_ascii_lowercase() || b == b'_' || b.is_ascii_digit())
 }
 
 /// Reads the guard's events from byte `from_offset` on and returns the denials as actions
+/// (their element refs resolved with `refs`, the snapshots the stream showed so far)
 /// (outcome `denied`, `seq` 0) with the offset to resume from. Only whole lines (ending in `\n`)
 /// are consumed: a line the guard is still writing is left for the next call. Lines that are not
 /// guard events (or not JSON) are skipped. A missing file is no denials yet.
@@ -34,6 +35,7 @@ pub fn guard_denials(
     events_path: &Path,
     harness: Harness,
     from_offset: u64,
+    refs: &RefMap,
 ) -> io::Result<(Vec<Action>, u64)> {
     let mut file = match File::open(events_path) {
         Ok(f) => f,
@@ -59,7 +61,7 @@ pub fn guard_denials(
             break;
         }
         offset += n as u64;
-        if let Some(a) = denial_from_line(&line, harness) {
+        if let Some(a) = denial_from_line(&line, harness, refs) {
             out.push(a);
         }
     }
@@ -67,9 +69,29 @@ pub fn guard_denials(
 }
 
 /// One guard event line to a `denied` action, if it is a denial.
-pub fn denial_from_line(line: &[u8], harness: Harness) -> Option<Action> {
+///
+/// An event that carries the reduced call (`call`) becomes the action [`build_action`] makes of
+/// it, the function a denied Claude call goes through: the same label, every host of a batch,
+/// the paths. An older event (host only) gives what it has.
+pub fn denial_from_line(line: &[u8], harness: Harness, refs: &RefMap) -> Option<Action> {
     let ev = GuardEvent::from_line(line)?;
     let tool = ev.tool.unwrap_or_default();
+    let reason = ev.reason.filter(|r| is_reason_id(r));
+    let ts = ev.ts.unwrap_or_else(now_rfc3339);
+    if let Some(call) = ev.call.as_ref().filter(|c| c.is_object()) {
+        let mut a = build_action(
+            harness,
+            &tool,
+            ev.tool_use_id,
+            &rehydrate(call),
+            Outcome::Denied,
+            None,
+            refs,
+            ts,
+        );
+        a.denied_reason = reason;
+        return Some(a);
+    }
     let urls = ev
         .host
         .filter(|h| !h.is_empty())
@@ -84,7 +106,7 @@ pub fn denial_from_line(line: &[u8], harness: Harness) -> Option<Action> {
         .collect();
     Some(Action {
         seq: 0,
-        ts: ev.ts.unwrap_or_else(now_rfc3339),
+        ts,
         harness,
         kind: classify(&tool, &serde_json::Value::Null),
         tool,
@@ -94,11 +116,37 @@ pub fn denial_from_line(line: &[u8], harness: Harness) -> Option<Action> {
         element: None,
         typed_len: None,
         outcome: Outcome::Denied,
-        denied_reason: ev.reason.filter(|r| is_reason_id(r)),
+        denied_reason: reason,
         verdict: None,
         browser_blocked: None,
         screenshot: None,
     })
+}
+
+/// The reduced call of a guard event back as a call: each `{"leopold_url": {scheme, host,
+/// path}}` becomes the URL string `scheme://host/path` (`scheme:` without a host, an
+/// unparseable `//unparseable` when it did not parse), which the journal's URL parser reads back
+/// to the same scheme, host and path.
+fn rehydrate(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            if let (1, Some(Value::Object(parts))) =
+                (m.len(), m.get(leopold_guard::REDUCED_URL_KEY))
+            {
+                let get = |k: &str| parts.get(k).and_then(Value::as_str);
+                let url = match (get("scheme"), get("host")) {
+                    (Some(s), Some(h)) => format!("{s}://{h}{}", get("path").unwrap_or("")),
+                    (Some(s), None) => format!("{s}:"),
+                    _ => "//unparseable".to_owned(),
+                };
+                return Value::String(url);
+            }
+            Value::Object(m.iter().map(|(k, v)| (k.clone(), rehydrate(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(rehydrate).collect()),
+        other => other.clone(),
+    }
 }
 
 #[cfg(test)]
@@ -111,7 +159,10 @@ mod tests {
     fn denials_are_read_incrementally_and_torn_lines_wait() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("events.jsonl");
-        assert_eq!(guard_denials(&p, Harness::Codex, 0).unwrap(), (vec![], 0));
+        assert_eq!(
+            guard_denials(&p, Harness::Codex, 0, &RefMap::default()).unwrap(),
+            (vec![], 0)
+        );
         let mut f = File::create(&p).unwrap();
         writeln!(
             f,
@@ -125,21 +176,21 @@ mod tests {
         )
         .unwrap();
         f.flush().unwrap();
-        let (got, off) = guard_denials(&p, Harness::Codex, 0).unwrap();
+        let (got, off) = guard_denials(&p, Harness::Codex, 0, &RefMap::default()).unwrap();
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].outcome, Outcome::Denied);
         assert_eq!(got[0].kind, ActionKind::Navigate);
         assert_eq!(got[0].first_host(), Some("prod-dashboard.example.org"));
         assert_eq!(got[0].denied_reason, None, "free text is not a reason id");
         writeln!(f, r#"ersible","tool":"mcp__personastub__click","flow":"c","reason":"irreversible_label","tool_use_id":"t9"}}"#).unwrap();
-        let (got2, off2) = guard_denials(&p, Harness::Codex, off).unwrap();
+        let (got2, off2) = guard_denials(&p, Harness::Codex, off, &RefMap::default()).unwrap();
         assert_eq!(got2.len(), 1);
         assert_eq!(got2[0].tool_use_id.as_deref(), Some("t9"));
         assert_eq!(got2[0].kind, ActionKind::Click);
         assert_eq!(got2[0].denied_reason.as_deref(), Some("irreversible_label"));
         assert!(off2 > off);
         assert_eq!(
-            guard_denials(&p, Harness::Codex, off2).unwrap(),
+            guard_denials(&p, Harness::Codex, off2, &RefMap::default()).unwrap(),
             (vec![], off2)
         );
     }

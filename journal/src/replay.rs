@@ -490,7 +490,7 @@ fn handle_adapter_events(
             AdapterEvent::Malformed { line_no, error } => {
                 report_malformed(s, line_no, &error, on_event);
             }
-            AdapterEvent::ToolResult { .. } => {}
+            AdapterEvent::ToolResult { .. } | AdapterEvent::Answer { .. } => {}
         }
     }
 }

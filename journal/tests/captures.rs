@@ -69,7 +69,13 @@ fn rule(v: &Verdict) -> String {
 #[test]
 fn claude_stub_capture_every_call_found_and_the_denial_recognised() {
     let (actions, events, adapter) = run(Harness::Claude, "claude-stream.jsonl");
-    assert_eq!(events.len(), 3, "{events:#?}");
+    // Three calls, then the persona's final answer (Claude's `result` event), verbatim.
+    assert_eq!(events.len(), 4, "{events:#?}");
+    assert!(
+        matches!(&events[3], AdapterEvent::Answer { text } if text == "Done."),
+        "{:?}",
+        events[3]
+    );
     let got: Vec<_> = actions.iter().map(summary).collect();
     assert_eq!(
         got,
@@ -245,7 +251,7 @@ fn codex_stub_capture_plus_guard_events_shows_the_denial() {
     let events = dir.path().join("events.jsonl");
     let mut f = std::fs::File::create(&events).unwrap();
     writeln!(f, r#"{{"ts":"2026-11-30T10:10:55.280Z","event":"persona_guard_block","tool":"mcp__personastub__navigate","host":"prod-dashboard.example.org","flow":"checkout","reason":"outside_allowlist"}}"#).unwrap();
-    let (denials, offset) = guard_denials(&events, Harness::Codex, 0).unwrap();
+    let (denials, offset) = guard_denials(&events, Harness::Codex, 0, &Default::default()).unwrap();
     assert_eq!(offset, std::fs::metadata(&events).unwrap().len());
     assert_eq!(denials.len(), 1);
     let d = &denials[0];

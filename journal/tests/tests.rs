@@ -6,5 +6,7 @@ mod captures;
 mod golden;
 /// Shared helpers.
 mod kit;
+/// One journal for both harnesses: the same calls, the same fields.
+mod parity;
 /// Replaying a journal gives the verdicts live validation gave (property test).
 mod roundtrip;

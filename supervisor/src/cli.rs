@@ -34,6 +34,7 @@ Exit codes (every command; README \"Exit codes and output\"):
   2  usage or configuration error: bad flow, argument or file; nothing is left wired
   3  the worker failed, timed out or was interrupted (run)
   4  another persona run is active in this project; nothing was touched (run, recover)
+  5  the persona was stuck: denied `max_denials_in_a_row` times running; stopped (run)
 
 The project (where `.leopold/` lives) is found like git finds a repository: the nearest
 ancestor of the current directory holding `.leopold/`, else the repository root (the nearest
@@ -101,7 +102,10 @@ pub enum PersonaCommand {
     ///
     /// Exit codes: 0 clean run; 1 violations (the worker was stopped); 2 usage or configuration
     /// error (nothing left wired); 3 the worker failed, timed out or was interrupted; 4 another
-    /// persona run is active in this project (nothing touched). See README "Running a persona".
+    /// persona run is active in this project (nothing touched); 5 stuck: the flow's
+    /// `max_denials_in_a_row` denials with no allowed action between (the worker was stopped).
+    /// The persona's final answer is saved as `findings.md` in the run directory and printed
+    /// after the summary. See README "Running a persona" and "Findings".
     Run(RunArgs),
     /// The PreToolUse hook: reads the harness payload on stdin; exit 0 allows, exit 2 denies.
     ///
@@ -234,9 +238,10 @@ pub struct RunArgs {
     /// The harness executable. Default: `claude` or `codex` on PATH.
     #[arg(long, value_name = "PATH")]
     pub harness_bin: Option<PathBuf>,
-    /// Stop the worker after this long (e.g. `90s`, `10m`). Exit code 3.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
-    pub timeout: Option<std::time::Duration>,
+    /// Stop the worker after this long (e.g. `90s`, `10m`; `0` for no limit). Exit code 3;
+    /// run.json and the summary say what the run was waiting for when time ran out.
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout, default_value = "30m")]
+    pub timeout: std::time::Duration,
     /// An MCP config file (Claude `--mcp-config` format) giving the worker its browser tools.
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
@@ -260,7 +265,8 @@ pub struct RunArgs {
     /// Print only the final summary.
     #[arg(long, conflicts_with = "json")]
     pub quiet: bool,
-    /// Print one JSON object per event, for machines.
+    /// Print one JSON object per event, for machines: each with `event`, `ts` (RFC 3339) and
+    /// `schema_version`; paths absolute. README "`--json` events".
     #[arg(long)]
     pub json: bool,
     /// Also write the run as a JUnit XML report to FILE (one test suite for the run, one test
@@ -345,6 +351,15 @@ pub struct DoctorArgs {
     /// Print the findings as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--timeout`: a humantime duration, or a bare `0` for no limit.
+fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
+    if s.trim() == "0" {
+        return Ok(std::time::Duration::ZERO);
+    }
+    humantime::parse_duration(s)
+        .map_err(|e| format!("{e} (e.g. `90s`, `10m`, `1h`; `0` for no limit)"))
 }
 
 #[cfg(test)]

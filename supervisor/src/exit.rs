@@ -14,12 +14,15 @@ impl RunExit {
     /// Usage or configuration error (bad flow, bad MCP config, refused harness argument, harness
     /// binary not found, wiring or its proof failed). Nothing is left wired.
     pub const CONFIG: u8 = 2;
-    /// The worker failed (non-zero exit, crash), timed out (`--timeout`), or the run was
+    /// The worker failed (non-zero exit, crash), timed out (`--timeout`, 30 minutes unless set), or the run was
     /// interrupted (SIGINT/SIGTERM/SIGHUP).
     pub const WORKER_FAILED: u8 = 3;
     /// Another run is active in this project (it holds `.leopold/persona/run.lock`); nothing was
     /// touched.
     pub const BUSY: u8 = 4;
+    /// The persona hit the same wall the flow's `max_denials_in_a_row` times (default 5) with no
+    /// allowed action between; the worker was stopped. A finding, not a failure of Leopold's.
+    pub const STUCK: u8 = 5;
 }
 
 #[cfg(test)]
@@ -34,6 +37,7 @@ mod tests {
             RunExit::CONFIG,
             RunExit::WORKER_FAILED,
             RunExit::BUSY,
+            RunExit::STUCK,
         ];
         for (i, a) in all.iter().enumerate() {
             for b in &all[i + 1..] {

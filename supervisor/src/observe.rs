@@ -15,6 +15,7 @@ use leopold_journal::{
 use serde_json::Value;
 
 use crate::browser::RefTracker;
+use crate::state::Finding;
 
 /// One action observed in the worker's stream, already journaled.
 #[derive(Debug, Clone)]
@@ -26,8 +27,12 @@ pub struct Observed {
     /// Short description for progress lines: kind, host or label; never a full URL.
     pub summary: String,
     pub outcome: Outcome,
+    /// For a denial: why, as the journal records it.
+    pub denied_reason: Option<String>,
     /// Why this action breaks the flow's bound, if it does.
     pub violation: Option<String>,
+    /// The wall this action is, if it is one (a denial, a browser refusal, a violation).
+    pub finding: Option<Finding>,
     /// The journal line, for `--json`.
     pub json: Value,
 }
@@ -56,6 +61,10 @@ pub struct Observer {
     refs: Option<RefTracker>,
     /// Whether a failure to write the ref map was already noted (once is enough).
     refs_warned: bool,
+    /// The persona's latest answer: the last one is its final report (`findings.md`).
+    answer: Option<String>,
+    /// When the stream last produced anything.
+    last_event: std::time::Instant,
 }
 
 impl Observer {
@@ -85,6 +94,8 @@ impl Observer {
             events: (harness == Harness::Codex).then(|| (events_path.to_path_buf(), events_offset)),
             refs: None,
             refs_warned: false,
+            answer: None,
+            last_event: std::time::Instant::now(),
         })
     }
 
@@ -94,13 +105,46 @@ impl Observer {
         self
     }
 
+    /// The persona's final answer, if it gave one.
+    pub fn answer(&self) -> Option<&str> {
+        self.answer.as_deref()
+    }
+
+    /// What a silent run waits for, and since when: the oldest tool call not yet answered, or
+    /// (none open) the model's reply.
+    pub fn waiting(&self) -> (Waiting, std::time::Duration) {
+        let what = match self.adapter.pending_tools().into_iter().next() {
+            Some(tool) => Waiting::Tool(tool),
+            None => Waiting::Model,
+        };
+        (what, self.last_event.elapsed())
+    }
+
     /// One line of the worker's stdout (without the newline). `line_no` counts from 1.
     pub fn line(&mut self, line_no: u64, line: &str) -> anyhow::Result<Batch> {
+        self.last_event = std::time::Instant::now();
         let mut batch = Batch::default();
         // Denials first: they happened before the calls that follow them in the stream.
         self.merge_guard_denials(&mut batch)?;
         let events = self.adapter.push_line(line_no, line);
         self.absorb(line_no, events, &mut batch)?;
+        Ok(batch)
+    }
+
+    /// Whether [`Observer::poll`] can find anything: on Codex a denied call leaves no stream
+    /// line, so a persona retrying a denied call prints nothing while the guard's denials pile
+    /// up; polling them keeps `max_denials_in_a_row` from waiting for the next line.
+    pub fn polls(&self) -> bool {
+        self.events.is_some()
+    }
+
+    /// The guard's denials written since the last look, journaled.
+    pub fn poll(&mut self) -> anyhow::Result<Batch> {
+        let mut batch = Batch::default();
+        self.merge_guard_denials(&mut batch)?;
+        if !batch.actions.is_empty() {
+            self.last_event = std::time::Instant::now();
+        }
         Ok(batch)
     }
 
@@ -146,6 +190,8 @@ impl Observer {
             tool: action.tool.clone(),
             summary: summary(&action),
             outcome: action.outcome,
+            denied_reason: action.denied_reason.clone(),
+            finding: finding(&action),
             violation,
             json: serde_json::to_value(&action).unwrap_or_default(),
         });
@@ -175,6 +221,7 @@ impl Observer {
                     }
                 }
                 AdapterEvent::Action(a) => self.record(a, batch)?,
+                AdapterEvent::Answer { text } => self.answer = Some(text),
                 AdapterEvent::Malformed { line_no, error } => batch.notes.push(Note {
                     line_no,
                     message: format!("unreadable stream line: {error}"),
@@ -189,13 +236,58 @@ impl Observer {
         let Some((path, offset)) = self.events.clone() else {
             return Ok(());
         };
-        let (denials, next) = guard_denials(&path, self.harness, offset)?;
+        let (denials, next) = guard_denials(&path, self.harness, offset, self.adapter.refs())?;
         self.events = Some((path, next));
         for d in denials {
             self.record(d, batch)?;
         }
         Ok(())
     }
+}
+
+/// What a silent run is waiting for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Waiting {
+    /// No call is open: the model's next reply.
+    Model,
+    /// A tool call that has not returned (the oldest open one).
+    Tool(String),
+}
+
+/// The wall an action is, if it is one: a violation, a denial, a browser refusal (in that order:
+/// a violation that the browser also refused is a violation).
+pub fn finding(a: &Action) -> Option<Finding> {
+    let (kind, reason) = match (&a.verdict, a.outcome, &a.browser_blocked) {
+        (Some(Verdict::Violation { rule, detail }), _, _) => (
+            "violation",
+            match detail {
+                Some(d) => format!("{rule}: {d}"),
+                None => rule.clone(),
+            },
+        ),
+        (_, Outcome::Denied, _) => (
+            "denied",
+            a.denied_reason
+                .clone()
+                .unwrap_or_else(|| "denied (no reason recorded)".into()),
+        ),
+        (_, _, Some(b)) => (
+            "browser_refused",
+            match &b.host {
+                Some(h) => format!("{}: {h}", b.how),
+                None => b.how.clone(),
+            },
+        ),
+        _ => return None,
+    };
+    Some(Finding {
+        kind: kind.into(),
+        seq: Some(a.seq),
+        tool: Some(a.tool.clone()),
+        hosts: crate::report::hosts_of(a),
+        label: a.label.clone(),
+        reason,
+    })
 }
 
 /// What a progress line shows of an action: kind, host, label; never a full URL, never typed text.

@@ -131,6 +131,9 @@ pub fn recover_locked(
                     st.supervisor_pid,
                     std::process::id()
                 )),
+                cause: None,
+                findings: Vec::new(),
+                findings_not_kept: 0,
             });
             st.write_atomic(&run_json)?;
         }

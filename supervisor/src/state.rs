@@ -83,6 +83,9 @@ pub enum RunOutcome {
     Recovered,
     /// Another run holds the lock; nothing was touched (never archived: no run.json).
     Busy,
+    /// The persona hit the same wall `max_denials_in_a_row` times with no allowed action
+    /// between; the worker was stopped.
+    Stuck,
 }
 
 impl RunOutcome {
@@ -97,6 +100,7 @@ impl RunOutcome {
             RunOutcome::SetupFailed => "setup_failed",
             RunOutcome::Recovered => "recovered",
             RunOutcome::Busy => "busy",
+            RunOutcome::Stuck => "stuck",
         }
     }
 
@@ -112,6 +116,7 @@ impl RunOutcome {
             | RunOutcome::Interrupted
             | RunOutcome::Recovered => RunExit::WORKER_FAILED,
             RunOutcome::Busy => RunExit::BUSY,
+            RunOutcome::Stuck => RunExit::STUCK,
         }
     }
 }
@@ -136,6 +141,46 @@ pub struct RunEnd {
     /// Why the run stopped early, if it did (violation reason, timeout, signal, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// For a timeout: what the run was waiting for when time ran out (`no reply from the model
+    /// for 40s`, `tool mcp__browser__browser_navigate never returned (2m)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    /// The walls the persona hit, in order: each denial, browser refusal, violation, and the
+    /// `stuck` stop (README "Findings").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+    /// Walls past the ones kept in `findings`, counted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub findings_not_kept: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// One wall the persona hit, as `run.json`'s `end.findings` and the report list it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Finding {
+    /// `denied` (the guard or the harness refused the call), `browser_refused` (the browser
+    /// would not go there), `violation` (the call broke the bound), or `stuck` (the run was
+    /// stopped after the same wall N times).
+    pub kind: String,
+    /// The journal line of the action, when the finding is one action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// The tool called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Every host the call named (never a URL).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
+    /// The element's label, for a click, type or submit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Why: the guard's reason id, the browser's refusal, the violated rule, or
+    /// `stuck at a wall: <reason> ×N`.
+    pub reason: String,
 }
 
 /// Action counts of a run.

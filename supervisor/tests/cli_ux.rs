@@ -412,8 +412,9 @@ fn from_a_subfolder_the_repository_root_is_the_project() {
     // root is not inside `flows/`, so absolute), and it exists.
     let text = stdout(&out);
     let shown = text
-        .rsplit("; see ")
-        .next()
+        .lines()
+        .find(|l| l.contains("; see "))
+        .and_then(|l| l.rsplit("; see ").next())
         .and_then(|s| s.trim().strip_suffix('/'))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(Path::new(shown).is_absolute(), "{text}");

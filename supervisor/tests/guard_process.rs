@@ -135,7 +135,7 @@ fn an_allowed_navigation_exits_zero_in_silence_and_writes_nothing() {
 }
 
 #[test]
-fn a_denied_navigation_prints_one_line_and_journals_the_host_only() {
+fn a_denied_navigation_prints_one_line_and_journals_the_host_and_path_only() {
     let p = project(true);
     let before = files(&p.project);
     let url = format!("https://user:{SECRET}@evil.example/account?token={SECRET}#{SECRET}");
@@ -181,9 +181,15 @@ fn a_denied_navigation_prints_one_line_and_journals_the_host_only() {
     assert!(humantime::parse_rfc3339(e["ts"].as_str().unwrap()).is_ok());
     let mut keys: Vec<_> = e.as_object().unwrap().keys().cloned().collect();
     keys.sort();
+    // The call, reduced: the URL as scheme, host and path, never userinfo, query or fragment.
+    assert_eq!(
+        e["call"],
+        serde_json::json!({"url": {"leopold_url": {"scheme": "https", "host": "evil.example", "path": "/account"}}})
+    );
     assert_eq!(
         keys,
         [
+            "call",
             "event",
             "flow",
             "host",

@@ -35,7 +35,7 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
     let outcome = rec.outcome();
     let class = match outcome.as_str() {
         "clean" => "clean",
-        "violated" => "violated",
+        "violated" | "stuck" => "violated",
         _ => "other",
     };
     let title = format!(
@@ -75,6 +75,7 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
                         @if let Some(e) = end { dt { "Ended" } dd { (e.ended_at) } }
                         @if let Some(d) = rec.duration() { dt { "Duration" } dd { (format_duration(d)) } }
                         @if let Some(ws) = end.and_then(|e| e.worker_status.as_deref()) { dt { "Worker" } dd { (ws) } }
+                        @if let Some(c) = end.and_then(|e| e.cause.as_deref()) { dt { "Timed out waiting for" } dd #cause { (c) } }
                         @if let Some(e) = end {
                             dt { "Actions" }
                             dd {

@@ -128,8 +128,22 @@ impl RunRecord {
         b.duration_since(a).ok()
     }
 
-    /// The walls the persona hit: every denied action and every violation, one line each.
+    /// The walls the persona hit, one line each: `run.json`'s structured findings when the run
+    /// recorded them (they include a `stuck` stop), else every denied, refused or violating
+    /// action of the journal.
     pub fn walls(&self) -> Vec<String> {
+        if let Some(end) = self.state.as_ref().and_then(|s| s.end.as_ref()) {
+            if !end.findings.is_empty() {
+                let mut out: Vec<String> = end.findings.iter().map(finding_line).collect();
+                if end.findings_not_kept > 0 {
+                    out.push(format!(
+                        "… and {} more (the journal holds every one)",
+                        end.findings_not_kept
+                    ));
+                }
+                return out;
+            }
+        }
         self.actions
             .iter()
             .filter_map(|a| {
@@ -180,6 +194,34 @@ fn screenshot_path(dir: &Path, name: &str) -> Option<PathBuf> {
     }
     let p = dir.join("browser").join("output").join(name);
     p.is_file().then_some(p)
+}
+
+/// One structured finding as a line: `#3 denied: outside_allowlist: mcp__b__navigate [evil.example]`.
+pub fn finding_line(f: &crate::state::Finding) -> String {
+    let mut s = String::new();
+    if let Some(seq) = f.seq {
+        s.push_str(&format!("#{seq} "));
+    }
+    let kind = match f.kind.as_str() {
+        "denied" => "blocked",
+        "browser_refused" => "browser refused",
+        k => k,
+    };
+    if f.kind == "stuck" {
+        s.push_str(&f.reason);
+    } else {
+        s.push_str(&format!("{kind}: {}", f.reason));
+    }
+    if let Some(t) = &f.tool {
+        s.push_str(&format!(": {t}"));
+    }
+    if let Some(l) = &f.label {
+        s.push_str(&format!(" {l:?}"));
+    }
+    if !f.hosts.is_empty() {
+        s.push_str(&format!(" [{}]", f.hosts.join(", ")));
+    }
+    s
 }
 
 /// Why a denied action was denied, as far as the journal says.

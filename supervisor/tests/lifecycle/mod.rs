@@ -6,11 +6,13 @@
 //! - `concurrency`: eight runs at once in one project;
 //! - `stop`: violations, signals, timeouts, crashes and leaks stop the worker and clean up;
 //! - `doctor`: what doctor reports before and after a crash;
-//! - `boxed`: the box, with the fake worker as the adversary.
+//! - `boxed`: the box, with the fake worker as the adversary;
+//! - `outcome`: findings, walls, `stuck`, a timeout's cause, quiet-run progress, `--json` stamps.
 
 mod boxed;
 mod concurrency;
 mod crash;
 mod doctor;
+mod outcome;
 mod run;
 mod stop;

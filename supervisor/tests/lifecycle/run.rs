@@ -141,7 +141,14 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
         stderr(&out)
     );
     assert_eq!(sb.snapshot(), before);
-    assert_eq!(sb.persona_listing(), RUN_LISTING);
+    // The capture's model ends with an answer ("Done."): the run saved it as findings.md.
+    let mut listing = RUN_LISTING.to_vec();
+    listing.insert(2, "runs/<run>/findings.md");
+    assert_eq!(sb.persona_listing(), listing);
+    assert_eq!(
+        std::fs::read_to_string(sb.run_dirs()[0].join("findings.md")).unwrap(),
+        "Done."
+    );
     let argv: Vec<String> = serde_json::from_value(sb.worker_record()["argv"].clone()).unwrap();
     assert_eq!(
         &argv[..7],

@@ -37,7 +37,26 @@ fn demo_runs_checkout_under_both_harnesses_and_reports_hosts_reasons_and_journal
         2,
         "{out}"
     );
-    assert_eq!(out.matches("irreversible_label").count(), 2, "{out}");
+    // The demo's table and the progress line, per harness.
+    assert_eq!(out.matches("irreversible_label").count(), 4, "{out}");
+    // One journal for both harnesses: the same calls read the same, label, every host of the
+    // batch and the reason included.
+    assert_eq!(
+        out.matches("click \"Place order\" — irreversible_label")
+            .count(),
+        2,
+        "{out}"
+    );
+    let progress = |section: &str| -> Vec<String> {
+        section
+            .lines()
+            .filter(|l| l.trim_start().starts_with('#'))
+            .map(str::to_owned)
+            .collect()
+    };
+    let (claude, codex) = out.split_once("== Codex CLI").expect("two sections");
+    assert_eq!(progress(claude), progress(codex), "{out}");
+    assert_eq!(progress(claude).len(), 7, "{out}");
     assert_eq!(out.matches("the journal (7 actions): ").count(), 2, "{out}");
     assert!(
         out.contains("Every run stayed inside the flow's bounds."),

@@ -224,6 +224,61 @@ fn scenario_checkout(h: Harness) {
         .collect();
     assert_eq!(denied, [1, 2, 3, 4, 6], "{results:#?}");
 
+    // One journal for both harnesses: every denial has its reason, the batch every host and the
+    // paths, the click its label.
+    let reasons: Vec<&str> = actions
+        .iter()
+        .filter(|a| a["outcome"] == "denied")
+        .map(|a| a["denied_reason"].as_str().unwrap_or("(none)"))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "outside_allowlist",
+            "outside_allowlist",
+            "outside_allowlist",
+            "outside_allowlist",
+            "irreversible_label"
+        ],
+        "{actions:#?}"
+    );
+    assert_eq!(actions[6]["label"], "Place order", "{:#}", actions[6]);
+    let batch_hosts: Vec<&str> = actions[4]["urls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|u| u["host"].as_str())
+        .collect();
+    assert_eq!(
+        batch_hosts,
+        [
+            "accounts.example.com",
+            "evil.example",
+            "staging.example.com"
+        ],
+        "{:#}",
+        actions[4]
+    );
+    assert_eq!(actions[1]["urls"][0]["path"], "/admin", "{:#}", actions[1]);
+
+    // The findings: the persona's final answer, verbatim, printed after the summary; the walls,
+    // structured, in run.json.
+    let answer = checkout::script().final_answer;
+    let saved = std::fs::read_to_string(w.sb.run_dir().join("findings.md")).expect("findings.md");
+    assert_eq!(saved, answer);
+    let summary_at = run.stdout.find("clean (exit 0)").expect("summary");
+    let answer_at = run.stdout.find(&answer).unwrap_or_else(|| panic!("{run}"));
+    assert!(summary_at < answer_at, "findings after the summary\n{run}");
+    let walls: Vec<(&str, &str)> = run_json["end"]["findings"]
+        .as_array()
+        .expect("end.findings")
+        .iter()
+        .map(|f| (f["kind"].as_str().unwrap(), f["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(walls.len(), 5, "{walls:?}");
+    assert!(walls.iter().all(|(k, _)| *k == "denied"), "{walls:?}");
+    assert_eq!(walls[4].1, "irreversible_label");
+
     w.assert_cleaned_up(&before);
 }
 
@@ -332,6 +387,15 @@ fn scenario_guard_moved_away(h: Harness) {
     let Some(w) = World::new(h, &script) else {
         return;
     };
+    // Every call after the move is denied on Claude: this scenario is about fail-closed, not
+    // about the `stuck` stop (five denials in a row), so the flow allows more.
+    let flow = w.sb.project.join("flows/checkout.md");
+    let text = std::fs::read_to_string(&flow).unwrap();
+    std::fs::write(
+        &flow,
+        text.replacen("+++\n", "+++\nmax_denials_in_a_row = 100\n", 1),
+    )
+    .unwrap();
     let before = w.settings_bytes();
     // A private copy of leopold: the supervisor wires its own path as the guard command.
     let bin_dir = w.sb.root.join("bin");

@@ -220,7 +220,7 @@ async fn lifecycle(
         "leopold: run {run_id}: flow `{}` under {} (worker pid {pgid})",
         plan.flow.name, plan.kind
     ));
-    out.json(json!({"event":"run_started","run_id":run_id,"flow":plan.flow.name,"harness":plan.kind,"worker_pid":pgid}));
+    out.json(json!({"event":"run_started","run_id":run_id,"flow":plan.flow.name,"flow_path":plan.flow_path,"harness":plan.kind,"worker_pid":pgid,"run_dir":started.run_dir,"timeout_ms":plan.timeout.map(|t| t.as_millis() as u64)}));
     pause_point("launched");
 
     // 7. Supervise.
@@ -273,6 +273,14 @@ async fn lifecycle(
         counts: sup.counts,
         worker_status: sup.status.as_ref().map(crate::process::describe_status),
         reason: c.reason,
+        cause: c.cause,
+        findings: sup.findings,
+        findings_not_kept: sup.findings_not_kept,
+        // An empty answer is no answer: there is nothing to save or show.
+        answer: observer
+            .answer()
+            .filter(|a| !a.trim().is_empty())
+            .map(str::to_owned),
     })?;
     timings.mark("unwired");
     Ok(code)

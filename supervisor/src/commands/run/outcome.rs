@@ -28,8 +28,16 @@ impl Signal {
 pub enum Stop {
     /// The first violation, as `#<seq> <tool>: <rule>`.
     Violation(String),
-    Timeout(Duration),
+    /// `--timeout` passed; the cause says what the run was waiting for.
+    Timeout(Duration, String),
     Signal(Signal),
+    /// `max_denials_in_a_row` denials with no allowed action between: the last reason, how many.
+    Stuck(String, u32),
+}
+
+/// The finding (and the reason) of a stuck run: `stuck at a wall: <reason> ×N`.
+pub fn stuck_text(reason: &str, n: u32) -> String {
+    format!("stuck at a wall: {reason} ×{n}")
 }
 
 /// What supervision saw by the time the worker's group is gone.
@@ -51,11 +59,17 @@ pub struct Ended<'a> {
 pub struct Classified {
     pub outcome: RunOutcome,
     pub reason: Option<String>,
+    /// For a timeout: what the run was waiting for.
+    pub cause: Option<String>,
 }
 
 /// Violations win over everything (the bound was broken, whatever happened next); then the
 /// supervisor's own reason for stopping; then the worker's exit status.
 pub fn classify(end: &Ended<'_>) -> Classified {
+    let cause = match end.stop {
+        Some(Stop::Timeout(_, c)) if end.violations == 0 => Some(c.clone()),
+        _ => None,
+    };
     let (outcome, reason) = if end.violations > 0 {
         let why = match end.stop {
             Some(Stop::Violation(v)) => v.clone(),
@@ -64,13 +78,14 @@ pub fn classify(end: &Ended<'_>) -> Classified {
         (RunOutcome::Violated, Some(why))
     } else {
         match end.stop {
-            Some(Stop::Timeout(d)) => (
+            Some(Stop::Timeout(d, cause)) => (
                 RunOutcome::TimedOut,
                 Some(format!(
-                    "timed out after {}",
+                    "timed out after {}: {cause}",
                     humantime::format_duration(*d)
                 )),
             ),
+            Some(Stop::Stuck(r, n)) => (RunOutcome::Stuck, Some(stuck_text(r, *n))),
             Some(Stop::Signal(s)) => (RunOutcome::Interrupted, Some(s.as_str().to_owned())),
             Some(Stop::Violation(v)) => (RunOutcome::Violated, Some(v.clone())),
             None => match end.status {
@@ -93,7 +108,11 @@ pub fn classify(end: &Ended<'_>) -> Classified {
         (None, true) => Some(LEAKED.to_owned()),
         (r, false) => r,
     };
-    Classified { outcome, reason }
+    Classified {
+        outcome,
+        reason,
+        cause,
+    }
 }
 
 /// `: <last non-blank line of stderr>`, URLs stripped (the worker's stderr may carry one).
@@ -149,7 +168,10 @@ mod tests {
             Some("#2 mcp__b__navigate: left_allowlist")
         );
         // The violation showed up only after the stop was a timeout: still violated.
-        let t = Stop::Timeout(Duration::from_secs(90));
+        let t = Stop::Timeout(
+            Duration::from_secs(90),
+            "waiting for the model's reply".into(),
+        );
         let c = classify(&end(2, Some(&t), Some(&killed)));
         assert_eq!(c.outcome, RunOutcome::Violated);
         assert_eq!(c.reason.as_deref(), Some("violation"));
@@ -159,11 +181,21 @@ mod tests {
     #[test]
     fn timeouts_signals_and_failures_exit_3_with_their_reason() {
         let killed = ExitStatus::from_raw(15);
-        let t = Stop::Timeout(Duration::from_secs(90));
+        let t = Stop::Timeout(
+            Duration::from_secs(90),
+            "tool mcp__b__navigate never returned (nothing for 1m 20s)".into(),
+        );
         let c = classify(&end(0, Some(&t), Some(&killed)));
         assert_eq!(
             (c.outcome, c.reason.as_deref()),
-            (RunOutcome::TimedOut, Some("timed out after 1m 30s"))
+            (
+                RunOutcome::TimedOut,
+                Some("timed out after 1m 30s: tool mcp__b__navigate never returned (nothing for 1m 20s)")
+            )
+        );
+        assert_eq!(
+            c.cause.as_deref(),
+            Some("tool mcp__b__navigate never returned (nothing for 1m 20s)")
         );
         let s = Stop::Signal(Signal::Hup);
         let c = classify(&end(0, Some(&s), Some(&killed)));
@@ -215,6 +247,26 @@ mod tests {
         assert_eq!(
             classify(&e).reason.as_deref(),
             Some("SIGINT; a process the worker started held its output after it exited (killed)")
+        );
+    }
+
+    #[test]
+    fn a_stuck_run_exits_5_unless_a_violation_came_first() {
+        let killed = ExitStatus::from_raw(15);
+        let st = Stop::Stuck("outside_allowlist".into(), 5);
+        let c = classify(&end(0, Some(&st), Some(&killed)));
+        assert_eq!(
+            (c.outcome, c.reason.as_deref(), c.cause),
+            (
+                RunOutcome::Stuck,
+                Some("stuck at a wall: outside_allowlist ×5"),
+                None
+            )
+        );
+        assert_eq!(c.outcome.exit_code(), 5);
+        assert_eq!(
+            classify(&end(1, Some(&st), Some(&killed))).outcome,
+            RunOutcome::Violated
         );
     }
 }

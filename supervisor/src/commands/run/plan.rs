@@ -124,7 +124,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         mcp_servers,
         browser,
         extra: args.extra.clone(),
-        timeout: args.timeout,
+        timeout: (!args.timeout.is_zero()).then_some(args.timeout),
         grace: grace(std::env::var(GRACE_ENV).ok().as_deref()),
         ctx,
         junit,
@@ -194,6 +194,20 @@ mod tests {
         assert_eq!(p.kind, Harness::Codex);
         assert_eq!(p.bin, bin);
         assert_eq!(p.timeout, Some(Duration::from_secs(90)));
+        // Never endless unless asked: 30 minutes by default, `0` for none.
+        for (given, want) in [
+            (None, Some(Duration::from_secs(30 * 60))),
+            (Some("0"), None),
+            (Some("2m"), Some(Duration::from_secs(120))),
+        ] {
+            let mut extra = vec!["--no-contain"];
+            extra.extend(given.map(|g| ["--timeout", g]).into_iter().flatten());
+            let mut b = args(&extra);
+            b.flow = flow.clone();
+            b.project.project = Some(dir.path().to_path_buf());
+            b.harness_bin = Some(bin.clone());
+            assert_eq!(plan(&b).unwrap().timeout, want, "{given:?}");
+        }
         assert_eq!(p.extra, ["--model", "x"]);
         assert!(p.browser.is_none() && p.mcp_config.is_none() && p.bwrap.is_none());
         assert_eq!(p.paths.project, std::fs::canonicalize(dir.path()).unwrap());

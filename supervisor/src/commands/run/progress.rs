@@ -5,7 +5,7 @@ use leopold_journal::Outcome;
 use serde_json::json;
 
 use crate::exit::RunExit;
-use crate::observe::{Batch, Observed};
+use crate::observe::{Batch, Observed, Waiting};
 use crate::output::{self, outln};
 use crate::state::{Counts, RunOutcome};
 
@@ -21,16 +21,52 @@ pub struct Reporter {
     pub mode: Mode,
 }
 
+/// `schema_version` of every `--json` event: raised when a field changes meaning or goes away
+/// (a new field or event does not raise it). README "Exit codes and output".
+pub const JSON_SCHEMA_VERSION: u32 = 1;
+
+/// Adds `ts` (RFC 3339, UTC, milliseconds) and `schema_version` to an event object.
+pub fn stamp(mut v: serde_json::Value) -> serde_json::Value {
+    if let Some(o) = v.as_object_mut() {
+        o.insert("ts".into(), json!(leopold_journal::now_rfc3339()));
+        o.insert("schema_version".into(), json!(JSON_SCHEMA_VERSION));
+    }
+    v
+}
+
+/// The progress line of a quiet run: `leopold: 30s without an event: waiting for …`.
+pub fn waiting_line(what: &Waiting, idle: std::time::Duration) -> String {
+    let idle = humantime::format_duration(std::time::Duration::from_secs(idle.as_secs()));
+    match what {
+        Waiting::Model => {
+            format!("leopold: {idle} without an event: waiting for the model's reply")
+        }
+        Waiting::Tool(t) => {
+            format!("leopold: {idle} without an event: waiting for tool {t} to return")
+        }
+    }
+}
+
 impl Reporter {
     pub fn info(&self, line: &str) {
         if self.mode == Mode::Human {
             outln!("{line}");
         }
     }
+    /// One `--json` event, stamped with `ts` and `schema_version` ([`stamp`]).
     pub fn json(&self, v: serde_json::Value) {
         if self.mode == Mode::Json {
-            outln!("{v}");
+            outln!("{}", stamp(v));
         }
+    }
+    /// A quiet run: what it is waiting for.
+    pub fn waiting(&self, what: &Waiting, idle: std::time::Duration) {
+        self.info(&waiting_line(what, idle));
+        let (waiting_for, tool) = match what {
+            Waiting::Model => ("model", None),
+            Waiting::Tool(t) => ("tool", Some(t.as_str())),
+        };
+        self.json(json!({"event":"waiting","for":waiting_for,"tool":tool,"idle_ms":idle.as_millis() as u64}));
     }
     pub fn summary(&self, line: &str) {
         if self.mode != Mode::Json {
@@ -92,9 +128,20 @@ fn tag(a: &Observed) -> &'static str {
     }
 }
 
-/// One progress line per action: `  #3   blocked   mcp__b__navigate  navigate evil.example`.
+/// One progress line per action: `  #3   blocked   mcp__b__navigate  navigate evil.example`;
+/// a blocked line ends with why (`— outside_allowlist`).
 pub fn action_line(a: &Observed) -> String {
-    format!("  #{:<3} {:<9} {}  {}", a.seq, tag(a), a.tool, a.summary)
+    let why = match (a.outcome, &a.violation, &a.denied_reason) {
+        (Outcome::Denied, None, Some(r)) => format!(" — {r}"),
+        _ => String::new(),
+    };
+    format!(
+        "  #{:<3} {:<9} {}  {}{why}",
+        a.seq,
+        tag(a),
+        a.tool,
+        a.summary
+    )
 }
 
 /// The last line of a run.
@@ -128,7 +175,9 @@ mod tests {
             tool: "mcp__browser__browser_navigate".into(),
             summary: "navigate evil.example".into(),
             outcome,
+            denied_reason: None,
             violation: violation.map(str::to_owned),
+            finding: None,
             json: serde_json::Value::Null,
         }
     }
@@ -142,6 +191,12 @@ mod tests {
         assert_eq!(
             action_line(&observed(12, Outcome::Completed, Some("left_allowlist"))),
             "  #12  VIOLATION mcp__browser__browser_navigate  navigate evil.example"
+        );
+        let mut why = observed(4, Outcome::Denied, None);
+        why.denied_reason = Some("outside_allowlist".into());
+        assert_eq!(
+            action_line(&why),
+            "  #4   blocked   mcp__browser__browser_navigate  navigate evil.example — outside_allowlist"
         );
         assert_eq!(tag(&observed(1, Outcome::Unfinished, None)), "unfinished");
         assert_eq!(tag(&observed(1, Outcome::Errored, None)), "errored");
@@ -179,6 +234,25 @@ mod tests {
                 violations: 2,
                 unreadable_lines: 1,
             }
+        );
+    }
+
+    #[test]
+    fn json_events_are_stamped_and_quiet_runs_say_what_they_wait_for() {
+        let v = stamp(json!({"event":"run_started"}));
+        assert_eq!(v["schema_version"], JSON_SCHEMA_VERSION);
+        let ts = v["ts"].as_str().unwrap();
+        assert!(humantime::parse_rfc3339(ts).is_ok(), "{ts}");
+        assert_eq!(
+            waiting_line(&Waiting::Model, std::time::Duration::from_millis(30_400)),
+            "leopold: 30s without an event: waiting for the model's reply"
+        );
+        assert_eq!(
+            waiting_line(
+                &Waiting::Tool("mcp__b__navigate".into()),
+                std::time::Duration::from_secs(60)
+            ),
+            "leopold: 1m without an event: waiting for tool mcp__b__navigate to return"
         );
     }
 

@@ -11,8 +11,8 @@ use super::outcome::{Signal, Stop};
 use super::plan::Plan;
 use super::progress::Reporter;
 use super::Timings;
-use crate::observe::{Batch, Observer};
-use crate::state::Counts;
+use crate::observe::{Batch, Observer, Waiting};
+use crate::state::{Counts, Finding};
 
 /// Longest stream line kept; longer lines are skipped and noted (a Playwright snapshot is far
 /// below this).
@@ -20,6 +20,16 @@ const MAX_LINE: usize = 16 * 1024 * 1024;
 /// After the worker exits, how long its stdout may stay open (a grandchild holding it) before the
 /// group is killed.
 const LEAK_TIMEOUT: Duration = Duration::from_millis(500);
+/// After this long without an event the progress says what the run is waiting for (and again
+/// each time as long again passes).
+const QUIET_NOTE: Duration = Duration::from_secs(30);
+/// Tests: the quiet interval in milliseconds instead of [`QUIET_NOTE`].
+const QUIET_NOTE_ENV: &str = "__LEOPOLD_QUIET_NOTE_MS";
+/// Most walls kept for run.json; past it they are counted (the journal holds every one).
+const MAX_FINDINGS: usize = 1000;
+/// How often the guard's own denials are looked for between stream lines (Codex: a denied call
+/// prints nothing).
+const POLL: Duration = Duration::from_millis(250);
 
 /// SIGINT, SIGTERM and SIGHUP, handled from the start of the lifecycle: a Ctrl-C during setup
 /// must still unwire.
@@ -63,6 +73,10 @@ pub struct Supervised {
     pub status: Option<std::process::ExitStatus>,
     pub stop: Option<Stop>,
     pub counts: Counts,
+    /// The walls the persona hit, in order (at most [`MAX_FINDINGS`]), then the stuck stop.
+    pub findings: Vec<Finding>,
+    /// Walls past [`MAX_FINDINGS`].
+    pub findings_not_kept: u64,
     pub leaked: bool,
     pub stderr_tail: Vec<u8>,
 }
@@ -166,6 +180,17 @@ impl Stopper {
         self.begin(Stop::Violation(v));
     }
 
+    /// The same wall too many times: stop the worker (unless it is already being stopped).
+    fn stuck(&mut self, reason: String, n: u32, out: &Reporter) {
+        if self.stop.is_none() {
+            out.info(&format!(
+                "leopold: stopping the worker: {}",
+                super::outcome::stuck_text(&reason, n)
+            ));
+            self.begin(Stop::Stuck(reason, n));
+        }
+    }
+
     /// SIGINT, SIGTERM or SIGHUP: the first starts the stop; a second skips the grace.
     fn signal(&mut self, sig: Signal, out: &Reporter) {
         if self.stop.is_some() {
@@ -228,6 +253,14 @@ pub async fn supervise(
     let mut paused_mid_stream = false;
     let deadline = plan.timeout.map(|t| TInstant::now() + t);
     let far = TInstant::now() + Duration::from_secs(86400 * 365);
+    let quiet = std::env::var(QUIET_NOTE_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(QUIET_NOTE, Duration::from_millis);
+    let mut quiet_at = TInstant::now() + quiet;
+    let mut walls = Walls::default();
+    let max_in_a_row = plan.flow.max_denials_in_a_row;
+    let mut poll_at = TInstant::now() + POLL;
 
     while status.is_none() || stdout_open {
         tokio::select! {
@@ -236,8 +269,12 @@ pub async fn supervise(
                     stdout_open = false;
                     continue;
                 };
+                quiet_at = TInstant::now() + quiet;
                 if let Some(v) = out.batch(&batch, &mut counts) {
                     stopper.violation(v, out);
+                }
+                if let Some((reason, n)) = walls.add(&batch, max_in_a_row) {
+                    stopper.stuck(reason, n, out);
                 }
                 if !paused_mid_stream && counts.actions > 0 {
                     paused_mid_stream = true;
@@ -252,10 +289,33 @@ pub async fn supervise(
                 }
             }
             sig = signals.recv() => stopper.signal(sig, out),
+            _ = sleep_until(poll_at), if observer.polls() && status.is_none() => {
+                poll_at = TInstant::now() + POLL;
+                let batch = observer.poll().unwrap_or_else(|e| {
+                    out.warn(&format!("journal: {e:#}"));
+                    Batch::default()
+                });
+                if !batch.actions.is_empty() {
+                    quiet_at = TInstant::now() + quiet;
+                }
+                if let Some(v) = out.batch(&batch, &mut counts) {
+                    stopper.violation(v, out);
+                }
+                if let Some((reason, n)) = walls.add(&batch, max_in_a_row) {
+                    stopper.stuck(reason, n, out);
+                }
+            }
+            _ = sleep_until(quiet_at), if stopper.stop.is_none() && status.is_none() => {
+                quiet_at = TInstant::now() + quiet;
+                let (what, idle) = observer.waiting();
+                out.waiting(&what, idle);
+            }
             _ = sleep_until(deadline.unwrap_or(far)), if deadline.is_some() && stopper.stop.is_none() && status.is_none() => {
                 let t = plan.timeout.unwrap_or_default();
-                out.info(&format!("leopold: timed out after {}: stopping the worker", humantime::format_duration(t)));
-                stopper.begin(Stop::Timeout(t));
+                let (what, idle) = observer.waiting();
+                let cause = timeout_cause(&what, idle);
+                out.info(&format!("leopold: timed out after {}: {cause}: stopping the worker", humantime::format_duration(t)));
+                stopper.begin(Stop::Timeout(t, cause));
             }
             _ = sleep_until(stopper.kill_at.unwrap_or(far)), if stopper.kill_at.is_some() => {
                 stopper.kill_at = None;
@@ -288,6 +348,17 @@ pub async fn supervise(
             stop = Some(Stop::Violation(v));
         }
     }
+    let _ = walls.add(&fin, max_in_a_row);
+    if let Some(Stop::Stuck(reason, n)) = &stop {
+        walls.findings.push(Finding {
+            kind: "stuck".into(),
+            seq: None,
+            tool: None,
+            hosts: Vec::new(),
+            label: None,
+            reason: super::outcome::stuck_text(reason, *n),
+        });
+    }
     let stderr_tail = match stderr_task {
         Some(t) => match tokio::time::timeout(Duration::from_millis(200), t).await {
             Ok(Ok(tail)) => tail,
@@ -299,7 +370,122 @@ pub async fn supervise(
         status,
         stop,
         counts,
+        findings: walls.findings,
+        findings_not_kept: walls.not_kept,
         leaked,
         stderr_tail,
+    }
+}
+
+/// What a timeout's cause says: what the run was waiting for, and for how long nothing came.
+pub fn timeout_cause(what: &Waiting, idle: Duration) -> String {
+    let idle = humantime::format_duration(Duration::from_secs(idle.as_secs()));
+    match what {
+        Waiting::Model => format!("no reply from the model (nothing for {idle})"),
+        Waiting::Tool(t) => format!("tool {t} never returned (nothing for {idle})"),
+    }
+}
+
+/// The walls so far, and the current run of denials with no allowed action between.
+#[derive(Debug, Default)]
+struct Walls {
+    findings: Vec<Finding>,
+    not_kept: u64,
+    in_a_row: u32,
+    last_reason: String,
+    /// The stuck stop was already asked for (it is asked once).
+    tripped: bool,
+}
+
+impl Walls {
+    /// Adds a batch's walls; returns `(reason, n)` the first time `max` denials come in a row.
+    fn add(&mut self, batch: &Batch, max: u32) -> Option<(String, u32)> {
+        let mut trip = None;
+        for a in &batch.actions {
+            if let Some(f) = &a.finding {
+                if self.findings.len() < MAX_FINDINGS {
+                    self.findings.push(f.clone());
+                } else {
+                    self.not_kept += 1;
+                }
+            }
+            match a.outcome {
+                leopold_journal::Outcome::Denied => {
+                    self.in_a_row += 1;
+                    self.last_reason = a
+                        .denied_reason
+                        .clone()
+                        .unwrap_or_else(|| "denied (no reason recorded)".into());
+                    if self.in_a_row >= max && !self.tripped {
+                        self.tripped = true;
+                        trip = Some((self.last_reason.clone(), self.in_a_row));
+                    }
+                }
+                // An allowed action, whatever its result, is a way round the wall.
+                leopold_journal::Outcome::Completed | leopold_journal::Outcome::Errored => {
+                    self.in_a_row = 0;
+                }
+                leopold_journal::Outcome::Unfinished => {}
+            }
+        }
+        trip
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::Observed;
+    use leopold_journal::Outcome;
+
+    fn obs(outcome: Outcome, reason: Option<&str>) -> Observed {
+        Observed {
+            seq: 1,
+            tool: "mcp__b__navigate".into(),
+            summary: String::new(),
+            outcome,
+            denied_reason: reason.map(str::to_owned),
+            violation: None,
+            finding: None,
+            json: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn denials_in_a_row_trip_once_and_an_allowed_action_resets_them() {
+        let mut w = Walls::default();
+        let denied = |r| Batch {
+            actions: vec![obs(Outcome::Denied, Some(r))],
+            notes: vec![],
+        };
+        assert_eq!(w.add(&denied("outside_allowlist"), 3), None);
+        assert_eq!(w.add(&denied("outside_allowlist"), 3), None);
+        let ok = Batch {
+            actions: vec![obs(Outcome::Completed, None)],
+            notes: vec![],
+        };
+        assert_eq!(w.add(&ok, 3), None, "an allowed action resets the count");
+        assert_eq!(w.add(&denied("outside_allowlist"), 3), None);
+        assert_eq!(w.add(&denied("outside_allowlist"), 3), None);
+        assert_eq!(
+            w.add(&denied("irreversible_label"), 3),
+            Some(("irreversible_label".into(), 3))
+        );
+        assert_eq!(w.add(&denied("irreversible_label"), 3), None, "asked once");
+    }
+
+    #[test]
+    fn a_timeout_names_what_it_waited_for() {
+        assert_eq!(
+            timeout_cause(&Waiting::Model, Duration::from_millis(40_700)),
+            "no reply from the model (nothing for 40s)"
+        );
+        assert_eq!(
+            timeout_cause(
+                &Waiting::Tool("mcp__browser__browser_navigate".into()),
+                Duration::from_secs(150)
+            ),
+            "tool mcp__browser__browser_navigate never returned (nothing for 2m 30s)"
+        );
     }
 }

@@ -8,7 +8,7 @@ use super::plan::Plan;
 use super::progress::{summary_line, Reporter};
 use crate::exit::RunExit;
 use crate::harness;
-use crate::state::{self, ActiveState, Counts, RunEnd, RunLock, RunOutcome, StateFile};
+use crate::state::{self, ActiveState, Counts, Finding, RunEnd, RunLock, RunOutcome, StateFile};
 
 pub struct Teardown<'a> {
     pub plan: &'a Plan,
@@ -23,6 +23,13 @@ pub struct Ending {
     pub counts: Counts,
     pub worker_status: Option<String>,
     pub reason: Option<String>,
+    /// For a timeout: what the run was waiting for.
+    pub cause: Option<String>,
+    /// The walls the persona hit.
+    pub findings: Vec<Finding>,
+    pub findings_not_kept: u64,
+    /// The persona's final answer, saved verbatim as `findings.md`.
+    pub answer: Option<String>,
 }
 
 impl Ending {
@@ -33,6 +40,10 @@ impl Ending {
             counts: Counts::default(),
             worker_status: None,
             reason: Some(reason),
+            cause: None,
+            findings: Vec::new(),
+            findings_not_kept: 0,
+            answer: None,
         }
     }
 }
@@ -97,6 +108,14 @@ impl Teardown<'_> {
         }
         let code = end.outcome.exit_code();
         let run_dir = plan.paths.run_dir(&self.st.run_id);
+        // The persona's answer, byte for byte as the model wrote it, before run.json says the
+        // run ended (a reader that sees run.json finds findings.md too).
+        let findings_file = run_dir.join(crate::report::FINDINGS_FILE);
+        if let Some(answer) = &end.answer {
+            if let Err(e) = state::write_atomic(&findings_file, answer.as_bytes()) {
+                self.out.warn(&format!("{e:#}"));
+            }
+        }
         let mut fin = self.st.clone();
         fin.active = false;
         fin.end = Some(RunEnd {
@@ -106,6 +125,9 @@ impl Teardown<'_> {
             counts: end.counts.clone(),
             worker_status: end.worker_status,
             reason: end.reason.clone(),
+            cause: end.cause.clone(),
+            findings: end.findings.clone(),
+            findings_not_kept: end.findings_not_kept,
         });
         fin.write_atomic(&run_dir.join("run.json"))?;
         std::fs::remove_file(plan.paths.active())
@@ -125,7 +147,35 @@ impl Teardown<'_> {
             end.reason.as_deref(),
             &rel,
         ));
-        self.out.json(json!({"event":"run_ended","run_id":self.st.run_id,"outcome":end.outcome,"exit_code":code,"counts":end.counts,"reason":end.reason,"run_dir":rel}));
+        // The findings after the summary, URLs shown as hosts (findings.md keeps them).
+        let shown = end
+            .answer
+            .as_deref()
+            .map(|a| crate::redact::strip_urls(a.trim_end()));
+        match &shown {
+            Some(text) => self.out.summary(&format!(
+                "leopold: findings ({rel}/{}):\n{text}",
+                crate::report::FINDINGS_FILE
+            )),
+            None if self.st.worker_pid.is_some() => self
+                .out
+                .info("leopold: the persona gave no final answer (no findings.md)"),
+            None => {}
+        }
+        self.out.json(json!({
+            "event": "run_ended",
+            "run_id": self.st.run_id,
+            "outcome": end.outcome,
+            "exit_code": code,
+            "counts": end.counts,
+            "reason": end.reason,
+            "cause": end.cause,
+            "findings": end.answer,
+            "walls": end.findings,
+            "run_dir": run_dir,
+            "findings_file": end.answer.is_some().then_some(&findings_file),
+            "report": run_dir.join(crate::report::REPORT_FILE),
+        }));
         Ok(code)
     }
 }
