@@ -22,9 +22,11 @@
 //!   input into.
 //! - **Files.** A fresh root: the system (`/usr` and its symlinks, `/etc` with every file that is
 //!   not world-readable replaced by an empty one), a private `/tmp`, `/proc`, a minimal `/dev`;
-//!   read-only: the project, the harness's installation, `leopold` itself, the harness
-//!   configuration; read-write: the run's scratch folder only, which is also `HOME`. The user's
-//!   home, `/root`, `/var`, `/run` are not there at all.
+//!   read-only: the project's `.leopold/` (earlier runs hidden), the flow file, the harness's
+//!   installation, `leopold` itself, the harness configuration; read-write: the run's scratch
+//!   folder only, which is also `HOME`. The rest of the project (sources, `.git`, and any unix
+//!   socket in it), the user's home, `/root`, `/var`, `/run` are not there at all; the new
+//!   root is read-only.
 //! - **Environment.** Cleared; only what the harness needs comes in (`PATH`, `TERM`, locale, the
 //!   harness's own variables and credentials, `LEOPOLD_*` run variables).
 //! - **Network.** A network namespace with only loopback. The model endpoint is reached through
@@ -97,9 +99,13 @@ pub struct BoxSpec {
     pub scratch: PathBuf,
     /// The worker's working directory (the project).
     pub cwd: PathBuf,
-    /// Bound read-only (the project, the harness installation, leopold, harness config, …).
-    /// Missing paths are skipped.
+    /// Bound read-only (the project's `.leopold/`, the harness installation, leopold, harness
+    /// config, …). Missing paths are skipped.
     pub ro: Vec<PathBuf>,
+    /// Emptied (a tmpfs) after the read-only binds: earlier runs' records under `.leopold/`.
+    pub hide: Vec<PathBuf>,
+    /// Bound read-only after `hide` (the run's own directory, inside a hidden one).
+    pub ro_late: Vec<PathBuf>,
     /// Bound read-write (e.g. a per-run harness configuration folder).
     pub rw: Vec<PathBuf>,
     /// Files bound read-only at another place (a login file into the scratch): (source, inside).
@@ -257,6 +263,16 @@ pub fn command(
             bind(&mut cmd, "--ro-bind", p);
         }
     }
+    for p in &spec.hide {
+        if p.is_dir() {
+            cmd.arg("--tmpfs").arg(p);
+        }
+    }
+    for p in &spec.ro_late {
+        if p.exists() {
+            bind(&mut cmd, "--ro-bind", p);
+        }
+    }
     bind(&mut cmd, "--ro-bind", &spec.sock_dir);
     for p in &spec.rw {
         if p.exists() {
@@ -275,6 +291,10 @@ pub fn command(
     for (from, inside) in &spec.ro_at {
         cmd.arg("--ro-bind").arg(from).arg(inside);
     }
+    // The new root itself (a tmpfs bwrap made, holding the folders the binds above needed) is
+    // read-only too: nothing the worker writes outside its scratch and `/tmp` can stand in for a
+    // missing file, not even inside the box.
+    cmd.args(["--remount-ro", "/"]);
     // `--cap-drop ALL`: bwrap started by root keeps every capability otherwise, and a root worker
     // could `mount -o remount,rw,bind` the read-only project (seen). Dropping the bounding set
     // too means a root `execve` (setuid binaries included) gets none back.
@@ -447,7 +467,29 @@ pub struct RunInputs<'a> {
 /// Fills a [`BoxSpec`] for a run: what is bound, the environment, the endpoint.
 pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
     let (endpoint, cred_keys) = model_endpoint(r.kind, r.codex_home)?;
-    let mut ro = vec![r.project.to_path_buf(), r.leopold.to_path_buf()];
+    // The project is not in the box, only its `.leopold/` (what the guard reads: ACTIVE.json, the
+    // run's ref map; the flow file comes in through `r.ro`). A read-only bind is not enough: a
+    // unix socket anywhere in it (a dev server's, a database's, an IDE's) stays connectable,
+    // since connect(2) needs no write access to the mount (seen: the persona reached a listener
+    // outside the box through one), and the persona needs none of the project's files.
+    // Earlier runs' records (transcripts, scratch folders) are hidden; the run's own directory
+    // is bound back, read-only, its scratch read-write.
+    let dot_leopold = r.project.join(".leopold");
+    let runs = dot_leopold.join("persona").join("runs");
+    let hide: Vec<PathBuf> = r
+        .scratch
+        .parent()
+        .filter(|d| d.parent() == Some(runs.as_path()))
+        .map(|_| runs.clone())
+        .into_iter()
+        .collect();
+    let ro_late: Vec<PathBuf> = r
+        .scratch
+        .parent()
+        .map(Path::to_path_buf)
+        .into_iter()
+        .collect();
+    let mut ro = vec![dot_leopold, r.leopold.to_path_buf()];
     if let Ok(c) = std::fs::canonicalize(r.leopold) {
         ro.push(c);
     }
@@ -566,6 +608,8 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
         scratch: r.scratch,
         cwd: r.project.to_path_buf(),
         ro,
+        hide,
+        ro_late,
         rw,
         ro_at,
         sock_dir: r.sock_dir,
@@ -854,6 +898,53 @@ mod tests {
             e.contains("provisioned browser") && e.contains("--no-contain"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_project_is_not_bound_only_its_dot_leopold_with_earlier_runs_hidden() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("p");
+        let run_dir = project.join(".leopold/persona/runs/r1");
+        std::fs::create_dir_all(run_dir.join("scratch")).unwrap();
+        std::fs::write(dir.path().join("claude"), "#!/bin/sh\n").unwrap();
+        let spec = plan_spec(RunInputs {
+            kind: Harness::Claude,
+            project: &project,
+            harness_bin: &dir.path().join("claude"),
+            leopold: Path::new("/usr/bin/true"),
+            codex_home: dir.path(),
+            run_id: "r1",
+            scratch: run_dir.join("scratch"),
+            sock_dir: dir.path().join("s"),
+            ro: vec![],
+            rw: vec![],
+        })
+        .unwrap();
+        assert!(!spec.ro.iter().any(|p| p == &project), "{:?}", spec.ro);
+        assert!(spec.ro.contains(&project.join(".leopold")));
+        assert_eq!(spec.hide, [project.join(".leopold/persona/runs")]);
+        assert_eq!(spec.ro_late, std::slice::from_ref(&run_dir));
+        let cmd = command(
+            Path::new("/usr/bin/bwrap"),
+            Path::new("/usr/bin/true"),
+            &spec,
+            Path::new("/bin/true"),
+            &[],
+        );
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let at = |needle: &[&str]| {
+            args.windows(needle.len())
+                .position(|w| w == needle)
+                .unwrap_or_else(|| panic!("{needle:?} not in {args:?}"))
+        };
+        let runs = project.join(".leopold/persona/runs").display().to_string();
+        let rd = run_dir.display().to_string();
+        // The tmpfs over earlier runs comes before the run's own directory is bound back.
+        assert!(at(&["--tmpfs", &runs]) < at(&["--ro-bind", &rd, &rd]));
+        assert!(at(&["--remount-ro", "/"]) < at(&["--"]));
     }
 
     #[test]
