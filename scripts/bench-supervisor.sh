@@ -11,6 +11,8 @@
 # Usage: scripts/bench-supervisor.sh [RUNS_PER_CONFIG] [BURST]
 #   RUNS_PER_CONFIG (default 40): runs per configuration;
 #   BURST (default 5): runs of one configuration before the next takes its turn.
+#   LEOPOLD_BENCH_BASELINE=DIR: also time the `leopold` in DIR (e.g. an older release build) in
+#   the same bursts, for a before/after under the same load.
 # The neighbour runs only during its configurations' bursts, in a temp dir on the project's file
 # system, and stops by itself (a deadline, and when this script's python goes away).
 set -euo pipefail
@@ -28,6 +30,9 @@ python3 - "$n" "$burst" "$target_dir/release" "$PWD/flows/checkout.md" "$target_
 import json, os, shutil, statistics, subprocess, sys, tempfile, time
 n, burst, bindir, flow, scratch = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 leopold, fake = os.path.join(bindir, "leopold"), os.path.join(bindir, "leopold-fake-worker")
+baseline = os.environ.get("LEOPOLD_BENCH_BASELINE")
+bins = {"": leopold}
+if baseline: bins["baseline "] = os.path.join(baseline, "leopold")
 root = tempfile.mkdtemp(prefix="leopold-bench-", dir=scratch)
 project, home = os.path.join(root, "project"), os.path.join(root, "home")
 os.makedirs(os.path.join(project, ".claude")); os.makedirs(os.path.join(home, ".codex"))
@@ -61,8 +66,8 @@ class Neighbour:
     def __exit__(self, *a):
         self.p.terminate(); self.p.wait()
 
-def one(boxed):
-    args = [leopold, "persona", "run", flow, "--harness", "claude", "--project", project, "--harness-bin", fake, "--quiet"]
+def one(boxed, exe=leopold):
+    args = [exe, "persona", "run", flow, "--harness", "claude", "--project", project, "--harness-bin", fake, "--quiet"]
     if not boxed: args.append("--no-contain")
     t = time.perf_counter()
     r = subprocess.run(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -71,24 +76,24 @@ def one(boxed):
     m = json.load(open(timings)); m["wall"] = wall
     return m
 
-configs = [(boxed, neighbour) for boxed in (True, False) for neighbour in (False, True)]
-name = lambda c: f"{'boxed' if c[0] else '--no-contain'}, {'beside the fsync neighbour' if c[1] else 'quiet'}"
+configs = [(boxed, neighbour, b) for b in bins for boxed in (True, False) for neighbour in (False, True)]
+name = lambda c: f"{c[2]}{'boxed' if c[0] else '--no-contain'}, {'beside the fsync neighbour' if c[1] else 'quiet'}"
 marks = {c: [] for c in configs}
 bare = []
 load_before = os.getloadavg()
 # One untimed run per kind: the version cache and the page cache warm, as for a user's second run.
-one(True); one(False)
+for exe in bins.values(): one(True, exe); one(False, exe)
 done = 0
 while done < n:
     k = min(burst, n - done)
     for c in configs:
         if c[1]:
             with Neighbour():
-                for _ in range(k): marks[c].append(one(c[0]))
+                for _ in range(k): marks[c].append(one(c[0], bins[c[2]]))
         else:
             for _ in range(k):
                 t = time.perf_counter(); subprocess.run([fake, "-p", "x"], env=env, check=True, stdout=subprocess.DEVNULL); bare.append(time.perf_counter() - t)
-                marks[c].append(one(c[0]))
+                marks[c].append(one(c[0], bins[c[2]]))
     done += k
 load_after = os.getloadavg()
 
@@ -96,14 +101,14 @@ med = statistics.median
 p90 = lambda xs: sorted(xs)[int(len(xs) * 0.9)]
 print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}; after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} ({os.cpu_count()} CPUs)")
 print(f"runs per configuration: {n}, in bursts of {burst}")
-print(f"{'configuration':<42} {'start->spawned':>16} {'p90':>8} {'exit->unwired':>15} {'p90':>8} {'wall':>9} {'fsyncs':>7}")
+print(f"{'configuration':<51} {'start->spawned':>16} {'p90':>8} {'exit->unwired':>15} {'p90':>8} {'wall':>9} {'fsyncs':>7}")
 for c in configs:
     ms = marks[c]
     spawn = [m["worker_spawned"] / 1000 for m in ms]
     unwire = [(m["unwired"] - m["worker_exit_seen"]) / 1000 for m in ms]
     wall = [m["wall"] * 1000 for m in ms]
     fs = sorted({m.get("fsyncs") for m in ms}, key=str)
-    print(f"{name(c):<42} {med(spawn):13.2f} ms {p90(spawn):5.2f} ms {med(unwire):12.2f} ms {p90(unwire):5.2f} ms {med(wall):6.2f} ms {'/'.join(map(str, fs)):>7}")
+    print(f"{name(c):<51} {med(spawn):13.2f} ms {p90(spawn):5.2f} ms {med(unwire):12.2f} ms {p90(unwire):5.2f} ms {med(wall):6.2f} ms {'/'.join(map(str, fs)):>7}")
 print(f"bare fake worker wall (peer, quiet):        median {med(bare)*1000:.2f} ms")
 steps = ["planned", "locked", "recovered", "active_written", "wired", "settings_written", "proved", "worker_spawned"]
 for c in configs:
