@@ -117,15 +117,18 @@ for c in configs:
     for s in steps:
         t = med([x[s] / 1000 for x in marks[c]]); line.append(f"{s} {t:.2f} (+{t - prev:.2f})"); prev = t
     print("  " + ", ".join(line))
-# The witness: strace's count of the calls, on one unboxed run.
+# The witness: strace's count of the calls, on one unboxed run of each build.
 if shutil.which("strace"):
-    out = os.path.join(root, "strace.txt")
-    subprocess.run(["strace", "-f", "-c", "-o", out, "-e", "trace=fsync,fdatasync,sync_file_range,syncfs,sync", leopold, "persona", "run", flow, "--harness", "claude", "--project", project, "--harness-bin", fake, "--quiet", "--no-contain"], env=env, check=True, stdout=subprocess.DEVNULL)
-    calls = 0
-    for line in open(out):
-        parts = line.split()
-        if len(parts) >= 5 and parts[-1] in ("fsync", "fdatasync", "sync_file_range", "syncfs", "sync"):
-            calls += int(parts[3])
-    print(f"strace witness: {calls} fsync/fdatasync calls in one --no-contain run (the supervisor counted {json.load(open(timings))['fsyncs']})")
+    for label, exe in bins.items():
+        out = os.path.join(root, "strace.txt")
+        if os.path.exists(timings): os.unlink(timings)
+        subprocess.run(["strace", "-f", "-c", "-o", out, "-e", "trace=fsync,fdatasync,sync_file_range,syncfs,sync", exe, "persona", "run", flow, "--harness", "claude", "--project", project, "--harness-bin", fake, "--quiet", "--no-contain"], env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        calls = 0
+        for line in open(out):
+            parts = line.split()
+            if len(parts) >= 5 and parts[-1] in ("fsync", "fdatasync", "sync_file_range", "syncfs", "sync"):
+                calls += int(parts[3])
+        own = json.load(open(timings)).get("fsyncs", "no count") if os.path.exists(timings) else "no count"
+        print(f"strace witness, {label.strip() or "this build"}: {calls} fsync/fdatasync calls in one --no-contain run (the supervisor counted {own})")
 shutil.rmtree(root); shutil.rmtree(neighbour_dir, ignore_errors=True)
 PY
