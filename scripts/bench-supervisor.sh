@@ -129,6 +129,6 @@ if shutil.which("strace"):
             if len(parts) >= 5 and parts[-1] in ("fsync", "fdatasync", "sync_file_range", "syncfs", "sync"):
                 calls += int(parts[3])
         own = json.load(open(timings)).get("fsyncs", "no count") if os.path.exists(timings) else "no count"
-        print(f"strace witness, {label.strip() or "this build"}: {calls} fsync/fdatasync calls in one --no-contain run (the supervisor counted {own})")
+        print(f"strace witness, {label.strip() or 'this build'}: {calls} fsync/fdatasync calls in one --no-contain run (the supervisor counted {own})")
 shutil.rmtree(root); shutil.rmtree(neighbour_dir, ignore_errors=True)
 PY
