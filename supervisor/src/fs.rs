@@ -6,6 +6,8 @@
 //! - A crash mid-write must not leave a truncated settings file: the new bytes go to a temp file in
 //!   the *target's* directory (same mount, so the rename is atomic), are fsynced, then renamed over
 //!   the target; the directory is fsynced after.
+//! - Leopold's own files are atomic the same way, but wait on the disk only as much as their
+//!   [`Durability`] says: a power loss must not cost the record, and nothing else is worth a stall.
 //! - The user's file mode (and, when we may, owner) survives: the temp file gets them before rename.
 //! - A symlinked settings file (dotfile managers) stays a link: we resolve the link chain and
 //!   replace the file it points to, never the link.
