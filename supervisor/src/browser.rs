@@ -229,14 +229,20 @@ pub fn provision(flow: &Flow, bins: &BrowserBins, run_dir: &Path) -> anyhow::Res
     };
     let config_path = dir.join("playwright.json");
     let config = playwright_config(flow, &bins.chromium, &dir, as_root);
-    crate::state::write_atomic(&config_path, pretty(&config).as_bytes())?;
+    // The browser's files are only read while this run lives: nothing waits on the disk.
+    let volatile = crate::state::Durability::Volatile;
+    crate::state::write_atomic_as(&config_path, pretty(&config).as_bytes(), volatile)?;
     let run_id = run_dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let server = mcp_server(bins, &config_path, &dir, &run_id);
     let mcp_config = dir.join("mcp.json");
-    crate::state::write_atomic(&mcp_config, pretty(&claude_mcp_config(&server)).as_bytes())?;
+    crate::state::write_atomic_as(
+        &mcp_config,
+        pretty(&claude_mcp_config(&server)).as_bytes(),
+        volatile,
+    )?;
     Ok(Provisioned {
         mcp_config,
         server,

@@ -6,6 +6,8 @@
 //! - A crash mid-write must not leave a truncated settings file: the new bytes go to a temp file in
 //!   the *target's* directory (same mount, so the rename is atomic), are fsynced, then renamed over
 //!   the target; the directory is fsynced after.
+//! - Leopold's own files are atomic the same way, but wait on the disk only as much as their
+//!   [`Durability`] says: a power loss must not cost the record, and nothing else is worth a stall.
 //! - The user's file mode (and, when we may, owner) survives: the temp file gets them before rename.
 //! - A symlinked settings file (dotfile managers) stays a link: we resolve the link chain and
 //!   replace the file it points to, never the link.
@@ -135,7 +137,7 @@ pub(crate) fn replace_if_unchanged(
         }
         Err(err) => return Err(err),
     }
-    temp.as_file().sync_all()?;
+    sync_file(temp.as_file())?;
 
     before_rename(path);
     if read_state(path)? != *expected {
@@ -147,9 +149,40 @@ pub(crate) fn replace_if_unchanged(
     Ok(Replace::Done)
 }
 
-/// Writes a file Leopold owns (wiring records, ACTIVE.json, a run's files): temp file, fsync,
-/// rename, fsync of the directory. Creates the directory if needed.
+/// How much of a power loss a file Leopold owns must survive. Every write is atomic (temp file
+/// and rename), so a crashed *process* never leaves one torn; what differs is how long the writer
+/// waits on the disk, which under a neighbour writing with fsync is tens of milliseconds a call.
+/// README "What reaches the disk" lists which file gets which, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Durability {
+    /// Survives a power loss: the file is fsynced, renamed, then its directory fsynced. For what
+    /// recovery and the record need after a reboot (ACTIVE.json as first written, the wiring
+    /// record, run.json).
+    Durable,
+    /// The file is fsynced but not its directory: after a power loss the path holds the old
+    /// version or the new, each whole. For a rewrite whose news means nothing after a reboot but
+    /// whose file must stay readable (ACTIVE.json's worker pid: recovery refuses an unreadable
+    /// ACTIVE.json), and for a file whose directory a later [`Durability::Durable`] write in the
+    /// same directory syncs (findings.md before run.json).
+    Whole,
+    /// Nothing waits on the disk: the file is only used while the run lives or can be made again
+    /// from the record (the `--settings` file, the browser's config, report.html, JUnit).
+    Volatile,
+}
+
+/// Writes a file Leopold owns (wiring records, ACTIVE.json, a run's files) durably: see
+/// [`write_own_file_as`].
 pub(crate) fn write_own_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_own_file_as(path, bytes, Durability::Durable)
+}
+
+/// Writes a file Leopold owns: temp file, fsync as `durability` says, rename, fsync of the
+/// directory if [`Durability::Durable`]. Creates the directory if needed.
+pub(crate) fn write_own_file_as(
+    path: &Path,
+    bytes: &[u8],
+    durability: Durability,
+) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
     let mut temp = tempfile::Builder::new()
@@ -157,15 +190,40 @@ pub(crate) fn write_own_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .suffix(".tmp")
         .tempfile_in(dir)?;
     temp.write_all(bytes)?;
-    temp.as_file().sync_all()?;
+    if durability != Durability::Volatile {
+        sync_file(temp.as_file())?;
+    }
     temp.persist(path).map_err(|e| e.error)?;
-    sync_dir(dir);
+    if durability == Durability::Durable {
+        sync_dir(dir);
+    }
     Ok(())
+}
+
+/// Every fsync/fdatasync the supervisor makes goes through [`sync_file`], [`sync_dir`] or
+/// [`note_sync`], which count them: `__LEOPOLD_TIMINGS` reports the count, and a lifecycle test
+/// fails if a run's count creeps up.
+static SYNCS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many fsync/fdatasync calls this process has made through this module.
+pub(crate) fn syncs() -> u64 {
+    SYNCS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Counts an fsync made elsewhere (the journal writer's `fdatasync`).
+pub(crate) fn note_sync() {
+    SYNCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn sync_file(file: &fs::File) -> io::Result<()> {
+    note_sync();
+    file.sync_all()
 }
 
 /// Makes the rename itself durable. Best effort: some filesystems refuse to fsync a directory.
 fn sync_dir(dir: &Path) {
     if let Ok(d) = fs::File::open(dir) {
+        note_sync();
         let _ = d.sync_all();
     }
 }

@@ -166,7 +166,9 @@ impl Observer {
         self.merge_guard_denials(&mut batch)?;
         let events = self.adapter.finish();
         self.absorb(0, events, &mut batch)?;
+        // The record across a power loss: one fdatasync at the end of the stream.
         self.writer.sync()?;
+        crate::fs::note_sync();
         Ok(batch)
     }
 
@@ -184,6 +186,7 @@ impl Observer {
         if violation.is_some() {
             // The journal must say why before the worker is stopped.
             self.writer.sync()?;
+            crate::fs::note_sync();
         }
         batch.actions.push(Observed {
             seq: action.seq,

@@ -16,6 +16,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+pub(crate) use crate::fs::Durability;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
@@ -201,7 +202,11 @@ pub trait StateFile: Sized {
     /// Reads the file strictly: unknown keys are refused.
     fn read(path: &Path) -> anyhow::Result<Self>;
     /// Writes this state to `path` atomically (temp file in the same directory, fsync, rename).
-    fn write_atomic(&self, path: &Path) -> anyhow::Result<()>;
+    fn write_atomic(&self, path: &Path) -> anyhow::Result<()> {
+        self.write_as(path, Durability::Durable)
+    }
+    /// [`StateFile::write_atomic`], waiting on the disk only as much as `durability` says.
+    fn write_as(&self, path: &Path, durability: Durability) -> anyhow::Result<()>;
 }
 
 impl StateFile for ActiveState {
@@ -216,17 +221,22 @@ impl StateFile for ActiveState {
         })
     }
 
-    fn write_atomic(&self, path: &Path) -> anyhow::Result<()> {
+    fn write_as(&self, path: &Path, durability: Durability) -> anyhow::Result<()> {
         let mut text = serde_json::to_string_pretty(self).expect("state serialises");
         text.push('\n');
-        write_atomic(path, text.as_bytes())
+        write_atomic_as(path, text.as_bytes(), durability)
     }
 }
 
 /// Atomic replace of a file Leopold owns: temp file in the target's directory, write, fsync,
 /// rename (the same writer as the wiring's records).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    crate::fs::write_own_file(path, bytes)
+    write_atomic_as(path, bytes, Durability::Durable)
+}
+
+/// [`write_atomic`], waiting on the disk only as much as `durability` says.
+pub fn write_atomic_as(path: &Path, bytes: &[u8], durability: Durability) -> anyhow::Result<()> {
+    crate::fs::write_own_file_as(path, bytes, durability)
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
@@ -323,8 +333,9 @@ impl RunLock {
         self.file.set_len(0)?;
         self.file.seek(SeekFrom::Start(0))?;
         self.file.write_all(text.as_bytes())?;
-        self.file.write_all(b"\n")?;
-        self.file.sync_data()
+        // No fsync: the description is advisory, for a contender's message while the lock is
+        // held, and a kernel lock does not outlive a reboot.
+        self.file.write_all(b"\n")
     }
 
     /// Renames the holder (e.g. once the flow is known).

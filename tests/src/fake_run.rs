@@ -195,6 +195,9 @@ impl Sandbox {
             .current_dir(&self.root)
             .env("HOME", &self.home)
             .env("CODEX_HOME", &self.codex_home)
+            // Leopold's own cache (the harness's `--version`), per sandbox and outside the HOME
+            // whose bytes the tests compare.
+            .env("XDG_CACHE_HOME", self.root.join("cache"))
             .env("FAKE_WORKER_SCRIPT", self.script())
             .env("FAKE_WORKER_RECORD", self.record())
             .env("FAKE_WORKER_RESULTS", self.results())

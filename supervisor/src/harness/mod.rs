@@ -28,6 +28,7 @@ mod codex;
 mod json_text;
 #[cfg(test)]
 mod tests;
+mod version_cache;
 
 pub(crate) use claude::schema_problems as claude_schema_problems;
 
@@ -159,16 +160,22 @@ pub fn guard_command(leopold_exe: &Path) -> Result<String, WiringError> {
 }
 
 /// The version `claude --version` reports, as `(major, minor, patch)`; the probe is bounded by
-/// [`crate::process::VERSION_TIMEOUT`].
+/// [`crate::process::VERSION_TIMEOUT`], and its answer cached for this very binary
+/// ([`version_cache`]).
 ///
 /// # Errors
 /// When the binary cannot be run, fails, or prints no version.
 pub fn claude_version(claude_bin: &Path) -> Result<(u64, u64, u64), WiringError> {
-    let text = crate::process::version_output(claude_bin, crate::process::version_timeout())
-        .map_err(|e| WiringError::ClaudeVersion {
-            bin: claude_bin.to_path_buf(),
-            problem: e.to_string(),
-        })?;
+    let text = version_cache::version_output(
+        version_cache::cache_file().as_deref(),
+        claude_bin,
+        std::time::SystemTime::now(),
+        |bin| crate::process::version_output(bin, crate::process::version_timeout()),
+    )
+    .map_err(|e| WiringError::ClaudeVersion {
+        bin: claude_bin.to_path_buf(),
+        problem: e.to_string(),
+    })?;
     parse_version(&text).ok_or_else(|| WiringError::ClaudeVersion {
         bin: claude_bin.to_path_buf(),
         problem: format!("no version in its output {:?}", text.trim()),

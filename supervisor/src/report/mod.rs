@@ -511,7 +511,11 @@ pub fn after_run(run_dir: &Path, flow: &leopold_flows::Flow, junit: Option<&Path
     };
     let mut warnings = Vec::new();
     let page = html::render(&rec, &FlowSource::Given(flow));
-    if let Err(e) = crate::state::write_atomic(&rec.dir.join(REPORT_FILE), page.as_bytes()) {
+    // Both made from run.json, and `persona report` makes them again: nothing waits on the disk.
+    let volatile = crate::state::Durability::Volatile;
+    if let Err(e) =
+        crate::state::write_atomic_as(&rec.dir.join(REPORT_FILE), page.as_bytes(), volatile)
+    {
         warnings.push(format!("no report written: {e:#}"));
     }
     if let Some(path) = junit {
@@ -519,7 +523,9 @@ pub fn after_run(run_dir: &Path, flow: &leopold_flows::Flow, junit: Option<&Path
         if let Some(parent) = path.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
-        if let Err(e) = crate::state::write_atomic(path, junit::render(&rec).as_bytes()) {
+        if let Err(e) =
+            crate::state::write_atomic_as(path, junit::render(&rec).as_bytes(), volatile)
+        {
             warnings.push(format!("no JUnit report written: {e:#}"));
         }
     }

@@ -5,6 +5,7 @@
 //! - `crash`: SIGKILL the supervisor at every lifecycle step, then recover;
 //! - `concurrency`: eight runs at once in one project;
 //! - `stop`: violations, signals, timeouts, crashes and leaks stop the worker and clean up;
+//! - `disk`: how many fsyncs a run makes;
 //! - `doctor`: what doctor reports before and after a crash;
 //! - `boxed`: the box, with the fake worker as the adversary;
 //! - `outcome`: findings, walls, `stuck`, a timeout's cause, quiet-run progress, `--json` stamps.
@@ -12,6 +13,7 @@
 mod boxed;
 mod concurrency;
 mod crash;
+mod disk;
 mod doctor;
 mod outcome;
 mod run;

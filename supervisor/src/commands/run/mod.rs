@@ -80,11 +80,13 @@ impl Timings {
 
     fn write(&self) {
         if let Some(path) = std::env::var_os(TIMINGS_ENV) {
-            let obj: serde_json::Map<String, serde_json::Value> = self
+            let mut obj: serde_json::Map<String, serde_json::Value> = self
                 .marks
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), json!(*v as u64)))
                 .collect();
+            // Not a time: how often the run waited on the disk (README "What reaches the disk").
+            obj.insert("fsyncs".into(), json!(crate::fs::syncs()));
             let _ = std::fs::write(path, serde_json::Value::Object(obj).to_string());
         }
     }
@@ -209,7 +211,13 @@ async fn lifecycle(
     };
     let pgid = child.id().unwrap_or(0);
     run.st.worker_pid = Some(pgid);
-    if let Err(e) = run.st.write_atomic(&plan.paths.active()) {
+    // The pid only matters while this boot lasts (recovery kills a crashed run's worker by it),
+    // so the rename need not survive a power loss; the file must stay whole, since recovery
+    // refuses an unreadable ACTIVE.json: `Whole`, one fsync and no directory sync.
+    if let Err(e) = run
+        .st
+        .write_as(&plan.paths.active(), state::Durability::Whole)
+    {
         // Recovery could not find this worker by its recorded pid: stop it now.
         let _ = crate::os::signal_group(pgid, libc::SIGKILL);
         let _ = child.wait().await;
@@ -370,9 +378,12 @@ fn wire_and_prove(
     timings.mark("wired");
     pause_point("wired");
     if let Some(gs) = guard_settings {
-        state::write_atomic(
+        // Removed at the end and by recovery, and only read while this run lives: nothing
+        // waits on the disk for it.
+        state::write_atomic_as(
             gs,
             harness::claude_guard_settings_json(&plan.ctx).as_bytes(),
+            state::Durability::Volatile,
         )?;
         timings.mark("settings_written");
         pause_point("settings-written");

@@ -112,7 +112,10 @@ impl Teardown<'_> {
         // run ended (a reader that sees run.json finds findings.md too).
         let findings_file = run_dir.join(crate::report::FINDINGS_FILE);
         if let Some(answer) = &end.answer {
-            if let Err(e) = state::write_atomic(&findings_file, answer.as_bytes()) {
+            // `Whole`: run.json's write below syncs the directory they share, for both.
+            if let Err(e) =
+                state::write_atomic_as(&findings_file, answer.as_bytes(), state::Durability::Whole)
+            {
                 self.out.warn(&format!("{e:#}"));
             }
         }

@@ -1,0 +1,70 @@
+//! How often a run waits on the disk (README "What reaches the disk"): the supervisor counts
+//! every fsync/fdatasync it makes (they all go through `fs.rs`, or are noted there) and
+//! `__LEOPOLD_TIMINGS` reports the count. A count that creeps up fails here; one that drops must
+//! say, in the README, which file no longer survives a power loss.
+
+use std::path::PathBuf;
+
+use crate::kit::*;
+
+/// A whole run with the timings file set; returns its `fsyncs` count.
+fn fsyncs(sb: &Sandbox, harness: &str) -> u64 {
+    let timings = sb.root.join("timings.json");
+    let out = sb
+        .run_cmd(harness, &[])
+        .env("__LEOPOLD_TIMINGS", &timings)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&timings).unwrap()).unwrap();
+    t["fsyncs"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no fsyncs count: {t}"))
+}
+
+/// The real checkout stream of `harness` (tests/fixtures/), copied into the kit folder the box
+/// lets the fake worker read: a clean run with a final answer (findings.md).
+fn checkout_stream(sb: &Sandbox, harness: &str) -> PathBuf {
+    let src = capture("x")
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("fixtures")
+        .join(format!("{harness}-checkout-guard-stream.jsonl"));
+    let dst = sb.kit().join("stream.jsonl");
+    std::fs::create_dir_all(sb.kit()).unwrap();
+    std::fs::copy(&src, &dst).unwrap();
+    dst
+}
+
+// Per run: ACTIVE.json as first written (file + directory), the wiring record (2), the user's
+// settings file wired (2), ACTIVE.json's worker pid (its file, not its directory: 1), the
+// journal (1), the user's settings file restored (2), run.json (2). findings.md adds its file's
+// fsync (its directory is run.json's).
+const WITHOUT_ANSWER: u64 = 12;
+const WITH_ANSWER: u64 = 13;
+
+#[test]
+fn a_run_without_an_answer_waits_on_the_disk_only_for_the_users_file_and_the_record() {
+    for harness in ["claude", "codex"] {
+        let sb = Sandbox::with_user_files();
+        sb.set_script("@exit 0\n");
+        assert_eq!(fsyncs(&sb, harness), WITHOUT_ANSWER, "{harness}");
+    }
+}
+
+#[test]
+fn a_run_with_findings_adds_one_fsync_for_findings_md() {
+    for harness in ["claude", "codex"] {
+        let sb = Sandbox::with_user_files();
+        let stream = checkout_stream(&sb, harness);
+        sb.set_script(&format!("@stream {}\n", stream.display()));
+        assert_eq!(fsyncs(&sb, harness), WITH_ANSWER, "{harness}");
+        assert!(
+            sb.run_dir().join("findings.md").exists(),
+            "{harness}: the fixture's run gives an answer"
+        );
+    }
+}
