@@ -10,6 +10,7 @@
 //! - `demo`: the README demo over both CLIs.
 //! - `persona_run`: the issue's scenarios through `leopold persona run`.
 //! - `harness_facts`: the fail-open and settings-skipping behaviours the design rests on.
+//! - `only_browser`: the worker is offered the browser tools and nothing else (issue #12).
 //! - `report`: a screenshot in real Chromium lands, embedded, in the run's report.html.
 
 mod browser;
@@ -17,5 +18,6 @@ mod demo;
 mod fixtures;
 mod guard_wired;
 mod harness_facts;
+mod only_browser;
 mod persona_run;
 mod report;
