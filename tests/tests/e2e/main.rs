@@ -12,6 +12,7 @@
 //! - `harness_facts`: the fail-open and settings-skipping behaviours the design rests on.
 //! - `only_browser`: the worker is offered the browser tools and nothing else (issue #12).
 //! - `report`: a screenshot in real Chromium lands, embedded, in the run's report.html.
+//! - `two_projects`: two Codex runs in two projects sharing one user `CODEX_HOME` (issue #12).
 
 mod browser;
 mod demo;
@@ -21,3 +22,4 @@ mod harness_facts;
 mod only_browser;
 mod persona_run;
 mod report;
+mod two_projects;
