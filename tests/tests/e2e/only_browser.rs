@@ -291,7 +291,16 @@ fn refused(w: &World, forbidden: &Forbidden, n_forbidden: usize, refusal: &str) 
 }
 
 /// A developer's own Claude settings that allow everything a persona must not have.
-const PERMISSIVE_USER_CLAUDE: &str = r#"{"permissions":{"allow":["Bash","WebFetch","Read","Write","Edit","Glob","Agent"],"defaultMode":"bypassPermissions"}}"#;
+/// A developer's own Claude settings allowing what a persona must not have, with `defaultMode`
+/// set to `{mode}`.
+fn permissive_user_claude(mode: &str) -> String {
+    format!(
+        r#"{{"permissions":{{"allow":["Bash","WebFetch","Read","Write","Edit","Glob","Grep","Agent"],"defaultMode":"{mode}"}}}}"#
+    )
+}
+
+/// The user's `defaultMode`s tried: each would widen what runs unasked.
+const USER_MODES: [&str; 3] = ["bypassPermissions", "acceptEdits", "dontAsk"];
 /// A project's Claude settings that let Write/Edit run unasked (HARNESS-FACTS §9).
 const PERMISSIVE_PROJECT_CLAUDE: &str = r#"{"permissions":{"defaultMode":"acceptEdits","allow":["Bash","Read","Write","Edit","WebFetch"]}}"#;
 
@@ -306,10 +315,10 @@ fn plant_secret(sb: &Sandbox) -> PathBuf {
 
 /// Claude's settings: the user's permissive file in HOME (seen by the worker with
 /// `--no-contain`), the project's `acceptEdits`.
-fn plant_claude_settings(sb: &Sandbox) {
+fn plant_claude_settings(sb: &Sandbox, mode: &str) {
     let claude = sb.home.join(".claude");
     std::fs::create_dir_all(&claude).unwrap();
-    std::fs::write(claude.join("settings.json"), PERMISSIVE_USER_CLAUDE).unwrap();
+    std::fs::write(claude.join("settings.json"), permissive_user_claude(mode)).unwrap();
     let project = sb.project.join(".claude");
     std::fs::create_dir_all(&project).unwrap();
     std::fs::write(project.join("settings.json"), PERMISSIVE_PROJECT_CLAUDE).unwrap();
@@ -317,13 +326,19 @@ fn plant_claude_settings(sb: &Sandbox) {
 
 #[test]
 fn claude_refuses_every_non_browser_tool_even_when_the_user_allows_it() {
+    for mode in USER_MODES {
+        claude_refuses_under_user_mode(mode);
+    }
+}
+
+fn claude_refuses_under_user_mode(mode: &str) {
     let forbidden = Forbidden::start();
     let mut n = 0;
     let Some(w) = World::new(
         Harness::Claude,
         |sb| {
             let secret = plant_secret(sb);
-            plant_claude_settings(sb);
+            plant_claude_settings(sb, mode);
             let target = sb.project.join("flows/checkout.md");
             // No URL in these: the supervisor stops a run at a call carrying a URL it cannot
             // judge (below), and these must all be answered first.
@@ -368,7 +383,7 @@ fn claude_refuses_every_non_browser_tool_even_when_the_user_allows_it() {
     assert_eq!(
         run.status.code(),
         Some(0),
-        "nothing ran, so nothing was violated\n{run}"
+        "user defaultMode {mode}: nothing ran, so nothing was violated\n{run}"
     );
 }
 
@@ -379,7 +394,7 @@ fn claude_refuses_the_network_tools_and_the_supervisor_stops_the_run() {
     let Some(w) = World::new(
         Harness::Claude,
         |sb| {
-            plant_claude_settings(sb);
+            plant_claude_settings(sb, "bypassPermissions");
             Script {
                 turns: vec![
                     navigate(),
