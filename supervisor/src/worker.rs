@@ -239,6 +239,9 @@ fn codex_key_widens(key: &str) -> bool {
         "web_search",
         "profile",
         "default_permissions",
+        // A model catalog decides tools too (code mode, apply_patch, sub-agents: README "Only
+        // the browser").
+        "model_catalog_json",
     ];
     const TABLES: &[&str] = &[
         "features",
@@ -567,6 +570,7 @@ mod tests {
             s(&["--profile", "wide"]),
             s(&["--add-dir", "/"]),
             s(&["--search"]),
+            s(&["-c", "model_catalog_json=\"/tmp/m.json\""]),
         ] {
             let e = check_extra_args(Harness::Codex, &bad).unwrap_err();
             assert!(e.contains('`'), "{bad:?}: {e}");
