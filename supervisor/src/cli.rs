@@ -106,6 +106,12 @@ pub enum PersonaCommand {
     /// `max_denials_in_a_row` denials with no allowed action between (the worker was stopped).
     /// The persona's final answer is saved as `findings.md` in the run directory and printed
     /// after the summary. See README "Running a persona" and "Findings".
+    ///
+    /// The worker is offered the flow's browser tools and nothing else, whatever the user's or
+    /// the project's harness settings say (Claude `--tools ""`, `--setting-sources project`,
+    /// `--permission-mode default`; Codex `-s read-only`, the shell, web search and sub-agents
+    /// off). A Codex run wires the guard into its own copy of the user's `config.toml`
+    /// (`<run dir>/scratch/.codex`), never the user's file. README "Only the browser", "Wiring".
     Run(RunArgs),
     /// The PreToolUse hook: reads the harness payload on stdin; exit 0 allows, exit 2 denies.
     ///
@@ -280,7 +286,10 @@ pub struct RunArgs {
     /// to run (exit 2).
     #[arg(long)]
     pub no_contain: bool,
-    /// Extra arguments passed to the harness (refused if they would disable hooks).
+    /// Extra arguments passed to the harness, refused (exit 2) if they would disable hooks or
+    /// give the worker a tool besides the browser (Claude `--tools`, `--allowedTools`,
+    /// `--permission-mode`, …; Codex `-s`, `--full-auto`, `-c features.…`, `-c mcp_servers.…`, …:
+    /// README "Running a persona", step 6).
     #[arg(last = true, value_name = "HARNESS ARGS")]
     pub extra: Vec<String>,
 }

@@ -5,8 +5,11 @@
 //! kernel lock dies with its process) and its ACTIVE.json behind. Recovery, with the lock held:
 //! kill what is left of its worker group (only processes carrying its `LEOPOLD_RUN_ID`), unwire
 //! exactly what ACTIVE.json records, remove its `--settings` file, archive ACTIVE.json as the run's
-//! `run.json`, append a `persona_recovered` event. Then it removes tagged wiring that no
-//! ACTIVE.json accounts for (orphans), in the project's Claude settings and in Codex's config.
+//! `run.json`, append a `persona_recovered` event. A Codex run's wiring is in its own copy of the
+//! configuration, in its run directory (`harness::run_home`): that copy is removed, and the
+//! user's `config.toml` is not touched. Then it removes tagged wiring that no ACTIVE.json accounts
+//! for (orphans, e.g. left in the user's Codex config by an older version), in the project's
+//! Claude settings and in Codex's config.
 
 use std::path::PathBuf;
 
@@ -85,11 +88,19 @@ pub fn recover_locked(
         report.killed = crate::os::kill_crashed_run(st.worker_pid, &st.run_id);
         // The box's socket directory, if the run had one (README "The box").
         let _ = std::fs::remove_dir_all(crate::sandbox::sock_dir_for(&st.run_id));
+        let crashed_dir = paths.run_dir(&st.run_id);
         for w in &st.wiring {
             let kind = w.harness;
             let mut c = ctx.clone();
-            if kind == Harness::Codex {
-                // Unwire the config the run wired, even if CODEX_HOME differs now.
+            let run_copy =
+                kind == Harness::Codex && harness::run_home::is_run_copy(&w.file, &crashed_dir);
+            if run_copy {
+                // The run's own copy of the configuration (its record in the run directory):
+                // nothing of the user's to unwire.
+                c = harness::run_home::run_context(ctx, &crashed_dir);
+            } else if kind == Harness::Codex {
+                // An older version wired the user's config: unwire the file the run wired, even
+                // if CODEX_HOME differs now.
                 if let Some(home) = w.file.parent() {
                     c.codex_home = home.to_path_buf();
                 }
@@ -103,7 +114,11 @@ pub fn recover_locked(
                 )
             })?;
             report.warnings.extend(unwired.warnings.iter().cloned());
-            if unwired.changed() {
+            if run_copy {
+                report
+                    .removed_files
+                    .extend(harness::run_home::remove_codex_copy(&c.codex_home));
+            } else if unwired.changed() {
                 report.unwired.push(w.file.clone());
             }
         }

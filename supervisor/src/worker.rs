@@ -117,8 +117,10 @@ pub fn read_mcp_config(path: &Path) -> anyhow::Result<Vec<McpServer>> {
     Ok(out)
 }
 
-/// Extra arguments that would switch hooks off (HARNESS-FACTS §2) or break the event stream the
-/// supervisor reads. `Err` names the argument and why.
+/// Extra arguments that would switch hooks off (HARNESS-FACTS §2), give the worker a tool besides
+/// the browser again (§9: the switches of [`CLAUDE_ONLY_THE_BROWSER`] and
+/// [`CODEX_ONLY_THE_BROWSER`]), or break the event stream the supervisor reads. `Err` names the
+/// argument and why.
 pub fn check_extra_args(kind: Harness, extra: &[String]) -> Result<(), String> {
     let mut i = 0;
     while i < extra.len() {
@@ -149,9 +151,22 @@ pub fn check_extra_args(kind: Harness, extra: &[String]) -> Result<(), String> {
                             "`--settings {v}` sets disableAllHooks/allowManagedHooksOnly: the guard would not run"
                         ));
                     }
+                    if text.contains("permissions") || text.contains("defaultMode") {
+                        return Err(format!(
+                            "`--settings {v}` sets permissions or a defaultMode: the worker is offered the browser tools and nothing else"
+                        ));
+                    }
                 }
                 "--setting-sources" => {
-                    return Err("`--setting-sources` changes which settings (and hooks) load; Leopold passes the guard itself".into())
+                    return Err("`--setting-sources` changes which settings (and hooks) load; Leopold passes `--setting-sources project` and the guard itself".into())
+                }
+                "--tools" | "--allowedTools" | "--allowed-tools" | "--add-dir"
+                | "--permission-mode" | "--dangerously-skip-permissions"
+                | "--allow-dangerously-skip-permissions" | "--permission-prompt-tool"
+                | "--plugin-dir" | "--chrome" | "--ide" | "--agents" => {
+                    return Err(format!(
+                        "`{flag}` would give the worker tools or permissions besides the browser: Leopold passes `--tools \"\"`, `--permission-mode default` and allows only the flow's MCP servers"
+                    ))
                 }
                 "-p" | "--print" | "--output-format" | "--input-format" | "--mcp-config"
                 | "--strict-mcp-config" => {
@@ -178,19 +193,34 @@ pub fn check_extra_args(kind: Harness, extra: &[String]) -> Result<(), String> {
                             "`-c {key}=…` overrides Codex hook settings: the guard could be switched off"
                         ));
                     }
+                    if codex_key_widens(&key_l) {
+                        return Err(format!(
+                            "`-c {key}=…` overrides Codex's sandbox, approvals, tools or MCP servers: Leopold sets them so that the worker has the browser and nothing else"
+                        ));
+                    }
                 }
                 match flag {
-                    "--disable" | "--enable" => {
+                    "--disable" => {
                         let v = next().unwrap_or_default();
                         if v.contains("hook") {
                             return Err(format!("`{flag} {v}` toggles Codex hooks"));
                         }
                     }
-                    "--json" | "--skip-git-repo-check"
-                    | "--dangerously-bypass-approvals-and-sandbox"
-                    | "--dangerously-bypass-hook-trust" | "-C" | "--cd" => {
-                        return Err(format!("`{flag}` is set by Leopold"))
+                    "--enable" => {
+                        let v = next().unwrap_or_default();
+                        return Err(format!(
+                            "`--enable {v}`: a Codex feature switched on can add a tool besides the browser"
+                        ));
                     }
+                    "--dangerously-bypass-approvals-and-sandbox" | "--yolo" | "--full-auto"
+                    | "-s" | "--sandbox" | "-a" | "--ask-for-approval" | "--add-dir" | "-p"
+                    | "--profile" | "--search" => {
+                        return Err(format!(
+                            "`{flag}` would change Codex's sandbox, approvals or tools: Leopold runs it with `-s read-only`, `approval_policy=\"never\"` and only the browser"
+                        ))
+                    }
+                    "--json" | "--skip-git-repo-check" | "--dangerously-bypass-hook-trust" | "-C"
+                    | "--cd" => return Err(format!("`{flag}` is set by Leopold")),
                     _ => {}
                 }
             }
@@ -198,6 +228,34 @@ pub fn check_extra_args(kind: Harness, extra: &[String]) -> Result<(), String> {
         i += 1;
     }
     Ok(())
+}
+
+/// A `-c` key (lower-cased) that reaches what [`CODEX_ONLY_THE_BROWSER`] sets, or the MCP servers.
+fn codex_key_widens(key: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "sandbox_mode",
+        "approval_policy",
+        "approvals_reviewer",
+        "web_search",
+        "profile",
+        "default_permissions",
+        // A model catalog decides tools too (code mode, apply_patch, sub-agents: README "Only
+        // the browser").
+        "model_catalog_json",
+    ];
+    const TABLES: &[&str] = &[
+        "features",
+        "tools",
+        "mcp_servers",
+        "profiles",
+        "sandbox_workspace_write",
+        "permissions",
+        "shell_environment_policy",
+    ];
+    EXACT.contains(&key)
+        || TABLES
+            .iter()
+            .any(|t| key == *t || key.strip_prefix(t).is_some_and(|r| r.starts_with('.')))
 }
 
 /// The persona's prompt: brief, start URL, allowlist, irreversibility rules, and what to do at a
@@ -245,6 +303,59 @@ pub fn build_prompt(flow: &Flow) -> String {
     p
 }
 
+/// Claude's switches that leave the worker the browser and nothing else (README "Running a
+/// persona", HARNESS-FACTS §9): no built-in tool at all (`--tools ""`: Bash, Read, Write, Edit,
+/// WebFetch, WebSearch, Agent, … are not offered, whatever a permission rule says); only the
+/// project's settings and the `--settings` file load (`--setting-sources project`: a user's
+/// `~/.claude/settings.json` allowing Bash or setting a `defaultMode` is not read); and the
+/// permission mode is the default one whatever a settings file says (`--permission-mode
+/// default`: a project's `defaultMode` such as `acceptEdits` or `bypassPermissions` does not
+/// apply). The MCP servers are then allowed by name (`--allowedTools mcp__<server>`).
+pub const CLAUDE_ONLY_THE_BROWSER: [&str; 6] = [
+    "--setting-sources",
+    "project",
+    "--permission-mode",
+    "default",
+    "--tools",
+    "",
+];
+
+/// Codex's switches that leave the worker the browser (HARNESS-FACTS §9; README "Running a
+/// persona"): its own sandbox on, read-only and without network (`-s read-only`), never asking
+/// (`approval_policy="never"`: `exec` has nobody to ask), and every tool that has a switch off.
+/// Codex ignores an unknown `features.*` key silently, so a renamed feature would come back:
+/// the end-to-end test `only_browser` pins the exact tool list the model is offered.
+pub const CODEX_ONLY_THE_BROWSER: &[(&str, &str)] = &[
+    ("-s", "read-only"),
+    ("-c", "approval_policy=\"never\""),
+    // `exec_command` / `write_stdin` (the shell) and the older `shell` tool.
+    ("-c", "features.shell_tool=false"),
+    ("-c", "features.unified_exec=false"),
+    // The hosted `web_search`.
+    ("-c", "web_search=\"disabled\""),
+    // `multi_agent_v1` (spawn_agent, send_input, …): sub-agents.
+    ("-c", "features.multi_agent=false"),
+    // `get_goal`, `create_goal`, `update_goal`.
+    ("-c", "features.goals=false"),
+    // `view_image`: reads any image file by path.
+    ("-c", "features.view_image=false"),
+    // `request_user_input` (nobody answers in `exec`).
+    ("-c", "tools.experimental_request_user_input.enabled=false"),
+    // Not offered in a headless run against an API key today, but each adds tools where it
+    // applies (a ChatGPT login's connectors, plugins, image generation, computer and browser
+    // use, plugin suggestions, skill search, the sleep tool): off, so that a login or a
+    // release that turns one on adds nothing.
+    ("-c", "features.apps=false"),
+    ("-c", "features.plugins=false"),
+    ("-c", "features.image_generation=false"),
+    ("-c", "features.browser_use=false"),
+    ("-c", "features.computer_use=false"),
+    ("-c", "features.in_app_browser=false"),
+    ("-c", "features.tool_suggest=false"),
+    ("-c", "features.skill_search=false"),
+    ("-c", "features.sleep_tool=false"),
+];
+
 /// What the worker is launched with.
 #[derive(Debug, Clone)]
 pub struct WorkerSpec<'a> {
@@ -278,6 +389,7 @@ pub fn worker_args(spec: &WorkerSpec<'_>) -> Vec<String> {
                 a.push("--settings".into());
                 a.push(settings.display().to_string());
             }
+            a.extend(CLAUDE_ONLY_THE_BROWSER.map(str::to_owned));
             if let Some(cfg) = spec.mcp_config {
                 a.push("--mcp-config".into());
                 a.push(cfg.display().to_string());
@@ -301,13 +413,25 @@ pub fn worker_args(spec: &WorkerSpec<'_>) -> Vec<String> {
                     "exec",
                     "--json",
                     "--skip-git-repo-check",
-                    "--dangerously-bypass-approvals-and-sandbox",
                     "--dangerously-bypass-hook-trust",
-                    "-C",
                 ]
                 .map(str::to_owned),
             );
+            for (flag, value) in CODEX_ONLY_THE_BROWSER {
+                a.push((*flag).to_owned());
+                a.push((*value).to_owned());
+            }
+            a.push("-C".into());
             a.push(spec.project.display().to_string());
+            // `-s read-only` with `approval_policy="never"` would cancel every MCP call; each
+            // server of the flow is approved by name, and no other server exists.
+            for s in &spec.mcp_servers {
+                a.push("-c".into());
+                a.push(format!(
+                    "mcp_servers.{}.default_tools_approval_mode=\"approve\"",
+                    s.name
+                ));
+            }
             for s in &spec.mcp_servers {
                 for (key, value) in codex_mcp_overrides(s) {
                     a.push("-c".into());
@@ -407,6 +531,64 @@ mod tests {
     }
 
     #[test]
+    fn tool_widening_args_are_refused_with_a_reason() {
+        for bad in [
+            s(&["--tools", "Bash"]),
+            s(&["--tools=default"]),
+            s(&["--allowedTools", "Bash"]),
+            s(&["--allowed-tools", "Read"]),
+            s(&["--dangerously-skip-permissions"]),
+            s(&["--permission-mode", "acceptEdits"]),
+            s(&["--permission-mode=bypassPermissions"]),
+            s(&["--add-dir", "/"]),
+            s(&["--settings", "{\"permissions\":{\"allow\":[\"Bash\"]}}"]),
+            s(&["--settings", "{\"defaultMode\":\"acceptEdits\"}"]),
+            s(&["--plugin-dir", "/p"]),
+        ] {
+            let e = check_extra_args(Harness::Claude, &bad).unwrap_err();
+            assert!(
+                e.contains(bad[0].split('=').next().unwrap()),
+                "{bad:?}: {e}"
+            );
+        }
+        for bad in [
+            s(&["--dangerously-bypass-approvals-and-sandbox"]),
+            s(&["--full-auto"]),
+            s(&["--yolo"]),
+            s(&["-s", "danger-full-access"]),
+            s(&["--sandbox=workspace-write"]),
+            s(&["-a", "on-request"]),
+            s(&["-c", "sandbox_mode=\"danger-full-access\""]),
+            s(&["-c", "approval_policy=\"on-request\""]),
+            s(&["-c", "features.shell_tool=true"]),
+            s(&["-cfeatures.multi_agent=true"]),
+            s(&["--config=web_search=\"live\""]),
+            s(&["-c", "tools.view_image=true"]),
+            s(&["-c", "mcp_servers.other.command=\"sh\""]),
+            s(&["-c", "profiles.x.sandbox_mode=\"danger-full-access\""]),
+            s(&["--enable", "shell_tool"]),
+            s(&["--profile", "wide"]),
+            s(&["--add-dir", "/"]),
+            s(&["--search"]),
+            s(&["-c", "model_catalog_json=\"/tmp/m.json\""]),
+        ] {
+            let e = check_extra_args(Harness::Codex, &bad).unwrap_err();
+            assert!(e.contains('`'), "{bad:?}: {e}");
+        }
+        // What narrows or only picks a model passes.
+        assert!(check_extra_args(
+            Harness::Codex,
+            &s(&["-c", "model_reasoning_effort=\"low\"", "--disable", "goals"])
+        )
+        .is_ok());
+        assert!(check_extra_args(
+            Harness::Claude,
+            &s(&["--disallowedTools", "Bash", "--model", "x"])
+        )
+        .is_ok());
+    }
+
+    #[test]
     fn claude_args_carry_settings_strict_mcp_and_allowed_servers_never_bare() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = dir.path().join("mcp.json");
@@ -431,11 +613,14 @@ mod tests {
         let joined = a.join(" ");
         assert!(joined.starts_with("-p P --output-format stream-json --verbose --settings "));
         assert!(joined.contains("--strict-mcp-config --allowedTools mcp__browser mcp__stub"));
+        let tools = a.iter().position(|x| x == "--tools").unwrap();
+        assert_eq!(a[tools + 1], "", "no built-in tool: {a:?}");
+        assert!(joined.contains("--setting-sources project --permission-mode default"));
         assert!(!a.iter().any(|x| x == "--bare"));
     }
 
     #[test]
-    fn codex_gets_mcp_servers_as_config_overrides_and_its_bypass_flags() {
+    fn codex_gets_mcp_servers_as_config_overrides_and_only_the_browser() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = dir.path().join("mcp.json");
         std::fs::write(
@@ -456,16 +641,31 @@ mod tests {
         };
         let a = worker_args(&spec);
         assert_eq!(
-            &a[..6],
+            &a[..4],
             &s(&[
                 "exec",
                 "--json",
                 "--skip-git-repo-check",
-                "--dangerously-bypass-approvals-and-sandbox",
                 "--dangerously-bypass-hook-trust",
-                "-C"
             ])[..]
         );
+        assert!(!a
+            .iter()
+            .any(|x| x == "--dangerously-bypass-approvals-and-sandbox"));
+        let joined = a.join(" ");
+        for want in [
+            "-s read-only",
+            "-c approval_policy=\"never\"",
+            "-c features.shell_tool=false",
+            "-c web_search=\"disabled\"",
+            "-c features.multi_agent=false",
+            "-c mcp_servers.browser.default_tools_approval_mode=\"approve\"",
+        ] {
+            assert!(joined.contains(want), "{want} missing from {joined}");
+        }
+        // Leopold's own switches pass its own refusal of extra arguments only because they are
+        // not extra: the same flags given after `--` are refused.
+        assert!(check_extra_args(Harness::Codex, &a[4..a.len() - 1]).is_err());
         assert_eq!(a.last().unwrap(), "P");
         // Each override parses back as TOML to the original values.
         let mut doc = String::new();

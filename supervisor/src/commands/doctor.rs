@@ -209,10 +209,16 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 scope,
                 "wired",
                 Status::Ok,
-                format!(
-                    "guard not wired in {} (a persona run wires it for its duration)",
-                    shown(&target)
-                ),
+                match kind {
+                    Harness::Claude => format!(
+                        "guard not wired in {} (a persona run wires it for its duration)",
+                        shown(&target)
+                    ),
+                    Harness::Codex => format!(
+                        "guard not wired in {} (a persona run wires its own copy, in its run directory, and never this file)",
+                        shown(&target)
+                    ),
+                },
                 None,
             )),
             Ok(h) => {
@@ -233,7 +239,9 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                     shown(&target),
                     crate::output::count(h.len() as u64, "handler"),
                 );
-                if holder.is_some() {
+                // A Codex run wires its own copy, never the user's file: tagged handlers there
+                // are the user's (by hand) or an older version's leftovers, run or no run.
+                if holder.is_some() && kind == Harness::Claude {
                     out.push(f(scope, "wired", Status::Ok, msg, None));
                 } else if crate::harness::wired_by_hand(kind, &ctx) {
                     out.push(f(
@@ -347,7 +355,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                     scope,
                     "exec_flags",
                     Status::Note,
-                    "`codex exec` runs hooks only with --dangerously-bypass-hook-trust, and executes MCP calls only with --dangerously-bypass-approvals-and-sandbox; `persona run` passes both. On Codex a guard that cannot run fails open: the supervisor's journal is the bound".into(),
+                    "`codex exec` runs hooks only with --dangerously-bypass-hook-trust, which `persona run` passes, with Codex's own sandbox on (-s read-only), no shell, no web search, no sub-agents, and the flow's MCP servers approved by name. On Codex a guard that cannot run fails open: the supervisor's journal is the bound".into(),
                     None,
                 ));
                 let cfg = ctx.codex_home.join("config.toml");

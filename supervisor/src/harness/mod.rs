@@ -26,6 +26,7 @@
 mod claude;
 mod codex;
 mod json_text;
+pub mod run_home;
 #[cfg(test)]
 mod tests;
 mod version_cache;
@@ -75,6 +76,10 @@ pub struct Context {
     /// The user's own `persona wire`/`persona unwire` (not a run, not recovery): wiring made by
     /// hand is recorded as such, and only a command by hand removes it.
     pub by_hand: bool,
+    /// Where wiring records live instead of `<project>/.leopold/persona/wiring`: a run's own
+    /// Codex configuration keeps its record in the run directory, so it never meets the record
+    /// of what the user wired by hand ([`run_home::run_context`]).
+    pub record_dir: Option<PathBuf>,
 }
 
 impl Context {
@@ -95,6 +100,7 @@ impl Context {
             guard_command: guard_command(leopold_exe)?,
             claude_on_failure,
             by_hand: false,
+            record_dir: None,
         })
     }
 
@@ -108,11 +114,11 @@ impl Context {
 
     /// Where `wire` records what the file was before it.
     pub fn record_path(&self, kind: Harness) -> PathBuf {
-        self.project
-            .join(".leopold")
-            .join("persona")
-            .join("wiring")
-            .join(format!("{kind}.json"))
+        let dir = match &self.record_dir {
+            Some(d) => d.clone(),
+            None => self.project.join(".leopold").join("persona").join("wiring"),
+        };
+        dir.join(format!("{kind}.json"))
     }
 
     fn spec(&self, kind: Harness) -> HookSpec {

@@ -35,6 +35,7 @@ fn sandbox_with(exe: &str) -> Sandbox {
         guard_command: guard_command(Path::new(exe)).unwrap(),
         claude_on_failure: true,
         by_hand: false,
+        record_dir: None,
     };
     Sandbox {
         _dir: dir,

@@ -455,7 +455,10 @@ pub struct RunInputs<'a> {
     pub project: &'a Path,
     pub harness_bin: &'a Path,
     pub leopold: &'a Path,
+    /// The run's own `CODEX_HOME` (inside `scratch`).
     pub codex_home: &'a Path,
+    /// The user's Codex login file (`auth.json`), bound read-only into `codex_home`.
+    pub codex_login: Option<PathBuf>,
     pub run_id: &'a str,
     pub scratch: PathBuf,
     pub sock_dir: PathBuf,
@@ -504,34 +507,23 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
             }
         }
     }
-    // Codex writes its home (sessions, logs, its app-server state) and fails on a read-only one.
-    // Interim, until each run gets its own harness configuration (issue #12 item 3): CODEX_HOME
-    // is `<scratch>/.codex`, holding a copy of the wired config.toml (removed when the run ends:
-    // `Boxed`'s drop) and the login file auth.json bound read-only over an empty placeholder
-    // (never copied: credentials are not left in the project). The user's folder is not there.
+    // Codex writes its home (sessions, logs, its app-server state) and fails on a read-only one:
+    // `codex_home` is the run's own (`<scratch>/.codex`, inside the writable scratch: see
+    // `harness::run_home`), and the user's login file is bound read-only over an empty
+    // placeholder in it (never copied: credentials are not left in the project). The user's
+    // folder is not there.
     let mut ro_at: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let codex_home = match r.kind {
-        Harness::Codex if !r.rw.iter().any(|p| r.codex_home.starts_with(p)) => {
-            let inner = r.scratch.join(".codex");
-            std::fs::create_dir_all(&inner)
-                .with_context(|| format!("cannot create {}", inner.display()))?;
-            let config = r.codex_home.join("config.toml");
-            if config.is_file() {
-                std::fs::copy(&config, inner.join("config.toml")).with_context(|| {
-                    format!("cannot copy {} into the run's scratch", config.display())
-                })?;
-            }
-            let auth = r.codex_home.join("auth.json");
-            if auth.is_file() {
-                let placeholder = inner.join("auth.json");
-                std::fs::write(&placeholder, b"")
-                    .with_context(|| format!("cannot create {}", placeholder.display()))?;
-                ro_at.push((auth, placeholder));
-            }
-            inner
+    if r.kind == Harness::Codex {
+        if let Some(login) = r.codex_login.filter(|p| p.is_file()) {
+            std::fs::create_dir_all(r.codex_home)
+                .with_context(|| format!("cannot create {}", r.codex_home.display()))?;
+            let placeholder = r.codex_home.join("auth.json");
+            std::fs::write(&placeholder, b"")
+                .with_context(|| format!("cannot create {}", placeholder.display()))?;
+            ro_at.push((login, placeholder));
         }
-        _ => r.codex_home.to_path_buf(),
-    };
+    }
+    let codex_home = r.codex_home.to_path_buf();
     ro.extend(r.ro);
     let mut rw = r.rw;
     let split = |var: &str| -> Vec<PathBuf> {
@@ -689,7 +681,10 @@ pub struct Launch<'a> {
     pub kind: Harness,
     pub project: &'a Path,
     pub harness_bin: &'a Path,
+    /// The run's own `CODEX_HOME` (`harness::run_home`).
     pub codex_home: &'a Path,
+    /// The user's Codex login file, when there is one.
+    pub codex_login: Option<PathBuf>,
     pub run_id: &'a str,
     pub run_dir: &'a Path,
     pub events_file: PathBuf,
@@ -724,6 +719,7 @@ pub fn start(l: Launch<'_>) -> anyhow::Result<Boxed> {
         harness_bin: l.harness_bin,
         leopold: &leopold,
         codex_home: l.codex_home,
+        codex_login: l.codex_login,
         run_id: l.run_id,
         scratch,
         sock_dir: sock_dir.clone(),
@@ -918,6 +914,7 @@ mod tests {
             sock_dir: dir.path().join("s"),
             ro: vec![],
             rw: vec![],
+            codex_login: None,
         })
         .unwrap();
         assert!(!spec.ro.iter().any(|p| p == &project), "{:?}", spec.ro);

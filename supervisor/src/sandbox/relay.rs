@@ -78,8 +78,6 @@ impl Drop for RunBox {
             t.abort();
         }
         let _ = std::fs::remove_dir_all(&self.spec.sock_dir);
-        // The interim Codex configuration copy (see `plan_spec`): not left in the project.
-        let _ = std::fs::remove_file(self.spec.scratch.join(".codex/config.toml"));
     }
 }
 

@@ -76,11 +76,29 @@ fn crash_then_recover_in(sb: Sandbox, harness: &str, step: &str) {
         step,
         "wired" | "settings-written" | "launched" | "mid-stream"
     ) {
-        assert_ne!(
-            sb.snapshot(),
-            before,
-            "{step}: the crash must have left the guard wired"
-        );
+        if harness == "codex" {
+            // A Codex run wires its own copy of the configuration, in its run directory: the
+            // user's files are untouched even by a crash.
+            assert_eq!(sb.snapshot(), before, "{step}: a user file changed");
+            let id = run_id.as_deref().expect("ACTIVE.json names the run");
+            let copy = sb
+                .persona_dir()
+                .join("runs")
+                .join(id)
+                .join("scratch/.codex/config.toml");
+            let text = std::fs::read_to_string(&copy).unwrap_or_default();
+            assert!(
+                text.contains("leopold-persona-guard"),
+                "{step}: the run's copy {} is wired",
+                copy.display()
+            );
+        } else {
+            assert_ne!(
+                sb.snapshot(),
+                before,
+                "{step}: the crash must have left the guard wired"
+            );
+        }
     }
     if step != "locked" {
         assert!(

@@ -189,3 +189,44 @@ fn doctor_reports_the_binary_statically_linked() {
     };
     assert_eq!(linking["status"], expected, "{linking}");
 }
+
+/// A Codex run wires its own copy of the configuration: a crash leaves the user's config.toml as
+/// it was (doctor names the stale run, not the user's file), while a tagged handler an older
+/// version left in the user's file is still an orphan that `persona recover` removes.
+#[test]
+fn a_crashed_codex_run_leaves_the_users_config_alone_and_an_older_orphan_is_still_recovered() {
+    let sb = Sandbox::with_user_files();
+    sb.set_script("@sleep 60000\n");
+    let before = sb.snapshot();
+    let mut child = sb.spawn_paused("codex", "launched");
+    signal(child.id(), "KILL");
+    let _ = child.wait();
+    assert_eq!(sb.snapshot(), before, "the crash changed a user file");
+    let (code, v) = doctor(&sb);
+    assert_eq!(code, 1, "{v}");
+    let p = problems(&v);
+    assert!(p.contains(&"project/stale_active".to_owned()), "{p:?}");
+    assert!(!p.contains(&"codex/wired".to_owned()), "{p:?}");
+
+    // What an older leopold's crashed run left in the user's file.
+    let cfg = sb.codex_home.join("config.toml");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str(&Sandbox::codex_hook_toml("'/old/leopold' persona guard"));
+    std::fs::write(&cfg, &text).unwrap();
+    let (_, v) = doctor(&sb);
+    assert!(problems(&v).contains(&"codex/wired".to_owned()), "{v}");
+
+    let out = sb.recover();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(
+        said.contains("crashed run") && said.contains("orphaned guard wiring"),
+        "{said}"
+    );
+    assert_eq!(sb.snapshot(), before, "recovery must restore every byte");
+    // The crashed run's copy (a copy of the user's config, wired) is gone from its record.
+    let copy = sb.run_dirs()[0].join("scratch/.codex/config.toml");
+    assert!(!copy.exists(), "{}", copy.display());
+    let (code, v) = doctor(&sb);
+    assert_eq!(code, 0, "{v}");
+}

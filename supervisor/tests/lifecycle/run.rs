@@ -151,16 +151,28 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
     );
     let argv: Vec<String> = serde_json::from_value(sb.worker_record()["argv"].clone()).unwrap();
     assert_eq!(
-        &argv[..7],
+        &argv[..6],
         [
             "exec",
             "--json",
             "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox",
             "--dangerously-bypass-hook-trust",
-            "-C",
-            sb.project.to_str().unwrap()
+            "-s",
+            "read-only",
         ]
+    );
+    assert!(
+        !argv
+            .iter()
+            .any(|a| a == "--dangerously-bypass-approvals-and-sandbox"),
+        "{argv:?}"
+    );
+    let cd = argv.iter().position(|a| a == "-C").expect("-C");
+    assert_eq!(argv[cd + 1], sb.project.to_str().unwrap());
+    assert!(
+        argv.iter()
+            .any(|a| a == "mcp_servers.browser.default_tools_approval_mode=\"approve\""),
+        "{argv:?}"
     );
     assert!(
         argv.iter()
@@ -178,9 +190,13 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
     assert_eq!(rj["harness"], "codex");
     assert_eq!(rj["end"]["outcome"], "clean");
     assert_eq!(rj["end"]["counts"]["completed"], 1);
+    // The guard was wired into the run's own copy of the configuration, never the user's.
     assert_eq!(
         rj["wiring"][0]["file"],
-        sb.codex_home.join("config.toml").display().to_string()
+        sb.run_dirs()[0]
+            .join("scratch/.codex/config.toml")
+            .display()
+            .to_string()
     );
 }
 

@@ -10,12 +10,16 @@
 //! - `demo`: the README demo over both CLIs.
 //! - `persona_run`: the issue's scenarios through `leopold persona run`.
 //! - `harness_facts`: the fail-open and settings-skipping behaviours the design rests on.
+//! - `only_browser`: the worker is offered the browser tools and nothing else (issue #12).
 //! - `report`: a screenshot in real Chromium lands, embedded, in the run's report.html.
+//! - `two_projects`: two Codex runs in two projects sharing one user `CODEX_HOME` (issue #12).
 
 mod browser;
 mod demo;
 mod fixtures;
 mod guard_wired;
 mod harness_facts;
+mod only_browser;
 mod persona_run;
 mod report;
+mod two_projects;

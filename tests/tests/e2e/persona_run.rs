@@ -553,7 +553,21 @@ fn scenario_crash(h: Harness) {
         .as_u64()
         .expect("worker_pid in ACTIVE.json") as u32;
     assert!(alive(worker));
-    assert_ne!(w.settings_bytes(), before, "the guard is wired mid-run");
+    match h {
+        Harness::Claude => assert_ne!(w.settings_bytes(), before, "the guard is wired mid-run"),
+        Harness::Codex => {
+            // Wired in the run's own copy of the configuration; the user's file never changes.
+            assert_eq!(w.settings_bytes(), before, "the user's config.toml changed");
+            let copy = active["wiring"][0]["file"].as_str().expect("wiring entry");
+            assert!(
+                copy.ends_with("/scratch/.codex/config.toml")
+                    && std::fs::read_to_string(copy)
+                        .unwrap()
+                        .contains("leopold-persona-guard"),
+                "{copy}"
+            );
+        }
+    }
 
     sup.kill().unwrap(); // SIGKILL: no cleanup code runs
     sup.wait().unwrap();

@@ -23,7 +23,7 @@ mod proof;
 mod supervise;
 mod teardown;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -143,6 +143,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
 /// The ACTIVE.json a run writes before it changes anything.
 fn active_state(
     plan: &Plan,
+    ctx: &harness::Context,
     run_id: &str,
     started_at: &str,
     guard_settings: Option<std::path::PathBuf>,
@@ -160,7 +161,7 @@ fn active_state(
         started_at: started_at.to_owned(),
         wiring: vec![WiringEntry {
             harness: plan.kind,
-            file: plan.ctx.settings_path(plan.kind),
+            file: ctx.settings_path(plan.kind),
             tag: harness::TAG.into(),
         }],
         guard_settings,
@@ -175,6 +176,9 @@ struct Started {
     run_dir: PathBuf,
     /// Claude's `--settings` file.
     guard_settings: Option<PathBuf>,
+    /// The run's wiring context: for Codex, the run's own `CODEX_HOME`
+    /// ([`harness::run_home`]); for Claude, the plan's.
+    ctx: harness::Context,
     provisioned: Option<crate::browser::Provisioned>,
 }
 
@@ -191,12 +195,13 @@ async fn lifecycle(
     let (started, st) = record_active(&plan, &mut lock, &holder, out, timings)?;
     let mut run = Teardown {
         plan: &plan,
+        ctx: &started.ctx,
         st,
         lock: Some(lock),
         out,
     };
     // From here on every way out goes through `run`: unwire, archive, release.
-    if let Err(e) = wire_and_prove(&plan, started.guard_settings.as_deref(), out, timings) {
+    if let Err(e) = wire_and_prove(&plan, &started, out, timings) {
         return run.setup_failed(format!("{e:#}"));
     }
     if let Some(sig) = signals.pending().await {
@@ -325,6 +330,11 @@ fn record_active(
         .with_context(|| format!("cannot create {}", run_dir.display()))?;
     let guard_settings =
         (plan.kind == Harness::Claude).then(|| run_dir.join("guard-settings.json"));
+    // Codex: the guard goes into the run's own copy of the configuration, never the user's file.
+    let ctx = match plan.kind {
+        Harness::Codex => harness::run_home::run_context(&plan.ctx, &run_dir),
+        Harness::Claude => plan.ctx.clone(),
+    };
     // The provisioned browser's files, before ACTIVE.json names them for the guard.
     let provisioned = match &plan.browser {
         Some(bins) => {
@@ -338,6 +348,7 @@ fn record_active(
     };
     let st = active_state(
         plan,
+        &ctx,
         &run_id,
         &holder.started_at,
         guard_settings.clone(),
@@ -354,19 +365,30 @@ fn record_active(
         run_id,
         run_dir,
         guard_settings,
+        ctx,
         provisioned,
     };
     Ok((started, st))
 }
 
-/// Step 5: wires the guard, writes the `--settings` file, proves the wired command denies.
+/// Step 5: for Codex, the run's own configuration (a copy of the user's); wires the guard,
+/// writes the `--settings` file, proves the wired command denies.
 fn wire_and_prove(
     plan: &Plan,
-    guard_settings: Option<&Path>,
+    started: &Started,
     out: &Reporter,
     timings: &mut Timings,
 ) -> anyhow::Result<()> {
-    let outcome = harness::wire(plan.kind, &plan.ctx)?;
+    let guard_settings = started.guard_settings.as_deref();
+    if plan.kind == Harness::Codex {
+        // In the box the login file is bound read-only by the box itself; without it, linked.
+        harness::run_home::prepare_codex_home(
+            &plan.ctx.codex_home,
+            &started.ctx.codex_home,
+            plan.bwrap.is_none(),
+        )?;
+    }
+    let outcome = harness::wire(plan.kind, &started.ctx)?;
     tracing::debug!(
         changed = outcome.changed,
         "wired {}",
@@ -382,7 +404,7 @@ fn wire_and_prove(
         // waits on the disk for it.
         state::write_atomic_as(
             gs,
-            harness::claude_guard_settings_json(&plan.ctx).as_bytes(),
+            harness::claude_guard_settings_json(&started.ctx).as_bytes(),
             state::Durability::Volatile,
         )?;
         timings.mark("settings_written");
@@ -446,7 +468,11 @@ fn launch(
     if let Some(p) = provisioned {
         observer = observer.with_ref_map(crate::browser::RefTracker::new(&p.state, &p.output_dir));
     }
-    let cmd = worker::worker_command(&spec, &started.run_id);
+    let mut cmd = worker::worker_command(&spec, &started.run_id);
+    if plan.kind == Harness::Codex {
+        // Unboxed, the run's own configuration is the worker's (the box sets it itself).
+        cmd.env("CODEX_HOME", &started.ctx.codex_home);
+    }
     // The box: the worker's whole tree in its own namespaces (crate::sandbox).
     let boxed = match &plan.bwrap {
         Some(bwrap) => Some(
@@ -455,7 +481,9 @@ fn launch(
                 kind: plan.kind,
                 project: &plan.paths.project,
                 harness_bin: &plan.bin,
-                codex_home: &plan.ctx.codex_home,
+                codex_home: &started.ctx.codex_home,
+                codex_login: Some(plan.ctx.codex_home.join("auth.json"))
+                    .filter(|p| plan.kind == Harness::Codex && p.is_file()),
                 run_id: &started.run_id,
                 run_dir: &started.run_dir,
                 events_file: plan.paths.events(),

@@ -12,6 +12,8 @@ use crate::state::{self, ActiveState, Counts, Finding, RunEnd, RunLock, RunOutco
 
 pub struct Teardown<'a> {
     pub plan: &'a Plan,
+    /// The run's wiring context (for Codex, its own configuration copy).
+    pub ctx: &'a harness::Context,
     pub st: ActiveState,
     pub lock: Option<RunLock>,
     pub out: &'a Reporter,
@@ -61,8 +63,9 @@ impl Teardown<'_> {
         let plan = self.plan;
         let _step = tracing::info_span!("teardown", outcome = end.outcome.as_str()).entered();
         let out = self.out;
-        let target = plan.ctx.settings_path(plan.kind);
-        let unwired = harness::unwire(plan.kind, &plan.ctx)
+        let ctx = self.ctx;
+        let target = ctx.settings_path(plan.kind);
+        let unwired = harness::unwire(plan.kind, ctx)
             .map(|u| {
                 for w in &u.warnings {
                     out.warn(w);
@@ -81,7 +84,7 @@ impl Teardown<'_> {
                 if ours {
                     return Err(e);
                 }
-                let record = plan.ctx.record_path(plan.kind);
+                let record = ctx.record_path(plan.kind);
                 let _ = std::fs::remove_file(&record);
                 if let Some(dir) = record.parent() {
                     let _ = std::fs::remove_dir(dir);
@@ -96,6 +99,10 @@ impl Teardown<'_> {
             return Ok(RunExit::CONFIG);
         }
         tracing::info!("unwired {}", target.display());
+        if plan.kind == harness::Harness::Codex {
+            // The run's copy of the user's configuration, and its login entry, go with it.
+            harness::run_home::remove_codex_copy(&ctx.codex_home);
+        }
         crate::commands::pause_point("mid-unwire");
         if let Some(gs) = &self.st.guard_settings {
             match std::fs::remove_file(gs) {
