@@ -179,7 +179,8 @@ pub struct Action {
     /// For a denial: its reason id, the same on both harnesses: the guard's (`outside_allowlist`,
     /// ...; from its event, or on Claude from the end of the `tool_result`'s error text), or
     /// `guard_unrunnable` (Claude's `onFailure: "block"`), `hook_denied` (another hook),
-    /// `harness_permission` (the harness's own permission check).
+    /// `harness_tool_unavailable` (Claude refused a built-in it does not offer), `harness_permission`
+    /// (the harness's own permission check).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub denied_reason: Option<String>,
     /// The validation verdict, once validated.

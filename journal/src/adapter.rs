@@ -272,7 +272,7 @@ impl ClaudeAdapter {
                     };
                     let text = block.get("content").and_then(result_text);
                     let outcome = if block.get("is_error").and_then(Value::as_bool) == Some(true) {
-                        if is_claude_denial(&v, id, text.as_deref()) {
+                        if is_claude_denial(&v, id, &call.tool, text.as_deref()) {
                             Outcome::Denied
                         } else {
                             Outcome::Errored
@@ -357,8 +357,11 @@ fn content_blocks(v: &Value) -> impl Iterator<Item = &Value> {
         .flatten()
 }
 
-fn is_claude_denial(message: &Value, id: &str, text: Option<&str>) -> bool {
+fn is_claude_denial(message: &Value, id: &str, tool: &str, text: Option<&str>) -> bool {
     if text.is_some_and(|t| t.contains("PreToolUse:") && t.contains("hook")) {
+        return true;
+    }
+    if harness_tool_unavailable(tool, text) {
         return true;
     }
     message
@@ -374,10 +377,32 @@ fn is_claude_denial(message: &Value, id: &str, text: Option<&str>) -> bool {
         })
 }
 
+/// Whether Claude refused a built-in tool it does not offer (`persona run` passes `--tools ""`):
+/// `No such tool available: Bash. Bash is disabled for this session, …` (seen, 2.1.332). The
+/// tool never ran, so the call is a denial, not a call that got past the hook. Only for
+/// built-ins: an MCP tool's error text is the server's (and may carry what a page or the model
+/// chose), so it never makes an MCP call a denial.
+fn harness_tool_unavailable(tool: &str, text: Option<&str>) -> bool {
+    !tool.starts_with("mcp__")
+        && text.and_then(unavailable_rest).is_some_and(|rest| {
+            rest.strip_prefix(tool)
+                .is_some_and(|r| r.starts_with('.') || r.is_empty())
+        })
+}
+
+/// What follows `No such tool available: ` in Claude's refusal, which it wraps as
+/// `<tool_use_error>Error: No such tool available: …</tool_use_error>` (seen, 2.1.332).
+fn unavailable_rest(text: &str) -> Option<&str> {
+    let t = text.strip_prefix("<tool_use_error>").unwrap_or(text);
+    let t = t.strip_prefix("Error: ").unwrap_or(t);
+    t.strip_prefix("No such tool available: ")
+}
+
 /// The reason id of a call Claude reports denied, from the `tool_result`'s error text: the
 /// guard's own id (its stderr line ends `(reason: <id>)`); `guard_unrunnable` when the hook could
-/// not run and `onFailure: "block"` refused the call; `harness_permission` when Claude's own
-/// permission check refused it; else `hook_denied`.
+/// not run and `onFailure: "block"` refused the call; `harness_tool_unavailable` when the tool
+/// is not offered at all; `harness_permission` when Claude's own permission check refused it;
+/// else `hook_denied`.
 fn claude_denial_reason(text: Option<&str>) -> String {
     let text = text.unwrap_or("");
     if let Some(at) = text.rfind("(reason: ") {
@@ -390,7 +415,9 @@ fn claude_denial_reason(text: Option<&str>) -> String {
             return id.to_owned();
         }
     }
-    if text.contains("onFailure") {
+    if unavailable_rest(text).is_some() {
+        "harness_tool_unavailable".to_owned()
+    } else if text.contains("onFailure") {
         "guard_unrunnable".to_owned()
     } else if text.contains("PreToolUse:") {
         "hook_denied".to_owned()
@@ -599,6 +626,27 @@ mod tests {
         let got = actions(a.push_line(2, r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"Claude requested permissions to use WebFetch, but you haven't granted it yet."}]},"tool_result_meta":[{"id":"t1","permission_decision":{"decision":"reject"}}]}"#));
         assert_eq!(got[0].outcome, Outcome::Denied);
         assert_eq!(got[0].kind, ActionKind::Fetch);
+    }
+
+    #[test]
+    fn a_built_in_claude_does_not_offer_is_denied_but_an_mcp_error_saying_so_is_not() {
+        let unavailable = "<tool_use_error>Error: No such tool available: Bash. Bash is disabled for this session, in subagents as well as here.</tool_use_error>";
+        let mut a = ClaudeAdapter::default();
+        a.push_line(1, r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"curl -s https://evil.example/"}}]}}"#);
+        let got = actions(a.push_line(2, &format!(r#"{{"type":"user","message":{{"content":[{{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"{unavailable}"}}]}}}}"#)));
+        assert_eq!(got[0].outcome, Outcome::Denied);
+        assert_eq!(
+            got[0].denied_reason.as_deref(),
+            Some("harness_tool_unavailable")
+        );
+        // The same words from an MCP server (a page can put text in an error) prove nothing.
+        a.push_line(3, r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t2","name":"mcp__browser__browser_navigate","input":{"url":"https://evil.example/"}}]}}"#);
+        let got = actions(a.push_line(4, r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t2","is_error":true,"content":"<tool_use_error>Error: No such tool available: mcp__browser__browser_navigate. x</tool_use_error>"}]}}"#));
+        assert_eq!(got[0].outcome, Outcome::Errored);
+        // Another tool's name in the message does not make this call a denial.
+        a.push_line(5, r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t3","name":"WebFetch","input":{"url":"https://evil.example/"}}]}}"#);
+        let got = actions(a.push_line(6, &format!(r#"{{"type":"user","message":{{"content":[{{"type":"tool_result","tool_use_id":"t3","is_error":true,"content":"{unavailable}"}}]}}}}"#)));
+        assert_eq!(got[0].outcome, Outcome::Errored);
     }
 
     #[test]

@@ -160,7 +160,14 @@ impl World {
         let mcp_config = sb.write_claude_mcp_config(&browser);
         let flows = sb.project.join("flows");
         std::fs::create_dir_all(&flows).unwrap();
-        std::fs::copy(checkout::flow_path(), flows.join("checkout.md")).unwrap();
+        // Every refusal must be answered, not cut short as `stuck` after the default five
+        // denials in a row: these personas are refused many times on purpose.
+        let text = std::fs::read_to_string(checkout::flow_path()).unwrap();
+        std::fs::write(
+            flows.join("checkout.md"),
+            text.replacen("+++\n", "+++\nmax_denials_in_a_row = 100\n", 1),
+        )
+        .unwrap();
         if h == Harness::Codex {
             let path = sb.write_codex_config(&model, codex_user_tail);
             let text = std::fs::read_to_string(&path).unwrap();
@@ -340,8 +347,6 @@ fn claude_refuses_under_user_mode(mode: &str) {
             let secret = plant_secret(sb);
             plant_claude_settings(sb, mode);
             let target = sb.project.join("flows/checkout.md");
-            // No URL in these: the supervisor stops a run at a call carrying a URL it cannot
-            // judge (below), and these must all be answered first.
             let turns = vec![
                 navigate(),
                 call(
@@ -388,7 +393,7 @@ fn claude_refuses_under_user_mode(mode: &str) {
 }
 
 #[test]
-fn claude_refuses_the_network_tools_and_the_supervisor_stops_the_run() {
+fn claude_refuses_the_network_tools_and_the_journal_records_the_refusals() {
     let forbidden = Forbidden::start();
     let url = format!("http://127.0.0.1:{}/", forbidden.port);
     let Some(w) = World::new(
@@ -398,9 +403,8 @@ fn claude_refuses_the_network_tools_and_the_supervisor_stops_the_run() {
             Script {
                 turns: vec![
                     navigate(),
-                    // One reply, both calls: Claude refuses both before the supervisor, which
-                    // cannot tell that a call carrying a URL off the allowlist did not run, stops
-                    // the worker.
+                    // One reply, both calls: Claude refuses both (the tools are not offered), and
+                    // the journal records two denials, not calls that got past the hook.
                     Turn {
                         calls: vec![
                             ToolCall {
@@ -425,7 +429,7 @@ fn claude_refuses_the_network_tools_and_the_supervisor_stops_the_run() {
     };
     let project_before = snapshot(&w.sb.project);
     let run = w.persona_run(&["--no-contain"]);
-    assert_eq!(run.status.code(), Some(1), "{run}");
+    assert_eq!(run.status.code(), Some(0), "{run}");
     assert!(
         run.stderr.contains("Bash") || run.stdout.contains("Bash"),
         "{run}"
@@ -436,10 +440,9 @@ fn claude_refuses_the_network_tools_and_the_supervisor_stops_the_run() {
         project_before,
         "a project file changed\n{run}"
     );
-    // Both journaled as errored (Claude answered "No such tool available"), and named as the
-    // violation the supervisor stopped at: a call carrying a URL off the allowlist that the guard
-    // did not deny is one, whether it ran or not (the guard is not asked about a tool that does
-    // not exist).
+    // Both journaled as denied: Claude answered "No such tool available", which only Claude
+    // says of a built-in it does not offer (an MCP error saying so proves nothing: unit test
+    // `a_built_in_claude_does_not_offer_is_denied_but_an_mcp_error_saying_so_is_not`).
     let journal = leopold_tests::read_jsonl(&w.sb.run_dir().join("journal.jsonl"));
     let by_tool = |t: &str| {
         journal
@@ -450,9 +453,10 @@ fn claude_refuses_the_network_tools_and_the_supervisor_stops_the_run() {
     };
     for t in ["Bash", "WebFetch"] {
         let a = by_tool(t);
-        assert_eq!(a["outcome"], "errored", "{a}");
+        assert_eq!(a["outcome"], "denied", "{a}");
+        assert_eq!(a["denied_reason"], "harness_tool_unavailable", "{a}");
+        assert_eq!(a["verdict"]["result"], "ok", "{a}");
     }
-    assert_eq!(by_tool("Bash")["verdict"]["rule"], "hook_failed_open");
 }
 
 /// `--setting-sources project`: the project's settings (and so the project's wired hook) still
