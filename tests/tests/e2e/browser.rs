@@ -127,10 +127,7 @@ fn run_scenario(
     .arg("--harness-bin")
     .arg(&bin)
     .args(["--browser", "playwright", "--timeout", "90s"])
-    // The provisioned browser is the harness's MCP server, so today it would run inside the box,
-    // where Chromium cannot reach the staging app on this machine's loopback. Until it runs
-    // outside the box behind its MCP relay (issue #12), these suites run unboxed.
-    .arg("--no-contain")
+    // Boxed: the browser runs outside the box, behind the gateway (README "The gateway").
     .arg("--chromium")
     .arg(&chromium)
     .arg("--playwright-mcp")
@@ -287,16 +284,28 @@ fn the_guard_denies_evaluate_and_a_misleading_click(harness: Harness) {
         "{events:?}\n{}",
         s.run
     );
-    assert!(
-        events.contains(&(
-            "mcp__browser__browser_evaluate".into(),
-            "dangerous_browser_tool".into()
-        )),
-        "{events:?}"
-    );
+    // `browser_evaluate` is not even offered (the gateway's list, README "The gateway"): the
+    // harness refuses it as a tool it does not have, or, if a call gets past it, the guard and
+    // the gateway deny it. Never does it run.
     let journal = s.journal();
+    let eval: Vec<&Value> = journal
+        .iter()
+        .filter(|a| a["tool"] == "mcp__browser__browser_evaluate")
+        .collect();
+    assert!(
+        eval.iter().all(|a| a["outcome"] != "completed"),
+        "{eval:?}\n{}",
+        s.run
+    );
+    let gateway = read_jsonl(&s.sb.run_dir().join("gateway.jsonl"));
+    assert!(
+        !gateway
+            .iter()
+            .any(|l| l["tool"] == "browser_evaluate" && l["verdict"] == "allowed"),
+        "{gateway:?}"
+    );
     let denied = journal.iter().filter(|a| a["outcome"] == "denied").count();
-    assert_eq!(denied, 2, "{journal:?}");
+    assert!(denied >= 1, "{journal:?}");
 }
 
 #[test]
