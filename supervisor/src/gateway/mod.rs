@@ -472,7 +472,10 @@ fn client_message(
                     {
                         let mut rec = ctx.record.lock().unwrap_or_else(|e| e.into_inner());
                         let seq = rec.next_seq();
-                        rec.line(json!({"event": "call", "seq": seq, "server": policy.server, "tool": shown,
+                        let tool = tool
+                            .as_deref()
+                            .and_then(|t| leopold_guard::safe_text(t, 128));
+                        rec.line(json!({"event": "call", "seq": seq, "server": policy.server, "tool": tool,
                             "verdict": "denied", "reason": denial.reason.id(),
                             "call": leopold_guard::reduced_call(full.as_deref().unwrap_or(""), &args)}));
                     }
