@@ -26,6 +26,10 @@
 //!   `tool_use` and `tool_result`, with `--mcp-config`; else a Codex `mcp_tool_call` item, `failed`
 //!   for an error result). Records `{op:"mcp", tools, is_error, text, roots_asked}`.
 //! - `@mcp-raw SERVER LINE`: initialize SERVER, then send LINE as it is and record the answer.
+//! - `@mcp-bench SERVER N TOOL JSON`: one session to SERVER as the config says (the gateway's
+//!   relay in a run) and one to the server started directly (`$FAKE_WORKER_DIRECT_MCP`, a JSON
+//!   array `[command, args…]`), then N calls of TOOL on each, alternating; records every call's
+//!   latency in µs, `{op:"mcp-bench", gateway_us, direct_us}` (`scripts/bench-gateway.sh`).
 //!
 //! Adversary directives (the box's tests: anything the OS allows, each outcome appended as one
 //! JSON line to `$FAKE_WORKER_RESULTS`; `${VAR}` in an argument is replaced by the variable):
@@ -331,6 +335,10 @@ impl Mcp {
     fn start(argv: &[String], server: &str) -> Result<Mcp, String> {
         let (cmd, args) =
             mcp_server_command(argv, server).ok_or(format!("no MCP server {server} in argv"))?;
+        Mcp::spawn(&cmd, &args)
+    }
+
+    fn spawn(cmd: &str, args: &[String]) -> Result<Mcp, String> {
         let mut child = Command::new(cmd)
             .args(args)
             .stdin(Stdio::piped())
@@ -457,6 +465,50 @@ fn mcp_call(argv: &[String], n: &mut u32, arg: &str) {
             );
         }
         Err(e) => result(serde_json::json!({"op":"mcp","tool":tool,"ok":false,"detail":e})),
+    }
+}
+
+fn mcp_bench(argv: &[String], arg: &str) {
+    let mut parts = arg.splitn(4, ' ');
+    let (server, n, tool, json) = (
+        parts.next().unwrap_or(""),
+        parts
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(100),
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or("{}"),
+    );
+    let input: serde_json::Value = serde_json::from_str(json).unwrap_or(serde_json::json!({}));
+    let r = (|| {
+        let direct: Vec<String> = std::env::var("FAKE_WORKER_DIRECT_MCP")
+            .ok()
+            .and_then(|v| serde_json::from_str(&v).ok())
+            .ok_or("FAKE_WORKER_DIRECT_MCP is not a JSON array")?;
+        let (cmd, args) = direct.split_first().ok_or("empty FAKE_WORKER_DIRECT_MCP")?;
+        let mut gw = Mcp::start(argv, server)?;
+        let mut dr = Mcp::spawn(cmd, args)?;
+        let params = serde_json::json!({"name": tool, "arguments": input});
+        let (mut g, mut d) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            for (m, out) in [(&mut gw, &mut g), (&mut dr, &mut d)] {
+                let t = std::time::Instant::now();
+                let a = m.request(10 + i, "tools/call", params.clone())?;
+                if a.get("result").is_none() || a["result"]["isError"].as_bool().unwrap_or(false) {
+                    return Err(format!("the call failed: {a}"));
+                }
+                out.push(t.elapsed().as_micros() as u64);
+            }
+        }
+        for m in [&mut gw, &mut dr] {
+            let _ = m.child.kill();
+            let _ = m.child.wait();
+        }
+        Ok::<_, String>((g, d))
+    })();
+    match r {
+        Ok((g, d)) => result(serde_json::json!({"op":"mcp-bench","gateway_us":g,"direct_us":d})),
+        Err(e) => result(serde_json::json!({"op":"mcp-bench","ok":false,"detail":e})),
     }
 }
 
@@ -648,6 +700,7 @@ fn main() {
             }
             "mcp" => mcp_call(&argv, &mut calls, arg.trim()),
             "mcp-raw" => mcp_raw(&argv, arg.trim()),
+            "mcp-bench" => mcp_bench(&argv, arg.trim()),
             other if adversary(other, arg) => {}
             other => {
                 eprintln!("fake-worker: unknown directive @{other}");
