@@ -705,3 +705,95 @@ fn claude_a_filename_aimed_at_the_project_is_refused() {
 fn codex_a_filename_aimed_at_the_project_is_refused() {
     a_filename_aimed_at_the_project_is_refused(Harness::Codex);
 }
+
+/// The snapshot text Playwright MCP gives for the staging app's WebMCP page, driven directly
+/// (no Leopold), with `extra` arguments.
+fn webmcp_page_snapshot(extra: &[&str]) -> Option<String> {
+    use std::io::{BufRead as _, Write as _};
+    let (chromium, playwright_mcp) = require_browser()?;
+    let sb = Sandbox::new();
+    let app = StagingApp::start(&sb);
+    let cfg = sb.logs.join("pw.json");
+    std::fs::write(
+        &cfg,
+        json!({"browser": {"browserName": "chromium", "launchOptions": {
+            "executablePath": chromium, "headless": true,
+            "args": ["--no-sandbox", "--disable-gpu", "--no-proxy-server"]}},
+            "outputDir": sb.logs.join("out")})
+        .to_string(),
+    )
+    .unwrap();
+    let mut child = Command::new(playwright_mcp)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--isolated")
+        .args(extra)
+        .current_dir(&sb.logs)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut req = |id: u64, method: &str, params: Value| -> Value {
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+        .unwrap();
+        loop {
+            let mut line = String::new();
+            assert!(out.read_line(&mut line).unwrap() > 0, "the server closed");
+            let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    req(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "leopold-e2e", "version": "0"}}),
+    );
+    let url = format!("http://127.0.0.1:{}/webmcp", app.port);
+    req(
+        1,
+        "tools/call",
+        json!({"name": "browser_navigate", "arguments": {"url": url}}),
+    );
+    // WebMCP tools are collected with the page snapshot, after the page's script ran.
+    std::thread::sleep(Duration::from_millis(500));
+    let snap = req(
+        2,
+        "tools/call",
+        json!({"name": "browser_snapshot", "arguments": {}}),
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    Some(
+        snap["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned(),
+    )
+}
+
+/// The positive control of the WebMCP scenarios: the staging app's page does register its tool
+/// when WebMCP is on (Playwright MCP 0.0.83's default), and `--no-webmcp`, which the gateway
+/// starts the browser with, turns that off.
+#[test]
+fn the_webmcp_page_registers_a_tool_unless_webmcp_is_off() {
+    let Some(on) = webmcp_page_snapshot(&[]) else {
+        return;
+    };
+    assert!(on.contains("1 webmcp tool available"), "{on}");
+    assert!(on.contains("place_order"), "{on}");
+    let off = webmcp_page_snapshot(&["--no-webmcp"]).unwrap();
+    assert!(
+        !off.contains("webmcp tool") && !off.contains("place_order"),
+        "{off}"
+    );
+}
