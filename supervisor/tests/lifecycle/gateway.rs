@@ -219,3 +219,46 @@ fn a_filename_outside_the_output_folder_is_refused() {
         "#!/bin/sh\necho hi\n"
     );
 }
+
+/// The two records compared: a call the harness's stream shows that never went through the
+/// gateway (a forged stream line), and a call that went through the gateway that the stream
+/// never showed (the worker calling the server behind the harness's back), are reported in the
+/// summary, run.json, `run_ended` and the report, as warnings: the outcome stands.
+#[test]
+fn a_call_in_the_stream_the_gateway_never_saw_is_reported() {
+    let sb = Sandbox::with_user_files();
+    let browser = sb.stub_browser("browser");
+    let forged = serde_json::json!({"type":"item.completed","item":{"id":"item_forged","type":"mcp_tool_call",
+        "server":"browser","tool":"navigate","arguments":{"url":"https://staging.example.com/x"},"status":"completed"}});
+    sb.set_script(&format!(
+        "@mcp browser navigate {}\n{forged}\n@mcp-raw browser {}\n@exit 0\n",
+        serde_json::json!({"url": "https://staging.example.com/cart"}),
+        serde_json::json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"type","arguments":{"selector":"#q","text":"x"}}})
+    ));
+    let out = run(&sb, "codex", &["--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(browser.seen().len(), 2);
+    let e = stderr(&out);
+    assert!(
+        e.contains("gateway record: the harness's stream shows 2 `mcp__browser__navigate` call(s) that reached a server; the gateway forwarded 1"),
+        "{e}"
+    );
+    assert!(
+        e.contains("gateway record: the gateway forwarded 1 `mcp__browser__type` call(s) to the browser; the harness's stream shows 0"),
+        "{e}"
+    );
+    let rj = sb.run_json();
+    assert_eq!(
+        rj["end"]["gateway_mismatches"].as_array().unwrap().len(),
+        2,
+        "{rj}"
+    );
+    let ended: serde_json::Value = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["event"] == "run_ended")
+        .unwrap();
+    assert_eq!(ended["gateway_mismatches"], rj["end"]["gateway_mismatches"]);
+    let report = std::fs::read_to_string(sb.run_dirs().pop().unwrap().join("report.html")).unwrap();
+    assert!(report.contains("gateway-mismatches"), "the report names it");
+}
