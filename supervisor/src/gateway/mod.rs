@@ -321,7 +321,7 @@ async fn serve(conn: UnixStream, ctx: &Ctx) -> anyhow::Result<()> {
         .open(&ctx.stderr_log)
         .map(std::process::Stdio::from)
         .unwrap_or_else(|_| std::process::Stdio::null());
-    let mut cmd = tokio::process::Command::new(&up.command);
+    let mut cmd = std::process::Command::new(&up.command);
     cmd.args(&up.args)
         .env_clear()
         .env(
@@ -334,13 +334,17 @@ async fn serve(conn: UnixStream, ctx: &Ctx) -> anyhow::Result<()> {
         .current_dir(&ctx.cwd)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .stderr(stderr)
-        .kill_on_drop(true);
+        .stderr(stderr);
     for k in ["LANG", "LC_ALL", "TERM"] {
         if let Some(v) = std::env::var_os(k) {
             cmd.env(k, v);
         }
     }
+    // Its own process group, and SIGKILLed by the kernel if the supervisor dies: a server
+    // started outside the box must not outlive a SIGKILLed supervisor either.
+    crate::os::configure_worker(&mut cmd);
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.kill_on_drop(true);
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start MCP server `{}` ({})", up.name, up.command))?;

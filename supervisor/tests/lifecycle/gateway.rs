@@ -262,3 +262,69 @@ fn a_call_in_the_stream_the_gateway_never_saw_is_reported() {
     let report = std::fs::read_to_string(sb.run_dirs().pop().unwrap().join("report.html")).unwrap();
     assert!(report.contains("gateway-mismatches"), "the report names it");
 }
+
+/// The real server runs outside the box, a child of the supervisor: a SIGKILLed supervisor takes
+/// it along (the kernel's parent-death signal), even a server that would outlive its stdin (a
+/// shell that sleeps on after the stub); what it started itself carries the run's id, and
+/// `persona recover` stops it, so nothing of the run is left.
+#[test]
+fn a_sigkilled_supervisor_takes_the_gateways_servers_with_it() {
+    let sb = Sandbox::with_user_files();
+    sb.set_script("@mcp-hold browser 60000\n@exit 0\n");
+    let stub = sb.stub_browser("browser");
+    let cfg = sb.logs.join("stubborn-mcp.json");
+    let sh = format!(
+        "'{}' --log '{}'; sleep 600",
+        stub.bin.display(),
+        stub.log.display()
+    );
+    std::fs::write(
+        &cfg,
+        serde_json::json!({"mcpServers": {"browser": {"command": "/bin/sh", "args": ["-c", sh]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut child = sb
+        .run_cmd("codex", &["--mcp-config", cfg.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(20, "the worker's MCP session", || {
+        !sb.results_lines().is_empty()
+    });
+    assert_eq!(
+        sb.results_lines()[0]["ok"],
+        true,
+        "{:?}",
+        sb.results_lines()
+    );
+    let run_id =
+        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(sb.active()).unwrap())
+            .unwrap()["run_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let of_run = |what: &str| {
+        processes_of_run(&run_id)
+            .into_iter()
+            .filter(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(what))
+            })
+            .collect::<Vec<u32>>()
+    };
+    // The shell is the gateway's direct child, outside the box.
+    let shells = of_run("; sleep 600");
+    assert_eq!(shells.len(), 1, "{:?}", processes_of_run(&run_id));
+    signal(child.id(), "KILL");
+    let _ = child.wait();
+    wait_for(5, "the server to die with the supervisor", || {
+        !alive(shells[0])
+    });
+    let out = sb.recover();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    wait_for(5, "nothing of the run left", || {
+        processes_of_run(&run_id).is_empty()
+    });
+}

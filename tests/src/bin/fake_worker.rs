@@ -26,6 +26,8 @@
 //!   `tool_use` and `tool_result`, with `--mcp-config`; else a Codex `mcp_tool_call` item, `failed`
 //!   for an error result). Records `{op:"mcp", tools, is_error, text, roots_asked}`.
 //! - `@mcp-raw SERVER LINE`: initialize SERVER, then send LINE as it is and record the answer.
+//! - `@mcp-hold SERVER MS`: initialize SERVER, record `{op:"mcp-hold"}`, and hold the session
+//!   open for MS milliseconds.
 //! - `@mcp-bench SERVER N TOOL JSON`: one session to SERVER as the config says (the gateway's
 //!   relay in a run) and one to the server started directly (`$FAKE_WORKER_DIRECT_MCP`, a JSON
 //!   array `[command, args…]`), then N calls of TOOL on each, alternating; records every call's
@@ -701,6 +703,17 @@ fn main() {
             "mcp" => mcp_call(&argv, &mut calls, arg.trim()),
             "mcp-raw" => mcp_raw(&argv, arg.trim()),
             "mcp-bench" => mcp_bench(&argv, arg.trim()),
+            "mcp-hold" => {
+                let (server, ms) = arg.trim().split_once(' ').unwrap_or((arg.trim(), "0"));
+                match Mcp::start(&argv, server) {
+                    Ok(m) => {
+                        result(serde_json::json!({"op":"mcp-hold","ok":true}));
+                        std::thread::sleep(Duration::from_millis(ms.parse().unwrap_or(0)));
+                        drop(m);
+                    }
+                    Err(e) => result(serde_json::json!({"op":"mcp-hold","ok":false,"detail":e})),
+                }
+            }
             other if adversary(other, arg) => {}
             other => {
                 eprintln!("fake-worker: unknown directive @{other}");
