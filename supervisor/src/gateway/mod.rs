@@ -664,6 +664,194 @@ fn server_message(
 mod tests {
     use super::*;
 
+    struct Wire {
+        ctx: Ctx,
+        _dir: tempfile::TempDir,
+        to_client: mpsc::UnboundedSender<Vec<u8>>,
+        client_rx: mpsc::UnboundedReceiver<Vec<u8>>,
+        to_server: mpsc::UnboundedSender<Vec<u8>>,
+        server_rx: mpsc::UnboundedReceiver<Vec<u8>>,
+        pending: PendingMap,
+    }
+
+    impl Wire {
+        fn new() -> Wire {
+            let dir = tempfile::tempdir().unwrap();
+            let out = std::fs::canonicalize(dir.path()).unwrap();
+            let flow = leopold_flows::Flow::parse(
+                "+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\"]\n+++\nBrief.\n",
+                Path::new("flows/checkout.md"),
+            )
+            .unwrap();
+            let file = std::fs::File::create(out.join(RECORD_FILE)).unwrap();
+            let ctx = Ctx {
+                policy: Policy {
+                    flow,
+                    server: "browser".into(),
+                    output_dir: out.clone(),
+                    provisioned: true,
+                },
+                upstream: Upstream {
+                    name: "browser".into(),
+                    command: "x".into(),
+                    args: Vec::new(),
+                    env: Vec::new(),
+                    provisioned: true,
+                },
+                shared: Arc::new(Mutex::new(Shared::default())),
+                record: Arc::new(Mutex::new(Record { file, seq: 0 })),
+                refs: None,
+                cwd: out.clone(),
+                run_id: "r1".into(),
+                stderr_log: out.join("log"),
+            };
+            let (to_client, client_rx) = mpsc::unbounded_channel();
+            let (to_server, server_rx) = mpsc::unbounded_channel();
+            Wire {
+                ctx,
+                _dir: dir,
+                to_client,
+                client_rx,
+                to_server,
+                server_rx,
+                pending: Arc::new(Mutex::new(HashMap::new())),
+            }
+        }
+
+        fn client_says(&mut self, v: &str) {
+            client_message(
+                &self.ctx,
+                v.as_bytes(),
+                &self.to_client,
+                &self.to_server,
+                &self.pending,
+            );
+        }
+
+        fn server_says(&mut self, v: &str) {
+            server_message(
+                &self.ctx,
+                v.as_bytes(),
+                &self.to_client,
+                &self.to_server,
+                &self.pending,
+            );
+        }
+
+        fn take(rx: &mut mpsc::UnboundedReceiver<Vec<u8>>) -> Vec<Value> {
+            let mut out = Vec::new();
+            while let Ok(b) = rx.try_recv() {
+                out.push(serde_json::from_slice(&b).unwrap());
+            }
+            out
+        }
+
+        fn client(&mut self) -> Vec<Value> {
+            Wire::take(&mut self.client_rx)
+        }
+
+        fn server(&mut self) -> Vec<Value> {
+            Wire::take(&mut self.server_rx)
+        }
+    }
+
+    #[test]
+    fn on_the_wire_initialize_roots_and_lists_are_the_gateways() {
+        let mut w = Wire::new();
+        w.client_says(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{"roots":{"listChanged":true},"sampling":{}}}}"#);
+        let s = w.server();
+        assert_eq!(
+            s[0]["params"]["capabilities"],
+            json!({"roots": {"listChanged": false}})
+        );
+        w.server_says(
+            r#"{"jsonrpc":"2.0","id":0,"result":{"capabilities":{"tools":{},"resources":{}}}}"#,
+        );
+        assert_eq!(
+            w.client()[0]["result"]["capabilities"],
+            json!({"tools": {}})
+        );
+        // The server asks for roots: the gateway answers, the worker is never asked.
+        w.server_says(r#"{"jsonrpc":"2.0","id":"r1","method":"roots/list"}"#);
+        assert!(w.client().is_empty());
+        let s = w.server();
+        let uri = s[0]["result"]["roots"][0]["uri"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            uri.starts_with("file:///") && s[0]["result"]["roots"].as_array().unwrap().len() == 1
+        );
+        // …nor for a completion of its own.
+        w.server_says(
+            r#"{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}"#,
+        );
+        assert!(w.client().is_empty());
+        assert!(w.server()[0]["error"].is_object());
+        w.client_says(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+        assert_eq!(w.server().len(), 1);
+        w.server_says(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"browser_navigate"},{"name":"browser_run_code_unsafe"},{"name":"webmcp_place_order"}]}}"#);
+        assert_eq!(
+            w.client()[0]["result"]["tools"],
+            json!([{"name": "browser_navigate"}])
+        );
+        // An answer to nothing the worker asked, and a server line that is not JSON: dropped.
+        w.server_says(
+            r#"{"jsonrpc":"2.0","id":77,"result":{"tools":[{"name":"browser_evaluate"}]}}"#,
+        );
+        w.server_says("not json");
+        assert!(w.client().is_empty());
+    }
+
+    #[test]
+    fn on_the_wire_a_denied_call_is_answered_and_never_forwarded() {
+        let mut w = Wire::new();
+        w.client_says(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"browser_navigate","arguments":{"url":"https://evil.example/?t=1"}}}"#);
+        assert!(w.server().is_empty(), "never forwarded");
+        let c = w.client();
+        assert_eq!(c[0]["id"], 5);
+        assert_eq!(c[0]["result"]["isError"], true);
+        let text = c[0]["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("Leopold persona guard: ")
+                && text.ends_with("(reason: outside_allowlist)"),
+            "{text}"
+        );
+        let sh = w.ctx.shared.lock().unwrap();
+        assert_eq!(sh.denials[0].tool, "mcp__browser__browser_navigate");
+        drop(sh);
+        // Allowed: forwarded as it is, its answer passed back and counted.
+        w.client_says(r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"browser_navigate","arguments":{"url":"https://staging.example.com/"}}}"#);
+        assert_eq!(w.server()[0]["id"], 6);
+        w.server_says(r####"{"jsonrpc":"2.0","id":6,"result":{"content":[{"type":"text","text":"### Page\n- Page URL: https://staging.example.com/?s=1\n- Page Title: Shop"}]}}"####);
+        assert_eq!(w.client()[0]["id"], 6);
+        assert_eq!(
+            w.ctx.shared.lock().unwrap().forwarded["mcp__browser__browser_navigate"],
+            1
+        );
+        // Refused outright: a batch, not JSON, an unknown method; a notification of roots.
+        for bad in [
+            r#"[{"jsonrpc":"2.0","id":7,"method":"tools/call"}]"#,
+            "{oops",
+            r#"7"#,
+        ] {
+            w.client_says(bad);
+            assert!(w.client()[0]["error"].is_object(), "{bad}");
+        }
+        w.client_says(r#"{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"file:///etc/passwd"}}"#);
+        assert!(w.client()[0]["error"].is_object());
+        w.client_says(r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#);
+        assert!(w.server().is_empty() && w.client().is_empty());
+        // The record: hosts only, never a URL.
+        let rec = std::fs::read_to_string(w.ctx.policy.output_dir.join(RECORD_FILE)).unwrap();
+        assert!(!rec.contains("://") && !rec.contains("t=1"), "{rec}");
+        assert!(
+            rec.contains("\"page_host\":\"staging.example.com\"")
+                && rec.contains("\"page_title\":\"Shop\""),
+            "{rec}"
+        );
+    }
+
     #[test]
     fn the_records_are_compared_call_by_call() {
         let mut sh = Shared {
