@@ -328,3 +328,76 @@ fn a_sigkilled_supervisor_takes_the_gateways_servers_with_it() {
         processes_of_run(&run_id).is_empty()
     });
 }
+
+/// `persona mcp-relay` is bytes both ways, nothing more, and exits when either side closes: the
+/// harness closing its stdin, or the gateway closing the socket.
+#[test]
+fn the_relay_copies_bytes_and_exits_when_either_side_closes() {
+    use std::io::{BufRead as _, Read as _, Write as _};
+    use std::os::unix::net::UnixListener;
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("mcp-browser.sock");
+    let listener = UnixListener::bind(&sock).unwrap();
+    let relay = || {
+        Command::new(LEOPOLD)
+            .args(["persona", "mcp-relay", "--socket"])
+            .arg(&sock)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // The harness side closes first.
+    let mut child = relay();
+    let (mut conn, _) = listener.accept().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(&conn).read_line(&mut line).unwrap();
+    assert_eq!(
+        line, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n",
+        "verbatim"
+    );
+    conn.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n")
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut got = [0u8; 36];
+    out.read_exact(&mut got).unwrap();
+    assert_eq!(&got[..], b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}");
+    drop(stdin);
+    let st = wait_exit(&mut child);
+    assert_eq!(st.code(), Some(0));
+    let mut rest = Vec::new();
+    let _ = conn.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "the gateway saw the end");
+    // The gateway side closes first: the relay exits though its stdin stays open.
+    let mut child = relay();
+    let (conn, _) = listener.accept().unwrap();
+    drop(conn);
+    let st = wait_exit(&mut child);
+    assert_eq!(st.code(), Some(0));
+    // No gateway at all: exit 1, saying why.
+    drop(listener);
+    std::fs::remove_file(&sock).unwrap();
+    let out = relay().wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot connect"));
+}
+
+fn wait_exit(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the relay did not exit"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
