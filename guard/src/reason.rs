@@ -112,6 +112,15 @@ pub enum Reason {
     UnknownElementRef,
     /// `ACTIVE.json`'s `browser` names a ref map that exists but cannot be read or parsed.
     RefMapUnreadable,
+    /// The gateway: a tool that is not on its list of browser tools a persona needs (README
+    /// "The gateway"), or a dangerous one the flow did not opt into.
+    ToolNotListed,
+    /// The gateway: a `filename` (or other path) argument that resolves outside the run's
+    /// browser output folder (absolute, `..`, a symlink).
+    FilenameOutsideOutput,
+    /// The gateway: a message it cannot parse or judge (not JSON-RPC, no tool name, arguments
+    /// that are not an object, over its size limit).
+    GatewayUnjudgeable,
 }
 
 impl Reason {
@@ -138,6 +147,9 @@ impl Reason {
         Reason::DangerousBrowserTool,
         Reason::UnknownElementRef,
         Reason::RefMapUnreadable,
+        Reason::ToolNotListed,
+        Reason::FilenameOutsideOutput,
+        Reason::GatewayUnjudgeable,
     ];
 
     /// The stable snake_case id.
@@ -164,6 +176,9 @@ impl Reason {
             Reason::DangerousBrowserTool => "dangerous_browser_tool",
             Reason::UnknownElementRef => "unknown_element_ref",
             Reason::RefMapUnreadable => "ref_map_unreadable",
+            Reason::ToolNotListed => "tool_not_listed",
+            Reason::FilenameOutsideOutput => "filename_outside_output",
+            Reason::GatewayUnjudgeable => "gateway_unjudgeable",
         }
     }
 
@@ -274,6 +289,19 @@ pub fn message(denial: &Denial, flow: Option<&str>, tool: Option<&str>) -> Strin
         Reason::RefMapUnreadable => format!(
             "the run's element ref map cannot be read ({detail}), so clicks cannot be judged \
              against the click rules of flow {flow:?}"
+        ),
+        Reason::ToolNotListed => format!(
+            "tool {:?} is not one of the browser tools Leopold's gateway offers a persona under \
+             flow {flow:?}",
+            tool.unwrap_or("(unknown)")
+        ),
+        Reason::FilenameOutsideOutput => format!(
+            "a file name in the call ({detail}) resolves outside the run's browser output folder, \
+             so the browser may not write it under flow {flow:?}"
+        ),
+        Reason::GatewayUnjudgeable => format!(
+            "Leopold's gateway cannot judge this message ({detail}), so it is not forwarded to \
+             the browser while flow {flow:?} is active"
         ),
     };
     let line = format!("{PREFIX}{what}{TAIL} (reason: {})", denial.reason.id());

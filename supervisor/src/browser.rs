@@ -145,6 +145,8 @@ pub fn playwright_config(flow: &Flow, chromium: &Path, browser_dir: &Path, as_ro
         },
         "outputDir": browser_dir.join("output"),
         "imageResponses": "omit",
+        // A page must not register tools of its own (`navigator.modelContext`, HARNESS-FACTS §9).
+        "webmcp": false,
     })
 }
 
@@ -173,6 +175,9 @@ pub fn mcp_server(
                 bins.playwright_mcp.display().to_string(),
                 "--config".into(),
                 config.display().to_string(),
+                // Also on the command line: a config key a later version renames must not
+                // turn WebMCP back on silently.
+                "--no-webmcp".into(),
             ],
             env: Vec::new(),
         },
@@ -200,7 +205,6 @@ pub fn harness_args(kind: Harness) -> Vec<String> {
 /// What provisioning wrote.
 #[derive(Debug, Clone)]
 pub struct Provisioned {
-    pub mcp_config: PathBuf,
     pub server: McpServer,
     pub state: BrowserState,
     pub output_dir: PathBuf,
@@ -244,7 +248,6 @@ pub fn provision(flow: &Flow, bins: &BrowserBins, run_dir: &Path) -> anyhow::Res
         volatile,
     )?;
     Ok(Provisioned {
-        mcp_config,
         server,
         state: BrowserState {
             kind: "playwright".into(),
@@ -340,7 +343,6 @@ impl RefTracker {
     }
 
     /// The current map.
-    #[cfg(test)]
     pub fn map(&self) -> &RefMapFile {
         &self.map
     }
@@ -532,6 +534,7 @@ mod tests {
         );
         assert_eq!(c["browser"]["userDataDir"], "/run/x/browser/profile");
         assert_eq!(c["outputDir"], "/run/x/browser/output");
+        assert_eq!(c["webmcp"], false);
         let args = c["browser"]["launchOptions"]["args"].as_array().unwrap();
         assert!(args[0].as_str().unwrap().starts_with(
             "--host-resolver-rules=MAP staging.example.com 127.0.0.1:8080, MAP * ~NOTFOUND"
@@ -568,7 +571,8 @@ mod tests {
                 "LEOPOLD_RUN_ID=r1",
                 "/c/pw/playwright-mcp",
                 "--config",
-                "/r/browser/playwright.json"
+                "/r/browser/playwright.json",
+                "--no-webmcp"
             ]
         );
     }

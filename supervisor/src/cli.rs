@@ -164,6 +164,21 @@ pub enum PersonaCommand {
     /// A run with no run.json is `active` (it holds ACTIVE.json) or `unfinished` (it crashed:
     /// `leopold persona recover`). See README "Past runs".
     Runs(RunsArgs),
+    /// The worker's MCP server: relays its stdio to the supervisor's gateway socket.
+    ///
+    /// `persona run` gives the worker this command instead of each MCP server (the provisioned
+    /// browser, and every stdio server of `--mcp-config`); the harness starts it inside the box.
+    /// It judges nothing: the supervisor's end of the socket (the gateway, outside the box)
+    /// starts the real server and judges every message. It exits when either side closes. Not
+    /// meant to be run by hand. See README "The gateway".
+    McpRelay(McpRelayArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct McpRelayArgs {
+    /// The gateway's socket (`<run socket dir>/mcp-<server>.sock`).
+    #[arg(long, value_name = "PATH")]
+    pub socket: PathBuf,
 }
 
 /// `--harness claude|codex`, parsed straight into the one [`Harness`] enum.

@@ -9,6 +9,8 @@ mod cli;
 mod commands;
 mod exit;
 mod fs;
+#[cfg(unix)]
+mod gateway;
 mod harness;
 mod observe;
 #[cfg(unix)]

@@ -5,7 +5,9 @@
 //! stream) and, when the supervisor provisioned the browser, the ref map the guard judges clicks
 //! by, kept from the same parse of the stream.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use leopold_flows::Flow;
 use leopold_journal::{
@@ -65,6 +67,10 @@ pub struct Observer {
     answer: Option<String>,
     /// When the stream last produced anything.
     last_event: std::time::Instant,
+    /// The gateway's denials, learnt in-process, and its servers.
+    gateway: Option<Arc<Mutex<crate::gateway::Shared>>>,
+    /// Calls of the gateway's servers the stream shows as having reached a server, by tool.
+    stream_calls: BTreeMap<String, u64>,
 }
 
 impl Observer {
@@ -96,13 +102,32 @@ impl Observer {
             refs_warned: false,
             answer: None,
             last_event: std::time::Instant::now(),
+            gateway: None,
+            stream_calls: BTreeMap::new(),
         })
     }
 
-    /// Keeps the provisioned browser's ref map from the tool results.
+    /// Keeps the provisioned browser's ref map from the tool results. A run has the gateway
+    /// keep it instead, from the answers themselves (before the worker sees them).
+    #[cfg(test)]
     pub fn with_ref_map(mut self, tracker: RefTracker) -> Observer {
         self.refs = Some(tracker);
         self
+    }
+
+    /// Learns of the gateway's denials: a call the gateway refused is journaled as a denial
+    /// (with its reason), not as what the stream shows (a call and its error result).
+    pub fn with_gateway(mut self, shared: Arc<Mutex<crate::gateway::Shared>>) -> Observer {
+        self.gateway = Some(shared);
+        self
+    }
+
+    /// The gateway's record against the stream's, once the stream has ended.
+    pub fn compare_with_gateway(&self, gw: &crate::gateway::Gateway) -> Vec<String> {
+        gw.shared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .compare(&self.stream_calls)
     }
 
     /// The persona's final answer, if it gave one.
@@ -173,6 +198,18 @@ impl Observer {
     }
 
     fn record(&mut self, mut action: Action, batch: &mut Batch) -> anyhow::Result<()> {
+        if let Some(gw) = &self.gateway {
+            let mut sh = gw.lock().unwrap_or_else(|e| e.into_inner());
+            if sh.covers(&action.tool) {
+                if let Some(d) = sh.take_denial(&action.tool) {
+                    // The gateway answered it: it never reached the server.
+                    action.outcome = Outcome::Denied;
+                    action.denied_reason = Some(d.reason);
+                } else if action.outcome != Outcome::Denied {
+                    *self.stream_calls.entry(action.tool.clone()).or_default() += 1;
+                }
+            }
+        }
         let verdict = validate(&self.flow, &action);
         let violation = match &verdict {
             Verdict::Violation { rule, detail } => Some(match detail {

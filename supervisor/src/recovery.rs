@@ -149,6 +149,7 @@ pub fn recover_locked(
                 cause: None,
                 findings: Vec::new(),
                 findings_not_kept: 0,
+                gateway_mismatches: Vec::new(),
             });
             st.write_atomic(&run_json)?;
         }

@@ -153,6 +153,10 @@ pub struct RunEnd {
     /// Walls past the ones kept in `findings`, counted.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub findings_not_kept: u64,
+    /// Calls in the gateway's record (`gateway.jsonl`) and not in the harness's stream, or the
+    /// other way round (README "The gateway"); empty when the two agree.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gateway_mismatches: Vec<String>,
 }
 
 fn is_zero(n: &u64) -> bool {

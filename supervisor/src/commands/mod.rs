@@ -32,6 +32,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Persona(PersonaCommand::Unwire(args)) => Ok(wire::unwire(args)?),
         Command::Persona(PersonaCommand::Report(args)) => Ok(report::run(args)?),
         Command::Persona(PersonaCommand::Runs(args)) => Ok(runs::run(args)?),
+        Command::Persona(PersonaCommand::McpRelay(args)) => {
+            Ok(crate::gateway::relay::main(&args.socket))
+        }
         Command::Flow(FlowCommand::Check(args)) => Ok(flow::check(&args)),
         Command::Completions(args) => Ok(completions::completions(&args)),
     }

@@ -87,6 +87,11 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
                         } @else {
                             dt { "Actions" } dd { (rec.actions.len()) " in the journal" }
                         }
+                        @if let Some(e) = end.filter(|e| !e.gateway_mismatches.is_empty()) {
+                            // README "The gateway": the two records of the browser's calls disagree.
+                            dt { "Gateway record" }
+                            dd #gateway-mismatches { ul { @for m in &e.gateway_mismatches { li { (m) } } } }
+                        }
                         dt { "Journal hash" }
                         dd {
                             @match &rec.journal_hash {

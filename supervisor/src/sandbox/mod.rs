@@ -55,7 +55,7 @@ use anyhow::Context as _;
 
 use crate::harness::Harness;
 
-pub use relay::RunBox;
+pub use relay::{make_sock_dir, RunBox};
 
 /// The variable naming the supervisor's event socket, read by the guard.
 pub const EVENTS_SOCKET_ENV: &str = leopold_guard::EVENTS_SOCKET_ENV;
@@ -650,25 +650,17 @@ pub fn for_run(no_contain: bool) -> anyhow::Result<Option<PathBuf>> {
     }
 }
 
-/// What the box cannot serve yet, refused before any side effect (exit 2) instead of failing
-/// inside it: the provisioned browser (it needs the staging app on this machine's network: it
-/// moves outside the box, behind an MCP relay, issue #12) and MCP servers reached over HTTP (the
-/// box's network reaches the model endpoint only).
-pub fn check_plan(
-    provisioned_browser: bool,
-    servers: &[crate::worker::McpServer],
-) -> anyhow::Result<()> {
-    if provisioned_browser {
-        anyhow::bail!(
-            "the provisioned browser cannot run inside the box yet: Chromium would not reach the staging app\n(hint: pass --no-contain to run without the box (README \"The box\"))"
-        );
-    }
+/// What the box cannot serve, refused before any side effect (exit 2) instead of failing
+/// inside it: MCP servers reached over HTTP (the box's network reaches the model endpoint only,
+/// and the gateway relays stdio servers only). The provisioned browser and stdio servers run
+/// outside the box, behind the gateway (README "The gateway").
+pub fn check_plan(servers: &[crate::worker::McpServer]) -> anyhow::Result<()> {
     if let Some(s) = servers
         .iter()
         .find(|s| matches!(s.transport, crate::worker::McpTransport::Http { .. }))
     {
         anyhow::bail!(
-            "MCP server `{}` is reached over HTTP, and the box's network reaches only the model endpoint\n(hint: give it as a stdio server (`command`), or pass --no-contain to run without the box)",
+            "MCP server `{}` is reached over HTTP, and the box's network reaches only the model endpoint\n(hint: give it as a stdio server (`command`), which the gateway relays, or pass --no-contain to run without the box)",
             s.name
         );
     }
@@ -886,14 +878,11 @@ mod tests {
                 url: "http://127.0.0.1:9/mcp".into(),
             },
         };
-        assert!(check_plan(false, std::slice::from_ref(&stdio)).is_ok());
-        let e = format!("{:#}", check_plan(false, &[stdio, http]).unwrap_err());
+        assert!(check_plan(std::slice::from_ref(&stdio)).is_ok());
+        let e = format!("{:#}", check_plan(&[stdio, http]).unwrap_err());
         assert!(e.contains("`remote`") && e.contains("--no-contain"), "{e}");
-        let e = format!("{:#}", check_plan(true, &[]).unwrap_err());
-        assert!(
-            e.contains("provisioned browser") && e.contains("--no-contain"),
-            "{e}"
-        );
+        // The provisioned browser runs outside the box, behind the gateway: nothing to refuse.
+        assert!(check_plan(&[]).is_ok());
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod concurrency;
 mod crash;
 mod disk;
 mod doctor;
+mod gateway;
 mod outcome;
 mod run;
 mod stop;

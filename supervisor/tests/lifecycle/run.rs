@@ -142,8 +142,11 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
     );
     assert_eq!(sb.snapshot(), before);
     // The capture's model ends with an answer ("Done."): the run saved it as findings.md.
+    // The gateway's record and the worker's MCP config (the relay) join the run's files.
     let mut listing = RUN_LISTING.to_vec();
     listing.insert(2, "runs/<run>/findings.md");
+    listing.insert(3, "runs/<run>/gateway.jsonl");
+    listing.insert(5, "runs/<run>/mcp-relay.json");
     assert_eq!(sb.persona_listing(), listing);
     assert_eq!(
         std::fs::read_to_string(sb.run_dirs()[0].join("findings.md")).unwrap(),
@@ -161,6 +164,7 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
             "read-only",
         ]
     );
+    // The server itself is the gateway's to start: the worker is given the relay to it.
     assert!(
         !argv
             .iter()
@@ -176,13 +180,18 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
     );
     assert!(
         argv.iter()
-            .any(|a| a.starts_with("mcp_servers.browser.command=")
-                && a.contains("/opt/playwright-mcp")),
+            .any(|a| a.starts_with("mcp_servers.browser.command=") && a.contains("leopold")),
         "{argv:?}"
     );
     assert!(
         argv.iter()
-            .any(|a| a.starts_with("mcp_servers.browser.args=")),
+            .any(|a| a.starts_with("mcp_servers.browser.args=")
+                && a.contains("mcp-relay")
+                && a.contains("mcp-browser.sock")),
+        "{argv:?}"
+    );
+    assert!(
+        !argv.iter().any(|a| a.contains("/opt/playwright-mcp")),
         "{argv:?}"
     );
     assert!(argv.last().unwrap().contains("Walk the checkout"));

@@ -19,7 +19,19 @@
 //! - `@guard-codex TOOL URL`: the same as Codex would: the hook commands come from
 //!   `$CODEX_HOME/config.toml`; a denied call leaves no item in the stream, an allowed one an
 //!   `mcp_tool_call` item.
-//!
+//! - `@mcp SERVER TOOL JSON`: act as a harness whose hook did not run: start MCP server SERVER
+//!   as the worker's own MCP config says (Claude's `--mcp-config` file, or Codex's
+//!   `-c mcp_servers.SERVER.command/args`), `initialize` it (offering the `roots` capability),
+//!   list its tools, call TOOL with the JSON arguments, and print what the harness would (Claude:
+//!   `tool_use` and `tool_result`, with `--mcp-config`; else a Codex `mcp_tool_call` item, `failed`
+//!   for an error result). Records `{op:"mcp", tools, is_error, text, roots_asked}`.
+//! - `@mcp-raw SERVER LINE`: initialize SERVER, then send LINE as it is and record the answer.
+//! - `@mcp-hold SERVER MS`: initialize SERVER, record `{op:"mcp-hold"}`, and hold the session
+//!   open for MS milliseconds.
+//! - `@mcp-bench SERVER N TOOL JSON`: one session to SERVER as the config says (the gateway's
+//!   relay in a run) and one to the server started directly (`$FAKE_WORKER_DIRECT_MCP`, a JSON
+//!   array `[command, args…]`), then N calls of TOOL on each, alternating; records every call's
+//!   latency in µs, `{op:"mcp-bench", gateway_us, direct_us}` (`scripts/bench-gateway.sh`).
 //!
 //! Adversary directives (the box's tests: anything the OS allows, each outcome appended as one
 //! JSON line to `$FAKE_WORKER_RESULTS`; `${VAR}` in an argument is replaced by the variable):
@@ -275,6 +287,249 @@ fn proxy_connect(target: &str) -> Result<String, String> {
         .to_owned())
 }
 
+/// SERVER's command and arguments, from the worker's own argv.
+fn mcp_server_command(argv: &[String], server: &str) -> Option<(String, Vec<String>)> {
+    if let Some(i) = argv.iter().position(|a| a == "--mcp-config") {
+        let text = std::fs::read_to_string(argv.get(i + 1)?).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let s = &v["mcpServers"][server];
+        let cmd = s["command"].as_str()?.to_owned();
+        let args = s["args"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        return Some((cmd, args));
+    }
+    let mut doc = String::new();
+    for w in argv.windows(2) {
+        if w[0] == "-c" && w[1].starts_with(&format!("mcp_servers.{server}.")) {
+            doc.push_str(&w[1]);
+            doc.push('\n');
+        }
+    }
+    let t: toml::Table = doc.parse().ok()?;
+    let s = t.get("mcp_servers")?.get(server)?;
+    let cmd = s.get("command")?.as_str()?.to_owned();
+    let args = s
+        .get("args")
+        .and_then(|a| a.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    Some((cmd, args))
+}
+
+/// A minimal MCP client session over a child's stdio.
+struct Mcp {
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+    roots_asked: Vec<serde_json::Value>,
+}
+
+impl Mcp {
+    fn start(argv: &[String], server: &str) -> Result<Mcp, String> {
+        let (cmd, args) =
+            mcp_server_command(argv, server).ok_or(format!("no MCP server {server} in argv"))?;
+        Mcp::spawn(&cmd, &args)
+    }
+
+    fn spawn(cmd: &str, args: &[String]) -> Result<Mcp, String> {
+        let mut child = Command::new(cmd)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let out = std::io::BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut m = Mcp {
+            child,
+            out,
+            roots_asked: Vec::new(),
+        };
+        m.request(0, "initialize", serde_json::json!({"protocolVersion":"2025-06-18",
+            "capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"fake-worker","version":"0"}}))?;
+        m.send(
+            &serde_json::json!({"jsonrpc":"2.0","method":"notifications/initialized"}).to_string(),
+        )?;
+        Ok(m)
+    }
+
+    fn send(&mut self, line: &str) -> Result<(), String> {
+        let stdin = self.child.stdin.as_mut().ok_or("no stdin")?;
+        writeln!(stdin, "{line}")
+            .and_then(|()| stdin.flush())
+            .map_err(|e| e.to_string())
+    }
+
+    /// Sends a request and waits for the answer with its id; a request from the server on the
+    /// way is answered as a harness would (its cwd as the one root) and remembered.
+    fn request(
+        &mut self,
+        id: u64,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
+        self.send(
+            &serde_json::json!({"jsonrpc":"2.0","id":id,"method":method,"params":params})
+                .to_string(),
+        )?;
+        self.answer(&serde_json::json!(id))
+    }
+
+    fn answer(&mut self, id: &serde_json::Value) -> Result<serde_json::Value, String> {
+        use std::io::BufRead as _;
+        loop {
+            let mut line = String::new();
+            if self.out.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+                return Err("the server closed".into());
+            }
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
+            if v.get("method").is_some() {
+                if let Some(rid) = v.get("id") {
+                    self.roots_asked.push(v.clone());
+                    let cwd = std::env::current_dir().unwrap_or_default();
+                    let a = serde_json::json!({"jsonrpc":"2.0","id":rid,"result":{"roots":[{"uri":format!("file://{}", cwd.display())}]}});
+                    self.send(&a.to_string())?;
+                }
+                continue;
+            }
+            if v.get("id") == Some(id) || id.is_null() {
+                return Ok(v);
+            }
+        }
+    }
+}
+
+fn mcp_call(argv: &[String], n: &mut u32, arg: &str) {
+    *n += 1;
+    let mut parts = arg.splitn(3, ' ');
+    let (server, tool, json) = (
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or("{}"),
+    );
+    let input: serde_json::Value = serde_json::from_str(json).unwrap_or(serde_json::json!({}));
+    let r = (|| {
+        let mut m = Mcp::start(argv, server)?;
+        let list = m.request(1, "tools/list", serde_json::json!({}))?;
+        let tools: Vec<String> = list["result"]["tools"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let res = m.request(
+            2,
+            "tools/call",
+            serde_json::json!({"name": tool, "arguments": input}),
+        )?;
+        let _ = m.child.kill();
+        let _ = m.child.wait();
+        Ok::<_, String>((tools, res, m.roots_asked))
+    })();
+    let id = format!("item_mcp_{n}");
+    match r {
+        Ok((tools, res, roots)) => {
+            let is_error =
+                res["result"]["isError"].as_bool().unwrap_or(false) || res.get("error").is_some();
+            let text = res["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+            if argv.iter().any(|a| a == "--mcp-config") {
+                // Claude's stream: the tool_use, then its result.
+                let name = format!("mcp__{server}__{tool}");
+                out(&serde_json::json!({"type":"assistant","message":{"id":"msg_fake","type":"message","role":"assistant","content":[{"type":"tool_use","id":id,"name":name,"input":input}]}}).to_string());
+                out(&serde_json::json!({"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":id,"content":[{"type":"text","text":text}],"is_error":is_error}]}}).to_string());
+            } else {
+                let item = |status: &str| serde_json::json!({"id":id,"type":"mcp_tool_call","server":server,"tool":tool,"arguments":input,"status":status});
+                out(
+                    &serde_json::json!({"type":"item.started","item":item("in_progress")})
+                        .to_string(),
+                );
+                let done = if is_error { "failed" } else { "completed" };
+                out(&serde_json::json!({"type":"item.completed","item":item(done)}).to_string());
+            }
+            result(
+                serde_json::json!({"op":"mcp","tool":tool,"tools":tools,"is_error":is_error,"text":text,"roots_asked":roots}),
+            );
+        }
+        Err(e) => result(serde_json::json!({"op":"mcp","tool":tool,"ok":false,"detail":e})),
+    }
+}
+
+fn mcp_bench(argv: &[String], arg: &str) {
+    let mut parts = arg.splitn(4, ' ');
+    let (server, n, tool, json) = (
+        parts.next().unwrap_or(""),
+        parts
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(100),
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or("{}"),
+    );
+    let input: serde_json::Value = serde_json::from_str(json).unwrap_or(serde_json::json!({}));
+    let r = (|| {
+        let direct: Vec<String> = std::env::var("FAKE_WORKER_DIRECT_MCP")
+            .ok()
+            .and_then(|v| serde_json::from_str(&v).ok())
+            .ok_or("FAKE_WORKER_DIRECT_MCP is not a JSON array")?;
+        let (cmd, args) = direct.split_first().ok_or("empty FAKE_WORKER_DIRECT_MCP")?;
+        let mut gw = Mcp::start(argv, server)?;
+        let mut dr = Mcp::spawn(cmd, args)?;
+        let params = serde_json::json!({"name": tool, "arguments": input});
+        let (mut g, mut d) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            for (m, out) in [(&mut gw, &mut g), (&mut dr, &mut d)] {
+                let t = std::time::Instant::now();
+                let a = m.request(10 + i, "tools/call", params.clone())?;
+                if a.get("result").is_none() || a["result"]["isError"].as_bool().unwrap_or(false) {
+                    return Err(format!("the call failed: {a}"));
+                }
+                out.push(t.elapsed().as_micros() as u64);
+            }
+        }
+        for m in [&mut gw, &mut dr] {
+            let _ = m.child.kill();
+            let _ = m.child.wait();
+        }
+        Ok::<_, String>((g, d))
+    })();
+    match r {
+        Ok((g, d)) => result(serde_json::json!({"op":"mcp-bench","gateway_us":g,"direct_us":d})),
+        Err(e) => result(serde_json::json!({"op":"mcp-bench","ok":false,"detail":e})),
+    }
+}
+
+fn mcp_raw(argv: &[String], arg: &str) {
+    let (server, line) = arg.split_once(' ').unwrap_or((arg, ""));
+    let r = (|| {
+        let mut m = Mcp::start(argv, server)?;
+        m.send(line)?;
+        let a = m.answer(&serde_json::Value::Null)?;
+        let _ = m.child.kill();
+        let _ = m.child.wait();
+        Ok::<_, String>(a)
+    })();
+    match r {
+        Ok(a) => result(serde_json::json!({"op":"mcp-raw","answer":a})),
+        Err(e) => result(serde_json::json!({"op":"mcp-raw","ok":false,"detail":e})),
+    }
+}
+
 fn adversary(name: &str, arg: &str) -> bool {
     let arg = expand(arg.trim());
     match name {
@@ -444,6 +699,20 @@ fn main() {
             "guard" => {
                 let (tool, url) = arg.split_once(' ').unwrap_or((arg, ""));
                 guard_call(&argv, &mut calls, tool.trim(), url.trim());
+            }
+            "mcp" => mcp_call(&argv, &mut calls, arg.trim()),
+            "mcp-raw" => mcp_raw(&argv, arg.trim()),
+            "mcp-bench" => mcp_bench(&argv, arg.trim()),
+            "mcp-hold" => {
+                let (server, ms) = arg.trim().split_once(' ').unwrap_or((arg.trim(), "0"));
+                match Mcp::start(&argv, server) {
+                    Ok(m) => {
+                        result(serde_json::json!({"op":"mcp-hold","ok":true}));
+                        std::thread::sleep(Duration::from_millis(ms.parse().unwrap_or(0)));
+                        drop(m);
+                    }
+                    Err(e) => result(serde_json::json!({"op":"mcp-hold","ok":false,"detail":e})),
+                }
             }
             other if adversary(other, arg) => {}
             other => {

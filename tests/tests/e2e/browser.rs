@@ -41,6 +41,7 @@ fn nav(path: &str) -> Turn {
 struct Scenario {
     sb: Sandbox,
     app: StagingApp,
+    model: ModelServer,
     run: Run,
 }
 
@@ -91,12 +92,42 @@ fn run_scenario(
     flow_extra: &str,
     turns: impl FnOnce(u16) -> Vec<Turn>,
 ) -> Option<Scenario> {
+    let (sb, app, model, cmd) = prepare(
+        harness,
+        flow_extra,
+        move |port, _| turns(port),
+        &leopold_bin(),
+        false,
+    )?;
+    let run = sb.run(cmd, TIMEOUT);
+    eprintln!(
+        "scenario {name} on {}: {:.2} s wall",
+        harness.as_str(),
+        run.elapsed.as_secs_f64()
+    );
+    Some(Scenario {
+        sb,
+        app,
+        model,
+        run,
+    })
+}
+
+/// The sandbox, the staging app, the scripted model and the `persona run` command (driving
+/// `leopold`, boxed unless `unboxed`), not yet run.
+fn prepare(
+    harness: Harness,
+    flow_extra: &str,
+    turns: impl FnOnce(u16, &std::path::Path) -> Vec<Turn>,
+    leopold: &std::path::Path,
+    unboxed: bool,
+) -> Option<(Sandbox, StagingApp, ModelServer, Command)> {
     let bin = require_cli(harness)?;
     let (chromium, playwright_mcp) = require_browser()?;
     let sb = Sandbox::new();
     let app = StagingApp::start(&sb);
     let script = Script {
-        turns: turns(app.port),
+        turns: turns(app.port, &sb.project),
         final_answer: "Walked the shop.".into(),
     };
     let model = ModelServer::start(&sb, &script);
@@ -116,7 +147,7 @@ fn run_scenario(
         ),
     )
     .unwrap();
-    let mut cmd = Command::new(leopold_bin());
+    let mut cmd = Command::new(leopold);
     cmd.args([
         "persona",
         "run",
@@ -127,22 +158,16 @@ fn run_scenario(
     .arg("--harness-bin")
     .arg(&bin)
     .args(["--browser", "playwright", "--timeout", "90s"])
-    // The provisioned browser is the harness's MCP server, so today it would run inside the box,
-    // where Chromium cannot reach the staging app on this machine's loopback. Until it runs
-    // outside the box behind its MCP relay (issue #12), these suites run unboxed.
-    .arg("--no-contain")
+    // Boxed: the browser runs outside the box, behind the gateway (README "The gateway").
     .arg("--chromium")
     .arg(&chromium)
     .arg("--playwright-mcp")
     .arg(&playwright_mcp);
+    if unboxed {
+        cmd.arg("--no-contain");
+    }
     sb.hermetic(&mut cmd, &model);
-    let run = sb.run(cmd, TIMEOUT);
-    eprintln!(
-        "scenario {name} on {}: {:.2} s wall",
-        harness.as_str(),
-        run.elapsed.as_secs_f64()
-    );
-    Some(Scenario { sb, app, run })
+    Some((sb, app, model, cmd))
 }
 
 fn allowed_navigation_loads(harness: Harness) {
@@ -199,6 +224,9 @@ fn ways_out_are_refused_by_the_browser(harness: Harness) {
                     "browser_evaluate",
                     json!({"function": format!("() => {{ window.location.href = 'http://127.0.0.1:{port}/eval'; return 1; }}")}),
                 ),
+                // The navigation that script starts may land after evaluate has answered: the
+                // next look at the page shows where it ended.
+                call("browser_snapshot", json!({})),
             ]
         },
     ) else {
@@ -228,8 +256,13 @@ fn ways_out_are_refused_by_the_browser(harness: Harness) {
         tools.contains(&"mcp__browser__browser_click"),
         "{journal:?}"
     );
+    // The location change is seen on evaluate's own answer or, when Chromium had not refused
+    // it yet, on the snapshot after it (the last action).
+    let last = journal.last().unwrap();
     assert!(
-        tools.contains(&"mcp__browser__browser_evaluate"),
+        tools.contains(&"mcp__browser__browser_evaluate")
+            || (last["tool"] == "mcp__browser__browser_snapshot"
+                && last.get("browser_blocked").is_some()),
         "{journal:?}"
     );
     assert!(
@@ -287,16 +320,28 @@ fn the_guard_denies_evaluate_and_a_misleading_click(harness: Harness) {
         "{events:?}\n{}",
         s.run
     );
-    assert!(
-        events.contains(&(
-            "mcp__browser__browser_evaluate".into(),
-            "dangerous_browser_tool".into()
-        )),
-        "{events:?}"
-    );
+    // `browser_evaluate` is not even offered (the gateway's list, README "The gateway"): the
+    // harness refuses it as a tool it does not have, or, if a call gets past it, the guard and
+    // the gateway deny it. Never does it run.
     let journal = s.journal();
+    let eval: Vec<&Value> = journal
+        .iter()
+        .filter(|a| a["tool"] == "mcp__browser__browser_evaluate")
+        .collect();
+    assert!(
+        eval.iter().all(|a| a["outcome"] != "completed"),
+        "{eval:?}\n{}",
+        s.run
+    );
+    let gateway = read_jsonl(&s.sb.run_dir().join("gateway.jsonl"));
+    assert!(
+        !gateway
+            .iter()
+            .any(|l| l["tool"] == "browser_evaluate" && l["verdict"] == "allowed"),
+        "{gateway:?}"
+    );
     let denied = journal.iter().filter(|a| a["outcome"] == "denied").count();
-    assert_eq!(denied, 2, "{journal:?}");
+    assert!(denied >= 1, "{journal:?}");
 }
 
 #[test]
@@ -327,4 +372,436 @@ fn claude_guard_denies_evaluate_and_a_misleading_click() {
 #[test]
 fn codex_guard_denies_evaluate_and_a_misleading_click() {
     the_guard_denies_evaluate_and_a_misleading_click(Harness::Codex);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The gateway (README "The gateway"), through the real harnesses and the real browser.
+
+/// The Playwright tools the gateway offers a persona (its list, with Playwright's prefix).
+const OFFERED: &[&str] = &[
+    "browser_navigate",
+    "browser_navigate_back",
+    "browser_navigate_forward",
+    "browser_reload",
+    "browser_snapshot",
+    "browser_click",
+    "browser_type",
+    "browser_fill_form",
+    "browser_select_option",
+    "browser_check",
+    "browser_uncheck",
+    "browser_press_key",
+    "browser_hover",
+    "browser_wait_for",
+    "browser_tabs",
+    "browser_take_screenshot",
+    "browser_console_messages",
+    "browser_network_requests",
+    "browser_handle_dialog",
+    "browser_resize",
+    "browser_close",
+];
+
+/// Every browser tool name the harness offered the model, over all its requests: Claude's
+/// `mcp__browser__<tool>` entries, Codex's `mcp__browser` namespace's tools.
+fn offered_browser_tools(model: &ModelServer) -> std::collections::BTreeSet<String> {
+    fn walk(v: &Value, in_ns: bool, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            Value::Object(m) => {
+                let name = m.get("name").and_then(Value::as_str).unwrap_or("");
+                if let Some(t) = name.strip_prefix("mcp__browser__") {
+                    out.insert(t.to_owned());
+                } else if in_ns && !name.is_empty() {
+                    out.insert(name.to_owned());
+                }
+                let ns = name == "mcp__browser";
+                for (k, v) in m {
+                    if k != "name" {
+                        walk(v, ns || (in_ns && k != "tools"), out);
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|v| walk(v, in_ns, out)),
+            _ => {}
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    for r in model.requests() {
+        walk(&r["body"]["tools"], false, &mut out);
+        // Claude defers MCP tools: their names come as text (a deferred-tools list) until the
+        // model searches for them. Every `mcp__browser__<name>` anywhere in the request counts.
+        // The model's own calls and their results name tools too (the scripted ones it was
+        // never offered): not offers.
+        fn strip_calls(v: &mut Value) {
+            match v {
+                Value::Array(a) => {
+                    a.retain(|x| {
+                        !matches!(
+                            x["type"].as_str(),
+                            Some(
+                                "tool_use"
+                                    | "tool_result"
+                                    | "function_call"
+                                    | "function_call_output"
+                            )
+                        )
+                    });
+                    a.iter_mut().for_each(strip_calls);
+                }
+                Value::Object(m) => m.values_mut().for_each(strip_calls),
+                _ => {}
+            }
+        }
+        let mut body = r["body"].clone();
+        strip_calls(&mut body);
+        let text = body.to_string();
+        for (i, _) in text.match_indices("mcp__browser__") {
+            let name: String = text[i + "mcp__browser__".len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+/// The tool list each harness offers holds only listed browser tools; a page that registers a
+/// WebMCP tool gets none registered (WebMCP is off, and no `webmcp` tool is offered), and a
+/// call to one never runs: the app never receives the order.
+fn the_gateway_offers_only_listed_tools_and_no_webmcp(harness: Harness) {
+    let Some(s) = run_scenario(harness, "gateway_tools_webmcp", "", |_| {
+        vec![
+            nav("/webmcp"),
+            call("browser_snapshot", json!({})),
+            call("webmcp_place_order", json!({})),
+            call("browser_webmcp_call", json!({"name": "place_order"})),
+            call(
+                "browser_run_code_unsafe",
+                json!({"code": "async (page) => page.goto('http://localhost/')"}),
+            ),
+        ]
+    }) else {
+        return;
+    };
+    assert_eq!(s.run.status.code(), Some(0), "{}", s.run);
+    let offered = offered_browser_tools(&s.model);
+    assert!(
+        offered.contains("browser_navigate") && offered.contains("browser_click"),
+        "the browser's tools were not offered at all: {offered:?}"
+    );
+    for t in &offered {
+        assert!(
+            OFFERED.contains(&t.as_str()),
+            "{} offered {t}: {offered:?}",
+            harness.as_str()
+        );
+        assert!(!t.contains("webmcp") && !t.contains("evaluate") && !t.contains("unsafe"));
+    }
+    // WebMCP is off: the snapshot announces no page tool.
+    for r in s.model.tool_results() {
+        assert!(
+            !r.contains("webmcp tool") && !r.contains("Places the order"),
+            "{r}"
+        );
+    }
+    assert!(
+        !s.app
+            .seen()
+            .iter()
+            .any(|(m, p, _)| m == "POST" || p == "/checkout/confirm"),
+        "{:?}",
+        s.app.seen()
+    );
+    let gateway = read_jsonl(&s.sb.run_dir().join("gateway.jsonl"));
+    assert!(
+        !gateway.iter().any(|l| l["verdict"] == "allowed"
+            && l["tool"]
+                .as_str()
+                .is_some_and(|t| t.contains("webmcp") || t.contains("unsafe"))),
+        "{gateway:?}"
+    );
+    assert!(
+        gateway
+            .iter()
+            .any(|l| l["event"] == "result" && l["page_host"] == "staging.example.com"),
+        "{gateway:?}"
+    );
+}
+
+/// Playwright's `filename` arguments aimed at project files are refused before the browser
+/// sees them, and the files keep their bytes; a screenshot into the output folder works.
+fn a_filename_aimed_at_the_project_is_refused(harness: Harness) {
+    let Some((sb, app, model, cmd)) = prepare(
+        harness,
+        "",
+        |_, project| {
+            let script = project.join("run.sh");
+            std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+            std::fs::create_dir_all(project.join(".git")).unwrap();
+            std::fs::write(project.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+            vec![
+                nav("/"),
+                call(
+                    "browser_take_screenshot",
+                    json!({"type": "png", "filename": script}),
+                ),
+                // Relative to the output folder, six levels up is the project.
+                call(
+                    "browser_take_screenshot",
+                    json!({"type": "png", "filename": "../../../../../../.git/HEAD"}),
+                ),
+                call(
+                    "browser_console_messages",
+                    json!({"level": "info", "filename": project.join("run.sh")}),
+                ),
+                call(
+                    "browser_take_screenshot",
+                    json!({"type": "png", "filename": "after.png"}),
+                ),
+            ]
+        },
+        &leopold_bin(),
+        false,
+    ) else {
+        return;
+    };
+    let before: Vec<(std::path::PathBuf, Vec<u8>)> = ["run.sh", ".git/HEAD"]
+        .iter()
+        .map(|f| {
+            (
+                sb.project.join(f),
+                std::fs::read(sb.project.join(f)).unwrap(),
+            )
+        })
+        .collect();
+    let run = sb.run(cmd, TIMEOUT);
+    assert_eq!(run.status.code(), Some(0), "{run}");
+    for (p, bytes) in &before {
+        assert_eq!(
+            &std::fs::read(p).unwrap(),
+            bytes,
+            "{} changed\n{run}",
+            p.display()
+        );
+    }
+    // The positive control: the same tool, into the output folder, wrote its file.
+    assert!(
+        sb.run_dir().join("browser/output/after.png").is_file(),
+        "the screenshot into the output folder was not taken\n{run}"
+    );
+    let results = model.tool_results();
+    let refused = results
+        .iter()
+        .filter(|r| r.contains("(reason: filename_outside_output)"))
+        .count();
+    assert_eq!(refused, 3, "{results:#?}");
+    drop(app);
+}
+
+/// Codex with the guard's binary moved away while the model is mid-turn (its hook then fails
+/// open, HARNESS-FACTS §1): the off-allowlist navigation, the irreversible path and the
+/// irreversible click never reach the browser or the app; the gateway refused them. Unboxed:
+/// the box binds leopold's file when the run starts, so renaming it outside would not take it
+/// away from the guard; this is about the hook failing, which the gateway makes irrelevant.
+#[test]
+fn codex_guard_moved_away_the_gateway_still_refuses_the_browser_calls() {
+    if require_cli(Harness::Codex).is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("leopold");
+    std::fs::copy(leopold_bin(), &copy).unwrap();
+    let Some((sb, app, model, cmd)) = prepare(
+        Harness::Codex,
+        "max_denials_in_a_row = 100",
+        |port, _| {
+            let mut t = vec![
+                nav("/checkout"),
+                call(
+                    "browser_navigate",
+                    json!({"url": format!("http://127.0.0.1:{port}/admin")}),
+                ),
+                nav("/checkout/confirm"),
+                call("browser_snapshot", json!({})),
+                call(
+                    "browser_click",
+                    json!({"element": "the blue button", "target": "e5"}),
+                ),
+            ];
+            // The guard is moved away while the model works on its second reply.
+            t[1].delay_ms = 2_000;
+            t
+        },
+        &copy,
+        true,
+    ) else {
+        return;
+    };
+    let handle = {
+        let sb_run = std::thread::spawn(move || {
+            let run = sb.run(cmd, TIMEOUT);
+            (sb, run)
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while app.seen().is_empty() {
+            assert!(std::time::Instant::now() < deadline, "the app saw nothing");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::fs::rename(&copy, dir.path().join("leopold.moved-away")).unwrap();
+        sb_run
+    };
+    let (sb, run) = handle.join().unwrap();
+    assert_eq!(run.status.code(), Some(0), "{run}");
+    let seen = app.seen();
+    assert!(
+        !seen
+            .iter()
+            .any(|(m, p, _)| m == "POST" || p.starts_with("/checkout/confirm") || p == "/admin"),
+        "{seen:?}\n{run}"
+    );
+    let gateway = read_jsonl(&sb.run_dir().join("gateway.jsonl"));
+    let denied: Vec<(&str, &str)> = gateway
+        .iter()
+        .filter(|l| l["event"] == "call" && l["verdict"] == "denied")
+        .map(|l| {
+            (
+                l["tool"].as_str().unwrap_or(""),
+                l["reason"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        denied,
+        [
+            ("browser_navigate", "outside_allowlist"),
+            ("browser_navigate", "irreversible_path"),
+            ("browser_click", "irreversible_label"),
+        ],
+        "{gateway:#?}\n{run}"
+    );
+    let journal = read_jsonl(&sb.run_dir().join("journal.jsonl"));
+    let denials = journal.iter().filter(|a| a["outcome"] == "denied").count();
+    assert_eq!(denials, 3, "{journal:#?}");
+    assert!(
+        journal
+            .iter()
+            .all(|a| a["verdict"]["result"] != "violation"),
+        "{journal:#?}"
+    );
+    assert!(model.received("(reason: irreversible_label)"), "{run}");
+}
+
+#[test]
+fn claude_gateway_offers_only_listed_tools_and_no_webmcp() {
+    the_gateway_offers_only_listed_tools_and_no_webmcp(Harness::Claude);
+}
+
+#[test]
+fn codex_gateway_offers_only_listed_tools_and_no_webmcp() {
+    the_gateway_offers_only_listed_tools_and_no_webmcp(Harness::Codex);
+}
+
+#[test]
+fn claude_a_filename_aimed_at_the_project_is_refused() {
+    a_filename_aimed_at_the_project_is_refused(Harness::Claude);
+}
+
+#[test]
+fn codex_a_filename_aimed_at_the_project_is_refused() {
+    a_filename_aimed_at_the_project_is_refused(Harness::Codex);
+}
+
+/// The snapshot text Playwright MCP gives for the staging app's WebMCP page, driven directly
+/// (no Leopold), with `extra` arguments.
+fn webmcp_page_snapshot(extra: &[&str]) -> Option<String> {
+    use std::io::{BufRead as _, Write as _};
+    let (chromium, playwright_mcp) = require_browser()?;
+    let sb = Sandbox::new();
+    let app = StagingApp::start(&sb);
+    let cfg = sb.logs.join("pw.json");
+    std::fs::write(
+        &cfg,
+        json!({"browser": {"browserName": "chromium", "launchOptions": {
+            "executablePath": chromium, "headless": true,
+            "args": ["--no-sandbox", "--disable-gpu", "--no-proxy-server"]}},
+            "outputDir": sb.logs.join("out")})
+        .to_string(),
+    )
+    .unwrap();
+    let mut child = Command::new(playwright_mcp)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--isolated")
+        .args(extra)
+        .current_dir(&sb.logs)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut req = |id: u64, method: &str, params: Value| -> Value {
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+        .unwrap();
+        loop {
+            let mut line = String::new();
+            assert!(out.read_line(&mut line).unwrap() > 0, "the server closed");
+            let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    req(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "leopold-e2e", "version": "0"}}),
+    );
+    let url = format!("http://127.0.0.1:{}/webmcp", app.port);
+    req(
+        1,
+        "tools/call",
+        json!({"name": "browser_navigate", "arguments": {"url": url}}),
+    );
+    // WebMCP tools are collected with the page snapshot, after the page's script ran.
+    std::thread::sleep(Duration::from_millis(500));
+    let snap = req(
+        2,
+        "tools/call",
+        json!({"name": "browser_snapshot", "arguments": {}}),
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    Some(
+        snap["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned(),
+    )
+}
+
+/// The positive control of the WebMCP scenarios: the staging app's page does register its tool
+/// when WebMCP is on (Playwright MCP 0.0.83's default), and `--no-webmcp`, which the gateway
+/// starts the browser with, turns that off.
+#[test]
+fn the_webmcp_page_registers_a_tool_unless_webmcp_is_off() {
+    let Some(on) = webmcp_page_snapshot(&[]) else {
+        return;
+    };
+    assert!(on.contains("1 webmcp tool available"), "{on}");
+    assert!(on.contains("place_order"), "{on}");
+    let off = webmcp_page_snapshot(&["--no-webmcp"]).unwrap();
+    assert!(
+        !off.contains("webmcp tool") && !off.contains("place_order"),
+        "{off}"
+    );
 }

