@@ -134,6 +134,8 @@ pub fn recover_locked(
                 cause: None,
                 findings: Vec::new(),
                 findings_not_kept: 0,
+                // As recovery found the journal: what a later replay `--expect`s.
+                journal_hash: crate::observe::journal_head_of_file(&run_dir.join("journal.jsonl")),
             });
             st.write_atomic(&run_json)?;
         }

@@ -152,6 +152,10 @@ pub struct RunEnd {
     /// Walls past the ones kept in `findings`, counted.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub findings_not_kept: u64,
+    /// The journal's hash-chain head when the run ended (SHA-256 of its last line, hex; README
+    /// "Journal"): what `persona replay --expect` checks. Absent for a run without a journal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_hash: Option<String>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -7,12 +7,14 @@
 //! - `stop`: violations, signals, timeouts, crashes and leaks stop the worker and clean up;
 //! - `doctor`: what doctor reports before and after a crash;
 //! - `boxed`: the box, with the fake worker as the adversary;
-//! - `outcome`: findings, walls, `stuck`, a timeout's cause, quiet-run progress, `--json` stamps.
+//! - `outcome`: findings, walls, `stuck`, a timeout's cause, quiet-run progress, `--json` stamps;
+//! - `record`: the journal's hash-chain head in run.json, `run_ended`, the summary and replay.
 
 mod boxed;
 mod concurrency;
 mod crash;
 mod doctor;
 mod outcome;
+mod record;
 mod run;
 mod stop;

@@ -30,6 +30,9 @@ pub struct Ending {
     pub findings_not_kept: u64,
     /// The persona's final answer, saved verbatim as `findings.md`.
     pub answer: Option<String>,
+    /// The journal's chain head, from the writer; `None` before the worker ran (then read from
+    /// the journal file, if the run got that far).
+    pub journal_hash: Option<String>,
 }
 
 impl Ending {
@@ -44,6 +47,7 @@ impl Ending {
             findings: Vec::new(),
             findings_not_kept: 0,
             answer: None,
+            journal_hash: None,
         }
     }
 }
@@ -116,6 +120,11 @@ impl Teardown<'_> {
                 self.out.warn(&format!("{e:#}"));
             }
         }
+        let journal = run_dir.join("journal.jsonl");
+        let journal_hash = end
+            .journal_hash
+            .clone()
+            .or_else(|| crate::observe::journal_head_of_file(&journal));
         let mut fin = self.st.clone();
         fin.active = false;
         fin.end = Some(RunEnd {
@@ -128,6 +137,7 @@ impl Teardown<'_> {
             cause: end.cause.clone(),
             findings: end.findings.clone(),
             findings_not_kept: end.findings_not_kept,
+            journal_hash: journal_hash.clone(),
         });
         fin.write_atomic(&run_dir.join("run.json"))?;
         std::fs::remove_file(plan.paths.active())
@@ -145,6 +155,7 @@ impl Teardown<'_> {
             end.outcome,
             &end.counts,
             end.reason.as_deref(),
+            journal_hash.as_deref(),
             &rel,
         ));
         // The findings after the summary, URLs shown as hosts (findings.md keeps them).
@@ -175,6 +186,7 @@ impl Teardown<'_> {
             "run_dir": run_dir,
             "findings_file": end.answer.is_some().then_some(&findings_file),
             "report": run_dir.join(crate::report::REPORT_FILE),
+            "journal_hash": journal_hash,
         }));
         Ok(code)
     }
