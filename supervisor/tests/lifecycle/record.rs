@@ -141,7 +141,7 @@ fn the_head_in_run_json_run_ended_and_replay_is_one_and_tampering_fails_replay()
 }
 
 #[test]
-fn the_human_summary_prints_the_head_on_both_harnesses() {
+fn the_summary_report_and_junit_show_the_head_on_both_harnesses() {
     for harness in ["claude", "codex"] {
         let sb = Sandbox::with_user_files();
         let script = if harness == "claude" {
@@ -156,7 +156,11 @@ fn the_human_summary_prints_the_head_on_both_harnesses() {
                 + "\n@sleep 200\n"
         };
         sb.set_script(&script);
-        let out = sb.run_cmd(harness, &["--quiet"]).output().unwrap();
+        let junit = sb.root.join("junit.xml");
+        let out = sb
+            .run_cmd(harness, &["--quiet", "--junit", junit.to_str().unwrap()])
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(0), "{harness}: {}", stderr(&out));
         let head = sb.run_json()["end"]["journal_hash"]
             .as_str()
@@ -166,6 +170,16 @@ fn the_human_summary_prints_the_head_on_both_harnesses() {
         assert!(
             text.contains(&format!("; journal_hash {head}; see ")),
             "{harness}: {text}"
+        );
+        // The report and the JUnit file show it too.
+        let html = std::fs::read_to_string(sb.run_dir().join("report.html")).unwrap();
+        assert!(html.contains(&head), "{harness}: report.html");
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        assert!(
+            xml.contains(&format!(
+                r#"<property name="journal_hash" value="{head}"/>"#
+            )),
+            "{harness}: {xml}"
         );
         let (code, s) = replay_summary(&sb, &sb.run_dir(), &["--expect", &head]);
         assert_eq!(
