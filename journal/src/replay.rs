@@ -445,6 +445,7 @@ fn replay_lines<R: BufRead>(
     let mut chain = Chain {
         on: s.chained,
         last: header_hash,
+        relabelled: false,
     };
     if s.chained
         && !header
@@ -545,12 +546,14 @@ struct Chain {
     on: bool,
     /// The hash of the last line read.
     last: JournalHash,
+    /// Whether a version 1 header over chained lines was reported (once is enough).
+    relabelled: bool,
 }
 
 impl Chain {
     /// Checks one action line's link to the line before (`prev`: that line's hash).
     fn check(
-        &self,
+        &mut self,
         s: &mut ReplaySummary,
         line: u64,
         prev: JournalHash,
@@ -565,12 +568,12 @@ impl Chain {
             (true, None) => {
                 format!("line {line} carries no `prev`: it does not follow line {before}")
             }
-            // A version 1 header over chained lines: the header was rewritten to an older
-            // version, which a version 1 journal never needs.
+            // A version 1 header over chained lines: the header was rewritten to the version
+            // before the chain, which turns the chain's check off. Said once.
+            (false, Some(_)) if self.relabelled => return,
             (false, Some(_)) => {
-                let problem = "the line carries a hash-chain `prev`, but the header is version 1 (unchained): the header was changed";
-                report_malformed(s, line, problem, on_event);
-                return;
+                self.relabelled = true;
+                format!("line {line} carries a hash-chain `prev`, but line 1 says version 1 (before the chain): the header was changed")
             }
         };
         self.broken(s, line, problem, on_event);

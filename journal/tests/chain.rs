@@ -304,8 +304,19 @@ fn a_chained_journal_relabelled_version_1_is_not_taken_as_unchained() {
     write_lines(&path, &lines);
     let (s, events) = run(&path, None);
     assert!(!s.chained);
-    assert_eq!(s.malformed, 3, "{events:?}");
-    assert_ne!(s.exit_code(), 0);
+    assert_eq!(
+        breaks(&events),
+        vec![(
+            2,
+            "line 2 carries a hash-chain `prev`, but line 1 says version 1 (before the chain): the header was changed".to_owned()
+        )]
+    );
+    assert_eq!(
+        (s.actions, s.malformed, s.violations),
+        (3, 0, 1),
+        "still judged"
+    );
+    assert_eq!(s.exit_code(), 1);
 }
 
 #[derive(Debug, Clone)]
