@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Journal replay benchmark (BENCHMARKS.md "Journal replay"): `leopold persona replay` against two
-# peers on the same file, in one run: the parse-only floor (journal/examples/parse_floor.rs: the
-# same reader, each line into a borrowed struct, nothing else) and a `jq` host check. Generated
-# journals of 1M and 10M actions. Reports wall and CPU time, actions per second, peak RSS
+# Journal replay benchmark (BENCHMARKS.md "Journal replay"): `leopold persona replay` against
+# three peers on the same file, in one run: the parse-only floor (journal/examples/parse_floor.rs:
+# the same reader, each line into a borrowed struct, nothing else), the same floor that also
+# hashes every line (`--hash`: the work a replay checking the hash chain cannot skip), and a `jq`
+# host check. Generated journals (hash-chained, as the supervisor writes them) of 1M and 10M
+# actions. Reports wall and CPU time, actions per second, peak RSS
 # (/usr/bin/time), the ratios, and checks that replay and jq found the same violations and that
 # the floor parsed every action.
 #
@@ -46,24 +48,29 @@ for n in "${sizes[@]}"; do
   grep -q "^parse_floor: $n actions parsed, 0 failed$" "$out/floor-$n.out" ||
     { echo "the floor did not parse every action: $(cat "$out/floor-$n.out")" >&2; exit 1; }
 
+  /usr/bin/time -f '%e %M %U %S' -o "$out/time-hfloor" \
+    ./target/release/examples/parse_floor --hash "$f" > "$out/hfloor-$n.out"
+  grep -q "^parse_floor: $n actions parsed, 0 failed$" "$out/hfloor-$n.out" ||
+    { echo "the hashing floor did not parse every action: $(cat "$out/hfloor-$n.out")" >&2; exit 1; }
+
   /usr/bin/time -f '%e %M %U %S' -o "$out/time-jq" jq -c "$jq_filter" "$f" > "$out/jq-$n.out"
   j_viol=$(wc -l < "$out/jq-$n.out")
   [ "$l_viol" = "$j_viol" ] || { echo "violations differ: leopold $l_viol, jq $j_viol" >&2; exit 1; }
 
   declare -A wall cpu
-  for t in leopold floor jq; do
+  for t in leopold floor hfloor jq; do
     read -r w rss u sys < <(tail -n1 "$out/time-$t")
     wall[$t]=$w
     cpu[$t]=$(awk -v u="$u" -v s="$sys" 'BEGIN { print u + s }')
-    case $t in leopold) viol=$l_viol ;; jq) viol=$j_viol ;; floor) viol=- ;; esac
-    name=$t; [ $t = floor ] && name="parse floor"
+    case $t in leopold) viol=$l_viol ;; jq) viol=$j_viol ;; *) viol=- ;; esac
+    name=$t; [ $t = floor ] && name="parse floor"; [ $t = hfloor ] && name="parse+hash"
     printf '%-10s %-12s %8s %8s %12s %12s %6s MiB %10s\n' "$n" "$name" "$w" "${cpu[$t]}" \
       "$(awk -v n="$n" -v w="$w" 'BEGIN { printf "%.0f", (w > 0 ? n / w : 0) }')" \
       "$(awk -v n="$n" -v w="${cpu[$t]}" 'BEGIN { printf "%.0f", (w > 0 ? n / w : 0) }')" \
       "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')" "$viol"
   done
   awk -v lw="${wall[leopold]}" -v lc="${cpu[leopold]}" -v fw="${wall[floor]}" -v fc="${cpu[floor]}" \
-    -v jw="${wall[jq]}" -v jc="${cpu[jq]}" 'BEGIN {
-      printf "           jq / leopold: wall %.1fx, cpu %.1fx; leopold / parse floor: wall %.2fx, cpu %.2fx\n",
-        jw / lw, jc / lc, lw / fw, lc / fc }'
+    -v hw="${wall[hfloor]}" -v hc="${cpu[hfloor]}" -v jw="${wall[jq]}" -v jc="${cpu[jq]}" 'BEGIN {
+      printf "           jq / leopold: wall %.1fx, cpu %.1fx; leopold / parse floor: wall %.2fx, cpu %.2fx; leopold / parse+hash floor: wall %.2fx, cpu %.2fx\n",
+        jw / lw, jc / lc, lw / fw, lc / fc, lw / hw, lc / hc }'
 done

@@ -3,14 +3,15 @@
 //!
 //! A realistic mix (navigations with target and page URLs, clicks with labels, typing, snapshots,
 //! denials); one action in 1000 is a completed navigation off the allowlist, so replay (and the
-//! `jq` peer) have violations to report. Deterministic: the same N gives the same file.
+//! `jq` peer) have violations to report. Hash-chained as the supervisor writes journals (version
+//! 2). Deterministic: the same N gives the same file.
 #![allow(clippy::print_stderr)]
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use leopold_journal::{
-    Action, ActionKind, Harness, JournalHeader, Outcome, UrlRef, UrlRole, Verdict,
+    chain, Action, ActionKind, Harness, JournalHeader, Outcome, UrlRef, UrlRole, Verdict, GENESIS,
 };
 
 fn main() -> std::io::Result<()> {
@@ -28,8 +29,17 @@ fn main() -> std::io::Result<()> {
         Harness::Claude,
         "2026-11-30T10:00:00.000Z".into(),
     );
-    serde_json::to_writer(&mut w, &header)?;
-    w.write_all(b"\n")?;
+    // Lines chained exactly as the journal writer chains them, buffered rather than one write each.
+    let mut line = Vec::with_capacity(512);
+    let put = |w: &mut BufWriter<std::fs::File>, prev, line: &mut Vec<u8>| {
+        let head = chain::link(line, &prev).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        w.write_all(line)?;
+        line.clear();
+        Ok::<_, std::io::Error>(head)
+    };
+    serde_json::to_writer(&mut line, &header)?;
+    let mut prev = put(&mut w, GENESIS, &mut line)?;
     let paths = [
         "/welcome",
         "/products/42",
@@ -126,8 +136,8 @@ fn main() -> std::io::Result<()> {
             browser_blocked: None,
             screenshot: None,
         };
-        serde_json::to_writer(&mut w, &a)?;
-        w.write_all(b"\n")?;
+        serde_json::to_writer(&mut line, &a)?;
+        prev = put(&mut w, prev, &mut line)?;
     }
     w.flush()
 }

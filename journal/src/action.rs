@@ -238,6 +238,46 @@ pub(crate) struct ActionView<'a> {
     /// Read so a line is accepted exactly as [`Action`] accepts it; replay does not judge it.
     #[serde(default, borrow, deserialize_with = "opt_str")]
     pub screenshot: Option<Cow<'a, str>>,
+    /// The hash chain's link (a property of the line, not of the action): the SHA-256 of the line
+    /// before, in hex. Absent in version 1 journals.
+    #[serde(default, borrow, deserialize_with = "opt_str")]
+    pub prev: Option<Cow<'a, str>>,
+}
+
+impl ActionView<'_> {
+    /// The action this line records, owning its strings (the chain's link is the line's, not
+    /// the action's, and is dropped).
+    pub(crate) fn to_action(&self) -> Action {
+        fn s(o: &Option<Cow<'_, str>>) -> Option<String> {
+            o.as_deref().map(str::to_owned)
+        }
+        Action {
+            seq: self.seq,
+            ts: self.ts.as_ref().to_owned(),
+            harness: self.harness,
+            tool: self.tool.as_ref().to_owned(),
+            tool_use_id: s(&self.tool_use_id),
+            kind: self.kind,
+            urls: self
+                .urls
+                .iter()
+                .map(|u| UrlRef {
+                    role: u.role,
+                    scheme: s(&u.scheme),
+                    host: s(&u.host),
+                    path: s(&u.path),
+                })
+                .collect(),
+            label: s(&self.label),
+            element: s(&self.element),
+            typed_len: self.typed_len,
+            outcome: self.outcome,
+            denied_reason: s(&self.denied_reason),
+            verdict: self.verdict.as_deref().cloned(),
+            browser_blocked: self.browser_blocked.as_deref().map(|b| Box::new(b.clone())),
+            screenshot: s(&self.screenshot),
+        }
+    }
 }
 
 /// A [`UrlRef`] in an [`ActionView`].
@@ -261,6 +301,16 @@ impl UrlView<'_> {
 }
 
 impl Action {
+    /// Reads one action line of a journal of any version (the chain's `prev` accepted and
+    /// dropped; every other rule as for `Action` itself). Checking the chain is replay's job.
+    ///
+    /// # Errors
+    ///
+    /// The parser's error when the line is not an action.
+    pub fn from_journal_line(line: &[u8]) -> Result<Action, serde_json::Error> {
+        serde_json::from_slice::<ActionView<'_>>(line).map(|v| v.to_action())
+    }
+
     /// This action as validation judges it, borrowing every string.
     pub(crate) fn view(&self) -> ActionView<'_> {
         fn s(o: &Option<String>) -> Option<Cow<'_, str>> {
@@ -291,6 +341,7 @@ impl Action {
             verdict: self.verdict.as_ref().map(Cow::Borrowed),
             browser_blocked: self.browser_blocked.as_deref().map(Cow::Borrowed),
             screenshot: s(&self.screenshot),
+            prev: None,
         }
     }
 }
@@ -422,11 +473,26 @@ mod tests {
             let owned = serde_json::from_str::<Action>(line);
             let view = serde_json::from_str::<ActionView<'_>>(line);
             match (owned, view) {
-                (Ok(a), Ok(v)) => assert_eq!(a.view(), v, "{line}"),
-                (Err(a), Err(v)) => assert_eq!(a.to_string(), v.to_string(), "{line}"),
+                (Ok(a), Ok(v)) => {
+                    assert_eq!(a.view(), v, "{line}");
+                    assert_eq!(v.to_action(), a, "{line}");
+                }
+                // The view also knows the line's chain link, `prev`: the one name it adds.
+                (Err(a), Err(v)) => assert_eq!(
+                    a.to_string(),
+                    v.to_string().replace(", `prev`", ""),
+                    "{line}"
+                ),
                 (a, v) => panic!("{line}: action {a:?}, view {v:?}"),
             }
         }
+        // A chained line reads to the same action as the line without its link.
+        let chained = lines[0].replace(r#""}}"#, r#""},"prev":"00"}"#);
+        assert_ne!(chained, lines[0]);
+        assert_eq!(
+            Action::from_journal_line(chained.as_bytes()).unwrap(),
+            serde_json::from_str::<Action>(lines[0]).unwrap()
+        );
         let v: ActionView<'_> = serde_json::from_str(lines[0]).unwrap();
         assert!(matches!(v.tool, Cow::Borrowed(_)));
         assert!(matches!(v.urls[0].host, Some(Cow::Borrowed(_))));

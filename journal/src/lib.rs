@@ -11,7 +11,8 @@
 //!   [`guard_denials`] adds the denials Codex streams do not show.
 //! - [`validate`]: (flow, action) → [`Verdict`], pure.
 //! - [`JournalWriter`]: `.leopold/persona/runs/<run_id>/journal.jsonl`, a [`JournalHeader`] line
-//!   then one action per line, each written whole.
+//!   then one action per line, each written whole, each linked to the line before by its
+//!   SHA-256 ([`chain`]); [`JournalWriter::head`] is the chain's head, `journal_hash`.
 //! - [`replay()`]: re-validates a journal or a raw stream, streaming.
 //!
 //! # Example
@@ -44,6 +45,7 @@
 
 mod action;
 mod adapter;
+pub mod chain;
 pub mod classify;
 mod guard_events;
 pub mod replay;
@@ -54,7 +56,10 @@ pub use action::{
     now_rfc3339, Action, ActionKind, BrowserBlock, Harness, Outcome, UrlRef, UrlRole, Verdict,
 };
 pub use adapter::{Adapter, AdapterEvent, AdapterStats, ClaudeAdapter, CodexAdapter};
+pub use chain::{JournalHash, GENESIS};
 pub use guard_events::{denial_from_line, guard_denials};
 pub use replay::{replay, ReplayError, ReplayEvent, ReplayOptions, ReplaySummary, RunInfo};
 pub use validate::{validate, RULE_HOOK_FAILED_OPEN, RULE_LEFT_ALLOWLIST};
-pub use writer::{JournalHeader, JournalWriter, WriteError, JOURNAL_VERSION};
+pub use writer::{
+    JournalHeader, JournalWriter, WriteError, JOURNAL_VERSION, UNCHAINED_JOURNAL_VERSION,
+};

@@ -2,11 +2,16 @@
 //! flow, streaming: one line in memory at a time (lines are capped at [`MAX_LINE`]), so memory
 //! stays flat whatever the journal's size.
 //!
-//! Exit codes ([`ReplaySummary::exit_code`]): 0 clean, 1 at least one violation, 2 unreadable
-//! input ([`ReplayError`]: missing file or flow, no header, unknown version) or, when there is no
-//! violation, malformed lines or `seq` gaps (a journal with unreadable or missing lines cannot be
-//! called clean). A torn
-//! last line (a crash mid-write) is reported and skipped and does not change the exit code.
+//! A version 2 journal is hash-chained ([`crate::chain`]): replay recomputes every link and the
+//! head, and checks the head against `--expect` and `run.json`'s `journal_hash`. A version 1
+//! journal (written before the chain) is read as unchained: no tamper evidence, not a finding,
+//! unless a head is expected.
+//!
+//! Exit codes ([`ReplaySummary::exit_code`]): 0 clean, 1 at least one violation, a broken chain
+//! or a head other than the one expected, 2 unreadable input ([`ReplayError`]: missing file or
+//! flow, no header, unknown version) or, when there is nothing of exit 1, malformed lines or `seq`
+//! gaps (a journal with unreadable or missing lines cannot be called clean). A torn last line (a
+//! crash mid-write) is reported and skipped and does not change the exit code.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
@@ -17,8 +22,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::action::{ActionKind, ActionView, Harness, Outcome, Verdict};
 use crate::adapter::{Adapter, AdapterEvent};
+use crate::chain::{JournalHash, LineHasher, GENESIS};
 use crate::validate::Validator;
-use crate::writer::{JournalHeader, JOURNAL_VERSION};
+use crate::writer::{JournalHeader, JOURNAL_VERSION, UNCHAINED_JOURNAL_VERSION};
 
 /// The longest line read; a longer one is reported as malformed and skipped.
 pub const MAX_LINE: usize = 4 << 20;
@@ -33,6 +39,9 @@ pub struct ReplayOptions {
     pub flow: Option<PathBuf>,
     /// Read a raw harness stream of this harness instead of a journal.
     pub from: Option<Harness>,
+    /// The head the journal must end on (`--expect`: the `journal_hash` saved when the run
+    /// ended). Catches what the chain alone cannot: lines cut from the end, the last line edited.
+    pub expect: Option<JournalHash>,
 }
 
 /// The fields replay reads from a run directory's `run.json` (written by the supervisor; any
@@ -45,6 +54,31 @@ pub struct RunInfo {
     /// The flow's name.
     #[serde(default)]
     pub flow: Option<String>,
+    /// The chain's head when the run ended (`end.journal_hash`; a top-level `journal_hash` is
+    /// read too).
+    #[serde(default)]
+    pub journal_hash: Option<String>,
+    /// The end of the run, when it ended.
+    #[serde(default)]
+    pub end: Option<RunEndInfo>,
+}
+
+/// The fields replay reads from `run.json`'s `end`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RunEndInfo {
+    /// The chain's head when the run ended.
+    #[serde(default)]
+    pub journal_hash: Option<String>,
+}
+
+impl RunInfo {
+    /// The recorded head, wherever it is.
+    pub fn recorded_head(&self) -> Option<&str> {
+        self.end
+            .as_ref()
+            .and_then(|e| e.journal_hash.as_deref())
+            .or(self.journal_hash.as_deref())
+    }
 }
 
 /// One finding, in input order.
@@ -91,6 +125,25 @@ pub enum ReplayEvent {
         /// The `seq` found.
         found: u64,
     },
+    /// The hash chain breaks here: this line's `prev` is not the SHA-256 of the line before it.
+    /// The line before was edited, or lines were removed, inserted or moved here: the chain
+    /// cannot tell which.
+    ChainBreak {
+        /// 1-based line.
+        line: u64,
+        /// What is wrong, e.g. `line 6 does not follow line 5`.
+        problem: String,
+    },
+    /// The chain's head is not the one expected: lines were cut from the end, the last line was
+    /// edited, or the journal was replaced. Or a head was expected of an unchained journal.
+    HeadMismatch {
+        /// Where the expected head comes from: `--expect` or `run.json`.
+        from: String,
+        /// The head expected.
+        expected: String,
+        /// The journal's head; `None` for a version 1 (unchained) journal.
+        found: Option<String>,
+    },
     /// The verdict recorded in the journal differs from today's (the flow changed, or `--flow`).
     VerdictChanged {
         /// 1-based line.
@@ -129,15 +182,29 @@ pub struct ReplaySummary {
     pub seq_gaps: u64,
     /// Actions whose recorded verdict differs from today's.
     pub verdicts_changed: u64,
+    /// Whether the journal is hash-chained (version 2); a version 1 journal or a raw stream is
+    /// not, and has no tamper evidence.
+    pub chained: bool,
+    /// The chain's head (the last line's SHA-256, hex), for a chained journal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal_hash: Option<String>,
+    /// Lines whose `prev` does not link to the line before.
+    pub chain_breaks: u64,
+    /// The first of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chain_broken_at: Option<u64>,
+    /// Heads checked (`--expect`, `run.json`) and found different.
+    pub head_mismatches: u64,
     /// Raw streams: event types not known to the adapter, with counts.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub unknown_types: std::collections::BTreeMap<String, u64>,
 }
 
 impl ReplaySummary {
-    /// 0 clean, 1 violations, 2 malformed lines or `seq` gaps and no violation.
+    /// 0 clean, 1 violations or a record that was tampered with (a broken chain, a head other
+    /// than the one expected), 2 malformed lines or `seq` gaps and nothing of exit 1.
     pub fn exit_code(&self) -> u8 {
-        if self.violations > 0 {
+        if self.violations > 0 || self.chain_breaks > 0 || self.head_mismatches > 0 {
             1
         } else if self.malformed > 0 || self.seq_gaps > 0 {
             2
@@ -177,7 +244,7 @@ pub enum ReplayError {
         problem: String,
     },
     /// The header names a version this build does not read.
-    #[error("{path} is a version {version} journal; this leopold reads version {JOURNAL_VERSION}\n(hint: replay it with the leopold that wrote it)")]
+    #[error("{path} is a version {version} journal; this leopold reads versions {UNCHAINED_JOURNAL_VERSION} and {JOURNAL_VERSION}\n(hint: replay it with the leopold that wrote it)")]
     UnknownVersion {
         /// The file.
         path: PathBuf,
@@ -217,6 +284,9 @@ pub fn replay(
         let reader = open(&opts.input)?;
         let mut s = replay_stream(&flow, harness, reader, &opts.input, on_event)?;
         s.flow_path = flow_path.clone();
+        if let Some(expected) = &opts.expect {
+            check_head(&mut s, "--expect", &expected.to_string(), on_event);
+        }
         return Ok(s);
     }
 
@@ -225,23 +295,35 @@ pub fn replay(
     } else {
         opts.input.clone()
     };
-    // `run.json` sits beside the journal in a run directory; with `--flow` it is not needed.
-    let run_info = match (&opts.flow, journal.parent()) {
-        (None, Some(dir)) => read_run_info(&dir.join("run.json"))?,
+    // `run.json` sits beside the journal in a run directory. With `--flow` it is only read for
+    // the recorded head, and one that does not read is not an error.
+    let run_json = journal.parent().map(|dir| dir.join("run.json"));
+    let run_info = match (&opts.flow, &run_json) {
+        (None, Some(p)) => read_run_info(p)?,
+        (Some(_), Some(p)) => read_run_info(p).ok().flatten(),
         _ => None,
     };
     let mut reader = open(&journal)?;
-    let mut lines = LineReader::new(&mut reader);
-    let header = read_header(&mut lines, &journal)?;
+    let mut lines = LineReader::new(&mut reader, true);
+    let (header, header_hash) = read_header(&mut lines, &journal)?;
 
-    let flow_path = match (&opts.flow, run_info.and_then(|r| r.flow_path)) {
+    let flow_path = match (
+        &opts.flow,
+        run_info.as_ref().and_then(|r| r.flow_path.clone()),
+    ) {
         (Some(p), _) => p.clone(),
         (None, Some(p)) => resolve_recorded(&p, &journal),
         (None, None) => resolve_recorded(&header.flow_path, &journal),
     };
     let flow = Flow::load(&flow_path)?;
-    let mut s = replay_lines(&flow, &mut lines, &journal, on_event)?;
+    let mut s = replay_lines(&flow, &header, header_hash, &mut lines, &journal, on_event)?;
     s.flow_path = flow_path;
+    if let Some(expected) = &opts.expect {
+        check_head(&mut s, "--expect", &expected.to_string(), on_event);
+    }
+    if let Some(recorded) = run_info.as_ref().and_then(RunInfo::recorded_head) {
+        check_head(&mut s, "run.json", recorded, on_event);
+    }
     Ok(s)
 }
 
@@ -290,46 +372,100 @@ fn resolve_recorded(recorded: &Path, journal: &Path) -> PathBuf {
         .unwrap_or_else(|| recorded.to_path_buf())
 }
 
+/// Compares the journal's head with one recorded elsewhere; a difference is a finding.
+fn check_head(
+    s: &mut ReplaySummary,
+    from: &str,
+    expected: &str,
+    on_event: &mut dyn FnMut(ReplayEvent),
+) {
+    let matches = match &s.journal_hash {
+        Some(found) => expected
+            .parse::<JournalHash>()
+            .is_ok_and(|e| e.matches_hex(found)),
+        None => false,
+    };
+    if !matches {
+        s.head_mismatches += 1;
+        on_event(ReplayEvent::HeadMismatch {
+            from: from.to_owned(),
+            // Someone else's text (run.json may have been rewritten): shown, but bounded.
+            expected: expected.chars().take(80).collect(),
+            found: s.journal_hash.clone(),
+        });
+    }
+}
+
+/// Reads line 1: the header, and that line's hash (the chain's first link).
 fn read_header<R: BufRead>(
     lines: &mut LineReader<'_, R>,
     path: &Path,
-) -> Result<JournalHeader, ReplayError> {
+) -> Result<(JournalHeader, JournalHash), ReplayError> {
     let no_header = |problem: &str| ReplayError::NoHeader {
         path: path.to_path_buf(),
         problem: problem.to_owned(),
     };
-    let line = match lines.next_line().map_err(read_error(path))?.map(|(_, l)| l) {
+    let (line, hash) = match lines.next_line().map_err(read_error(path))? {
         None => return Err(no_header("is missing (the file is empty)")),
-        Some(Line::TooLong) => return Err(no_header("is too long to be a header")),
-        Some(Line::Bytes { bytes, .. }) => bytes,
+        Some((_, Line::TooLong, _)) => return Err(no_header("is too long to be a header")),
+        Some((_, Line::Bytes { bytes, .. }, hash)) => (bytes, hash.unwrap_or(GENESIS)),
     };
     let v: serde_json::Value =
         serde_json::from_slice(line).map_err(|e| no_header(&format!("is not JSON ({e})")))?;
     let Some(version) = v.get("leopold_journal") else {
         return Err(no_header("has no `leopold_journal` version field"));
     };
-    if version.as_u64() != Some(u64::from(JOURNAL_VERSION)) {
+    let known = [UNCHAINED_JOURNAL_VERSION, JOURNAL_VERSION].map(u64::from);
+    let Some(n) = version.as_u64().filter(|n| known.contains(n)) else {
         return Err(ReplayError::UnknownVersion {
             path: path.to_path_buf(),
             version: version.to_string(),
         });
-    }
-    serde_json::from_value(v)
-        .map_err(|e| no_header(&format!("is not a valid version 1 header ({e})")))
+    };
+    let header: JournalHeader = serde_json::from_value(v)
+        .map_err(|e| no_header(&format!("is not a valid version {n} header ({e})")))?;
+    Ok((header, hash))
 }
 
 /// Replays journal lines (after the header) from any reader.
 fn replay_lines<R: BufRead>(
     flow: &Flow,
+    header: &JournalHeader,
+    header_hash: JournalHash,
     lines: &mut LineReader<'_, R>,
     path: &Path,
     on_event: &mut dyn FnMut(ReplayEvent),
 ) -> Result<ReplaySummary, ReplayError> {
     let mut s = summary(flow, path);
+    s.chained = header.leopold_journal != UNCHAINED_JOURNAL_VERSION;
+    if !s.chained {
+        // Nothing to check the hashes against: a version 1 journal costs what it always did.
+        lines.hasher = None;
+    }
+    let mut chain = Chain {
+        on: s.chained,
+        last: header_hash,
+        relabelled: false,
+    };
+    if s.chained
+        && !header
+            .prev
+            .as_deref()
+            .is_some_and(|p| GENESIS.matches_hex(p))
+    {
+        let problem = match header.prev {
+            None => "line 1 (the header) carries no `prev`: it does not start a chain",
+            Some(_) => "line 1 (the header) does not start a chain: its `prev` is not 64 zeros",
+        };
+        chain.broken(&mut s, 1, problem.to_owned(), on_event);
+    }
     let mut validator = Validator::new(flow);
     // The `seq` the next action should carry; unknown after a skipped line (it may have held one).
     let mut expected_seq = Some(1);
-    while let Some((line_no, line)) = lines.next_line().map_err(read_error(path))? {
+    while let Some((line_no, line, hash)) = lines.next_line().map_err(read_error(path))? {
+        // Every line is a link, whatever it holds: a blank or malformed line breaks the chain at
+        // the line after it.
+        let prev = std::mem::replace(&mut chain.last, hash.unwrap_or(GENESIS));
         let (bytes, terminated) = match line {
             Line::TooLong => {
                 expected_seq = None;
@@ -339,6 +475,11 @@ fn replay_lines<R: BufRead>(
             Line::Bytes { bytes, terminated } => (bytes, terminated),
         };
         if bytes.iter().all(u8::is_ascii_whitespace) {
+            // The writer never writes one: in a chained journal it is a line that links to
+            // nothing.
+            if chain.on {
+                chain.check(&mut s, line_no, prev, None, on_event);
+            }
             continue;
         }
         // Borrowed from the line: the journal's own rules, none of its allocations.
@@ -352,9 +493,16 @@ fn replay_lines<R: BufRead>(
             Err(e) => {
                 expected_seq = None;
                 report_malformed(&mut s, line_no, &e.to_string(), on_event);
+                if chain.on {
+                    // Not an action, but maybe a link all the same (a second header).
+                    let link = serde_json::from_slice::<Link<'_>>(bytes).ok();
+                    let link = link.as_ref().and_then(|l| l.prev.as_deref());
+                    chain.check(&mut s, line_no, prev, link, on_event);
+                }
                 continue;
             }
         };
+        chain.check(&mut s, line_no, prev, action.prev.as_deref(), on_event);
         if let Some(expected) = expected_seq.filter(|e| *e != action.seq) {
             s.seq_gaps += 1;
             on_event(ReplayEvent::SeqGap {
@@ -379,7 +527,69 @@ fn replay_lines<R: BufRead>(
         count(&mut s, &action, now, line_no, on_event);
     }
     s.lines = lines.line_no;
+    if s.chained {
+        s.journal_hash = Some(chain.last.to_string());
+    }
     Ok(s)
+}
+
+/// Any JSON object's chain link.
+#[derive(Deserialize)]
+struct Link<'a> {
+    #[serde(default, borrow)]
+    prev: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// The chain as replay walks it.
+struct Chain {
+    /// Whether the journal is chained (version 2).
+    on: bool,
+    /// The hash of the last line read.
+    last: JournalHash,
+    /// Whether a version 1 header over chained lines was reported (once is enough).
+    relabelled: bool,
+}
+
+impl Chain {
+    /// Checks one action line's link to the line before (`prev`: that line's hash).
+    fn check(
+        &mut self,
+        s: &mut ReplaySummary,
+        line: u64,
+        prev: JournalHash,
+        link: Option<&str>,
+        on_event: &mut dyn FnMut(ReplayEvent),
+    ) {
+        let before = line - 1;
+        let problem = match (self.on, link) {
+            (true, Some(l)) if prev.matches_hex(l) => return,
+            (false, None) => return,
+            (true, Some(_)) => format!("line {line} does not follow line {before}"),
+            (true, None) => {
+                format!("line {line} carries no `prev`: it does not follow line {before}")
+            }
+            // A version 1 header over chained lines: the header was rewritten to the version
+            // before the chain, which turns the chain's check off. Said once.
+            (false, Some(_)) if self.relabelled => return,
+            (false, Some(_)) => {
+                self.relabelled = true;
+                format!("line {line} carries a hash-chain `prev`, but line 1 says version 1 (before the chain): the header was changed")
+            }
+        };
+        self.broken(s, line, problem, on_event);
+    }
+
+    fn broken(
+        &self,
+        s: &mut ReplaySummary,
+        line: u64,
+        problem: String,
+        on_event: &mut dyn FnMut(ReplayEvent),
+    ) {
+        s.chain_breaks += 1;
+        s.chain_broken_at.get_or_insert(line);
+        on_event(ReplayEvent::ChainBreak { line, problem });
+    }
 }
 
 fn summary(flow: &Flow, path: &Path) -> ReplaySummary {
@@ -427,9 +637,9 @@ pub fn replay_journal<R: BufRead>(
     path: &Path,
     on_event: &mut dyn FnMut(ReplayEvent),
 ) -> Result<ReplaySummary, ReplayError> {
-    let mut lines = LineReader::new(&mut reader);
-    read_header(&mut lines, path)?;
-    replay_lines(flow, &mut lines, path, on_event)
+    let mut lines = LineReader::new(&mut reader, true);
+    let (header, hash) = read_header(&mut lines, path)?;
+    replay_lines(flow, &header, hash, &mut lines, path, on_event)
 }
 
 /// Replays a raw harness stream through its adapter, validating each action as it completes.
@@ -447,8 +657,8 @@ pub fn replay_stream<R: BufRead>(
     let mut s = summary(flow, path);
     let mut validator = Validator::new(flow);
     let mut adapter = Adapter::new(harness);
-    let mut lines = LineReader::new(&mut reader);
-    while let Some((line_no, line)) = lines.next_line().map_err(read_error(path))? {
+    let mut lines = LineReader::new(&mut reader, false);
+    while let Some((line_no, line, _)) = lines.next_line().map_err(read_error(path))? {
         let events = match line {
             Line::TooLong => {
                 report_too_long(&mut s, line_no, on_event);
@@ -538,24 +748,27 @@ enum Line<'a> {
     TooLong,
 }
 
-/// Reads lines into one reused buffer, never holding more than [`MAX_LINE`] bytes of a line.
+/// Reads lines into one reused buffer, never holding more than [`MAX_LINE`] bytes of a line;
+/// hashes each line whole (a too-long one too), as the chain defines it, when asked.
 struct LineReader<'r, R> {
     reader: &'r mut R,
     buf: Vec<u8>,
     line_no: u64,
+    hasher: Option<LineHasher>,
 }
 
 impl<'r, R: BufRead> LineReader<'r, R> {
-    fn new(reader: &'r mut R) -> Self {
+    fn new(reader: &'r mut R, hash: bool) -> Self {
         LineReader {
             reader,
             buf: Vec::with_capacity(4096),
             line_no: 0,
+            hasher: hash.then(LineHasher::default),
         }
     }
 
-    /// The next line with its 1-based number, or `None` at the end.
-    fn next_line(&mut self) -> io::Result<Option<(u64, Line<'_>)>> {
+    /// The next line with its 1-based number and (when hashing) its hash, or `None` at the end.
+    fn next_line(&mut self) -> io::Result<Option<(u64, Line<'_>, Option<JournalHash>)>> {
         self.buf.clear();
         let mut too_long = false;
         let mut any = false;
@@ -573,6 +786,9 @@ impl<'r, R: BufRead> LineReader<'r, R> {
                 Some(i) => (&chunk[..i], Some(i)),
                 None => (chunk, None),
             };
+            if let Some(h) = &mut self.hasher {
+                h.update(part);
+            }
             if !too_long {
                 if self.buf.len() + part.len() > MAX_LINE {
                     too_long = true;
@@ -596,8 +812,9 @@ impl<'r, R: BufRead> LineReader<'r, R> {
             return Ok(None);
         }
         self.line_no += 1;
+        let hash = self.hasher.as_mut().map(LineHasher::finish_line);
         if too_long {
-            return Ok(Some((self.line_no, Line::TooLong)));
+            return Ok(Some((self.line_no, Line::TooLong, hash)));
         }
         if self.buf.last() == Some(&b'\r') {
             self.buf.pop();
@@ -608,6 +825,7 @@ impl<'r, R: BufRead> LineReader<'r, R> {
                 bytes: &self.buf,
                 terminated,
             },
+            hash,
         )))
     }
 }
@@ -633,16 +851,19 @@ mod tests {
     fn lines_longer_than_the_cap_are_skipped_whole() {
         let mut input = vec![b'x'; MAX_LINE + 10];
         input.extend_from_slice(b"\nnext\n");
+        let input_copy = input.clone();
         let mut r = std::io::Cursor::new(input);
-        let mut lines = LineReader::new(&mut r);
+        let mut lines = LineReader::new(&mut r, true);
+        let long_hash = JournalHash::of_line(&input_copy[..MAX_LINE + 10]);
         assert!(matches!(
             lines.next_line().unwrap(),
-            Some((1, Line::TooLong))
+            Some((1, Line::TooLong, Some(h))) if h == long_hash
         ));
         match lines.next_line().unwrap() {
-            Some((2, Line::Bytes { bytes, terminated })) => {
+            Some((2, Line::Bytes { bytes, terminated }, h)) => {
                 assert_eq!(bytes, b"next");
                 assert!(terminated);
+                assert_eq!(h, Some(JournalHash::of_line(b"next")));
             }
             _ => panic!("second line"),
         }

@@ -1,4 +1,5 @@
-//! Writing `journal.jsonl`: a versioned header line, then one action per line.
+//! Writing `journal.jsonl`: a versioned header line, then one action per line, each ending with
+//! `"prev"`, the SHA-256 of the line before it ([`crate::chain`]).
 //!
 //! Each line is serialised in memory and written with a single `write` on a file opened with
 //! `O_APPEND`, newline included, so a crash leaves either the whole line or a torn last line
@@ -11,9 +12,14 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::action::{Action, Harness};
+use crate::chain::{JournalHash, GENESIS};
 
-/// The journal format version this crate writes and reads.
-pub const JOURNAL_VERSION: u32 = 1;
+/// The journal format version this crate writes: 2, hash-chained (every line carries `prev`).
+/// Replay and reports also read version 1 (before the chain), as unchained.
+pub const JOURNAL_VERSION: u32 = 2;
+
+/// The last version without the hash chain; still read.
+pub const UNCHAINED_JOURNAL_VERSION: u32 = 1;
 
 /// The first line of every journal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,10 +37,14 @@ pub struct JournalHeader {
     pub harness: Harness,
     /// When the run started, RFC 3339 UTC.
     pub started_at: String,
+    /// The chain's link as read from a version 2 header (64 zeros); `None` in version 1. The
+    /// writer ignores this field and writes the link itself.
+    #[serde(default, skip_serializing)]
+    pub prev: Option<String>,
 }
 
 impl JournalHeader {
-    /// A version-1 header.
+    /// A header of the version this crate writes ([`JOURNAL_VERSION`]).
     pub fn new(
         run_id: &str,
         flow: &str,
@@ -49,6 +59,7 @@ impl JournalHeader {
             flow_path: flow_path.to_path_buf(),
             harness,
             started_at,
+            prev: None,
         }
     }
 }
@@ -84,6 +95,7 @@ pub struct JournalWriter {
     path: PathBuf,
     next_seq: u64,
     buf: Vec<u8>,
+    head: JournalHash,
 }
 
 impl JournalWriter {
@@ -111,6 +123,7 @@ impl JournalWriter {
             path: path.to_path_buf(),
             next_seq: 1,
             buf: Vec::with_capacity(512),
+            head: GENESIS,
         };
         w.write_line(header).map_err(|e| match e {
             WriteError::Append { source, .. } => create(source),
@@ -122,6 +135,12 @@ impl JournalWriter {
     /// The journal's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The chain's head: the SHA-256 of the last line written whole (after [`create`](Self::create),
+    /// the header's). What the supervisor records as `journal_hash`.
+    pub fn head(&self) -> JournalHash {
+        self.head
     }
 
     /// Appends one action: assigns it the next `seq` (from 1), then writes its line whole.
@@ -156,6 +175,11 @@ impl JournalWriter {
             path: self.path.clone(),
             source: io::Error::other(e),
         })?;
+        let head =
+            crate::chain::link(&mut self.buf, &self.head).map_err(|e| WriteError::Append {
+                path: self.path.clone(),
+                source: io::Error::other(e),
+            })?;
         self.buf.push(b'\n');
         // One write call for the whole line: with O_APPEND the kernel places it at the end in one
         // piece. `write_all` only loops if the kernel wrote short (disk full), which leaves a torn
@@ -165,7 +189,9 @@ impl JournalWriter {
             .map_err(|source| WriteError::Append {
                 path: self.path.clone(),
                 source,
-            })
+            })?;
+        self.head = head;
+        Ok(())
     }
 }
 
@@ -210,11 +236,22 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(text.ends_with('\n'));
-        let h2: JournalHeader = serde_json::from_str(lines[0]).unwrap();
+        let mut h2: JournalHeader = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(h2.prev.take(), Some("0".repeat(64)));
         assert_eq!(h2, h);
-        assert!(lines[0].starts_with(r#"{"leopold_journal":1,"#));
-        let a2: Action = serde_json::from_str(lines[2]).unwrap();
+        assert!(lines[0].starts_with(r#"{"leopold_journal":2,"#));
+        let a2 = Action::from_journal_line(lines[2].as_bytes()).unwrap();
         assert_eq!(a2.seq, 2);
+        // The chain: line 1 links to 64 zeros, each next line to the one before, the head is
+        // the last line's hash.
+        let mut prev = GENESIS;
+        for line in &lines {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v["prev"], prev.to_string(), "{line}");
+            assert!(line.ends_with(&format!(r#","prev":"{prev}"}}"#)), "{line}");
+            prev = JournalHash::of_line(line.as_bytes());
+        }
+        assert_eq!(w.head(), prev);
         let err = JournalWriter::create(&p, &h).unwrap_err();
         assert!(err.to_string().contains("journal.jsonl"), "{err}");
         assert_eq!(std::fs::read_to_string(&p).unwrap(), text);

@@ -9,6 +9,7 @@ fn run(name: &str) -> (Result<ReplaySummary, ReplayError>, Vec<ReplayEvent>) {
         input: golden(name),
         flow: None,
         from: None,
+        expect: None,
     };
     let mut events = vec![];
     let r = replay(&opts, &mut |e| events.push(e));
@@ -71,6 +72,7 @@ fn a_stricter_flow_changes_verdicts_and_says_so() {
         input: golden("clean.jsonl"),
         flow: Some(strict),
         from: None,
+        expect: None,
     };
     let mut events = vec![];
     let s = replay(&opts, &mut |e| events.push(e)).unwrap();
@@ -130,10 +132,10 @@ fn unknown_version_is_unreadable() {
     let (r, _) = run("unknown_version.jsonl");
     let err = r.unwrap_err();
     assert!(
-        matches!(err, ReplayError::UnknownVersion { ref version, .. } if version == "2"),
+        matches!(err, ReplayError::UnknownVersion { ref version, .. } if version == "3"),
         "{err}"
     );
-    assert!(err.to_string().contains("version 2"), "{err}");
+    assert!(err.to_string().contains("version 3"), "{err}");
 }
 
 #[test]
@@ -169,6 +171,7 @@ fn a_run_dir_uses_its_run_json_flow_and_tolerates_extra_fields() {
         input: run.clone(),
         flow: None,
         from: None,
+        expect: None,
     };
     let mut events = vec![];
     let s = replay(&opts, &mut |e| events.push(e)).unwrap();
@@ -189,6 +192,7 @@ fn a_missing_flow_is_unreadable_input() {
         input: j,
         flow: None,
         from: None,
+        expect: None,
     };
     let err = replay(&opts, &mut |_| {}).unwrap_err();
     assert!(matches!(err, ReplayError::Flow(_)), "{err}");
@@ -201,6 +205,7 @@ fn a_raw_stream_needs_a_flow() {
         input: Path::new("x.jsonl").to_path_buf(),
         flow: None,
         from: Some(leopold_journal::Harness::Claude),
+        expect: None,
     };
     let err = replay(&opts, &mut |_| {}).unwrap_err();
     assert!(matches!(err, ReplayError::NoFlow { .. }), "{err}");
@@ -234,6 +239,7 @@ fn raw_captures_replay_with_from() {
             input: crate::kit::capture(name),
             flow: Some(golden("flow.md")),
             from: Some(harness),
+            expect: None,
         };
         let s = replay(&opts, &mut |_| {}).unwrap();
         assert_eq!(
@@ -273,6 +279,7 @@ fn a_broken_run_json_is_unreadable_unless_flow_is_given() {
         input: dir.path().to_path_buf(),
         flow: None,
         from: None,
+        expect: None,
     };
     let err = replay(&opts, &mut |_| {}).unwrap_err();
     assert!(matches!(err, ReplayError::RunInfo { .. }), "{err}");

@@ -88,7 +88,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     /// Live: validate, journal with the verdict. Replay: the same violations, on the same lines,
-    /// and no recorded verdict differs. Replaying twice gives the same result.
+    /// no recorded verdict differs, the chain holds and its head is the writer's. Replaying twice
+    /// gives the same result.
     #[test]
     fn replay_gives_the_verdicts_live_validation_gave(actions in proptest::collection::vec(action(), 0..40)) {
         let flow = checkout();
@@ -106,6 +107,7 @@ proptest! {
                 live.push((seq + 1, rule));
             }
         }
+        let live_head = w.head().to_string();
         drop(w);
         let replay_once = || {
             let mut got = vec![];
@@ -122,6 +124,9 @@ proptest! {
         prop_assert_eq!(&got, &live);
         prop_assert_eq!(changed, 0);
         prop_assert_eq!(s.violations as usize, live.len());
+        prop_assert!(s.chained);
+        prop_assert_eq!((s.chain_breaks, s.head_mismatches), (0, 0));
+        prop_assert_eq!(s.journal_hash.as_deref(), Some(live_head.as_str()));
         let (got2, _, s2) = replay_once();
         prop_assert_eq!(got2, got);
         prop_assert_eq!(s2, s);

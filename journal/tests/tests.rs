@@ -2,6 +2,8 @@
 
 /// Adapters on the real harness captures in `tests/captures/`.
 mod captures;
+/// The hash chain: a journal edited, cut or reordered after the run does not replay clean.
+mod chain;
 /// `replay` on the golden journals under `tests/golden/`.
 mod golden;
 /// Shared helpers.

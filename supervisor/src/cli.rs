@@ -148,7 +148,14 @@ pub enum PersonaCommand {
     /// wire` is yours and stays). Refuses (exit 4) while a live run holds the lock. See README
     /// "Recovery".
     Recover(ProjectArgs),
-    /// Re-validate a recorded journal (or a raw harness stream) against its flow.
+    /// Re-validate a recorded journal (or a raw harness stream) against its flow, and check its
+    /// hash chain.
+    ///
+    /// Exit codes: 0 clean; 1 a violation, a broken hash chain (a line edited, removed or moved:
+    /// the first line that does not follow the one before is named), or a head other than
+    /// `--expect` or `run.json`'s `journal_hash`; 2 unreadable input, or malformed lines or `seq`
+    /// gaps. A journal from before the chain (version 1) is reported as unchained: no tamper
+    /// evidence. See README "Replay" and "Journal".
     Replay(ReplayArgs),
     /// Render a run's report.html again, from its run directory alone.
     ///
@@ -347,6 +354,16 @@ pub struct ReplayArgs {
     /// Read a raw harness stream instead of a Leopold journal (needs `--flow`).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub from: Option<StreamFormat>,
+    /// The head the journal must end on: the `journal_hash` saved when the run ended (its
+    /// `run_ended` event or summary). Exit 1 when it differs, so a cut tail or an edited last
+    /// line, which the chain alone cannot show, is caught.
+    #[arg(long, value_name = "HEX", value_parser = parse_hash)]
+    pub expect: Option<leopold_journal::JournalHash>,
+}
+
+fn parse_hash(s: &str) -> Result<leopold_journal::JournalHash, String> {
+    s.parse()
+        .map_err(|e: leopold_journal::chain::ParseHashError| e.to_string())
 }
 
 #[derive(Debug, Args)]

@@ -19,6 +19,16 @@ use serde_json::Value;
 use crate::browser::RefTracker;
 use crate::state::Finding;
 
+/// The chain head of a journal on disk, for a run whose writer is gone (set-up failed, or a
+/// crash recovered): as the file is now. `None` when there is no journal to read.
+pub fn journal_head_of_file(journal: &Path) -> Option<String> {
+    let f = std::fs::File::open(journal).ok()?;
+    leopold_journal::chain::head_of(std::io::BufReader::new(f))
+        .ok()
+        .flatten()
+        .map(|h| h.to_string())
+}
+
 /// One action observed in the worker's stream, already journaled.
 #[derive(Debug, Clone)]
 pub struct Observed {
@@ -128,6 +138,11 @@ impl Observer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .compare(&self.stream_calls)
+    }
+
+    /// The journal's hash-chain head: the hash of the last line written (`journal_hash`).
+    pub fn journal_hash(&self) -> String {
+        self.writer.head().to_string()
     }
 
     /// The persona's final answer, if it gave one.

@@ -150,6 +150,8 @@ pub fn recover_locked(
                 findings: Vec::new(),
                 findings_not_kept: 0,
                 gateway_mismatches: Vec::new(),
+                // As recovery found the journal: what a later replay `--expect`s.
+                journal_hash: crate::observe::journal_head_of_file(&run_dir.join("journal.jsonl")),
             });
             st.write_atomic(&run_json)?;
         }

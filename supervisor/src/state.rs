@@ -157,6 +157,10 @@ pub struct RunEnd {
     /// other way round (README "The gateway"); empty when the two agree.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gateway_mismatches: Vec<String>,
+    /// The journal's hash-chain head when the run ended (SHA-256 of its last line, hex; README
+    /// "Journal"): what `persona replay --expect` checks. Absent for a run without a journal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_hash: Option<String>,
 }
 
 fn is_zero(n: &u64) -> bool {

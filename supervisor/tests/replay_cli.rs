@@ -116,7 +116,7 @@ fn malformed_lines_are_numbered_and_exit_2() {
 fn unknown_version_and_missing_header_exit_2_with_a_hint() {
     let (code, out, err) = replay(&[], &golden("unknown_version.jsonl"));
     assert_eq!(code, 2, "{out}{err}");
-    assert!(err.contains("version 2 journal"), "{err}");
+    assert!(err.contains("version 3 journal"), "{err}");
     let (code, _, err) = replay(&["--json"], &golden("no_header.jsonl"));
     assert_eq!(code, 2);
     assert!(

@@ -13,6 +13,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
         input: args.input.clone(),
         flow: args.flow.clone(),
         from: args.from.map(StreamFormat::harness),
+        expect: args.expect,
     };
     let mut out = std::io::BufWriter::new(crate::output::Stdout);
     let shown = args.input.display().to_string();
@@ -70,6 +71,15 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
         if summary.torn_last_line {
             line += ", torn last line skipped";
         }
+        if summary.chain_breaks > 0 {
+            line += &format!(
+                ", hash chain broken at line {}",
+                summary.chain_broken_at.unwrap_or(0)
+            );
+        }
+        if summary.head_mismatches > 0 {
+            line += ", head differs from the one expected";
+        }
         if summary.verdicts_changed > 0 {
             let n = summary.verdicts_changed;
             let verb = if n == 1 {
@@ -80,6 +90,18 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
             line += &format!(", {n} verdict{} {verb}", plural(n));
         }
         writeln!(out, "{line}")?;
+        if args.from.is_none() {
+            let chain = match (&summary.journal_hash, summary.chain_breaks) {
+                (Some(h), 0) => format!("replay: hash chain intact; journal_hash {h}"),
+                (Some(h), n) => format!(
+                    "replay: hash chain BROKEN ({n} broken link{}, the first at line {}); journal_hash as it is now {h}",
+                    plural(n),
+                    summary.chain_broken_at.unwrap_or(0)
+                ),
+                (None, _) => "replay: unchained journal (version 1, written before the hash chain): no tamper evidence".to_owned(),
+            };
+            writeln!(out, "{chain}")?;
+        }
         if !summary.unknown_types.is_empty() {
             let names: Vec<String> = summary
                 .unknown_types
@@ -139,6 +161,23 @@ fn render(input: &str, ev: &ReplayEvent) -> String {
             expected,
             found,
         } => format!("{input}:{line}: seq {found} where {expected} was expected: lines are missing or out of order"),
+        ReplayEvent::ChainBreak { line, problem } => format!(
+            "{input}:{line}: tampered: {problem} (the hash chain breaks here: a line was edited, removed, inserted or moved)"
+        ),
+        ReplayEvent::HeadMismatch {
+            from,
+            expected,
+            found: Some(found),
+        } => format!(
+            "{input}: tampered: the journal ends on {found}, not on {expected} ({from}): lines were cut from the end, the last line edited, or the journal replaced"
+        ),
+        ReplayEvent::HeadMismatch {
+            from,
+            expected,
+            found: None,
+        } => format!(
+            "{input}: cannot check the head {expected} ({from}): the journal is unchained (version 1, written before the hash chain)"
+        ),
         ReplayEvent::VerdictChanged {
             line,
             seq,

@@ -13,7 +13,9 @@ use std::io::{BufRead as _, Read as _};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use leopold_journal::{Action, JournalHeader, Outcome, Verdict, JOURNAL_VERSION};
+use leopold_journal::{
+    Action, JournalHeader, Outcome, Verdict, JOURNAL_VERSION, UNCHAINED_JOURNAL_VERSION,
+};
 
 use crate::state::ActiveState;
 
@@ -367,9 +369,9 @@ fn parse_header(line: &[u8]) -> anyhow::Result<JournalHeader> {
     let v: serde_json::Value =
         serde_json::from_slice(line).context("line 1 is not a JSON header")?;
     match v.get("leopold_journal").and_then(|x| x.as_u64()) {
-        Some(n) if n == u64::from(JOURNAL_VERSION) => {}
+        Some(n) if n == u64::from(JOURNAL_VERSION) || n == u64::from(UNCHAINED_JOURNAL_VERSION) => {}
         Some(n) => anyhow::bail!(
-            "line 1: version {n} journal; this leopold reads version {JOURNAL_VERSION}"
+            "line 1: version {n} journal; this leopold reads versions {UNCHAINED_JOURNAL_VERSION} and {JOURNAL_VERSION}"
         ),
         None => anyhow::bail!("line 1 has no `leopold_journal` version"),
     }
@@ -413,7 +415,8 @@ fn read_journal(path: &Path, rec: &mut RunRecord) -> anyhow::Result<()> {
         if n == 1 || line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_slice::<Action>(&line) {
+        // The chain's link is accepted and not checked here: `persona replay` checks the chain.
+        match Action::from_journal_line(&line) {
             Ok(_) if rec.actions.len() >= MAX_ACTIONS => rec.actions_not_shown += 1,
             Ok(a) => rec.actions.push(hosts_only(a)),
             Err(_) if !terminated => problem(

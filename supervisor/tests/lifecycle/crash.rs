@@ -145,6 +145,18 @@ fn crash_then_recover_in(sb: Sandbox, harness: &str, step: &str) {
         assert_eq!(rj["run_id"], id.as_str());
         assert_eq!(rj["active"], false);
         assert_eq!(rj["end"]["outcome"], "recovered");
+        // The head recovery found in the journal, for a later replay to `--expect`.
+        let journal = sb.run_dir().join("journal.jsonl");
+        let head = std::fs::File::open(&journal).ok().and_then(|f| {
+            leopold_journal::chain::head_of(std::io::BufReader::new(f))
+                .unwrap()
+                .map(|h| h.to_string())
+        });
+        assert_eq!(
+            rj["end"]["journal_hash"].as_str(),
+            head.as_deref(),
+            "{step}: {rj}"
+        );
         let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
         assert!(events.contains("\"persona_recovered\"") && events.contains(id.as_str()));
         assert!(!sb

@@ -8,7 +8,8 @@
 //! - `disk`: how many fsyncs a run makes;
 //! - `doctor`: what doctor reports before and after a crash;
 //! - `boxed`: the box, with the fake worker as the adversary;
-//! - `outcome`: findings, walls, `stuck`, a timeout's cause, quiet-run progress, `--json` stamps.
+//! - `outcome`: findings, walls, `stuck`, a timeout's cause, quiet-run progress, `--json` stamps;
+//! - `record`: the journal's hash-chain head in run.json, `run_ended`, the summary and replay.
 
 mod boxed;
 mod concurrency;
@@ -17,5 +18,6 @@ mod disk;
 mod doctor;
 mod gateway;
 mod outcome;
+mod record;
 mod run;
 mod stop;

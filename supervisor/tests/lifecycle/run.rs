@@ -104,7 +104,7 @@ fn claude_run_wires_during_and_leaves_only_the_run_dir_after() {
     assert_eq!(rec["cwd"], sb.project.display().to_string());
     assert_eq!(rec["run_id"], rj["run_id"]);
     let journal = sb.journal();
-    assert_eq!(journal[0]["leopold_journal"], 1);
+    assert_eq!(journal[0]["leopold_journal"], 2);
     assert_eq!(journal[1]["tool"], "mcp__personastub__navigate");
     assert_eq!(journal[1]["verdict"]["result"], "ok");
     // Progress shows hosts, never full URLs.

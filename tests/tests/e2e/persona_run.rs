@@ -279,7 +279,79 @@ fn scenario_checkout(h: Harness) {
     assert!(walls.iter().all(|(k, _)| *k == "denied"), "{walls:?}");
     assert_eq!(walls[4].1, "irreversible_label");
 
+    // The record's hash-chain head: the summary's, run.json's and replay's are one.
+    let head = run_json["end"]["journal_hash"]
+        .as_str()
+        .expect("end.journal_hash")
+        .to_owned();
+    assert!(
+        run.stdout.contains(&format!("; journal_hash {head}; see ")),
+        "{run}"
+    );
+    assert_replay_head(&w, &head);
+
     w.assert_cleaned_up(&before);
+}
+
+/// `persona replay RUN_DIR --json --expect HEAD` recomputes the same head, the chain intact.
+fn assert_replay_head(w: &World, head: &str) {
+    let out = Command::new(&w.leopold)
+        .args(["persona", "replay"])
+        .arg(w.sb.run_dir())
+        .args(["--json", "--expect", head])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let summary: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(summary["journal_hash"], head, "{summary}");
+    assert_eq!(
+        (
+            summary["chained"].as_bool(),
+            summary["chain_breaks"].as_u64()
+        ),
+        (Some(true), Some(0)),
+        "{summary}"
+    );
+}
+
+/// With `--json`, the `run_ended` event carries the head `run.json` records and replay finds.
+fn scenario_checkout_json(h: Harness) {
+    let Some(w) = World::new(h, &checkout::script()) else {
+        return;
+    };
+    let mut cmd = w.persona_run(&w.leopold);
+    cmd.arg("--json");
+    let run = run_bounded(cmd, TIMEOUT);
+    assert_eq!(exit_code(&run), Some(0), "{run}");
+    let ended: Value = run
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["event"] == "run_ended")
+        .unwrap_or_else(|| panic!("no run_ended\n{run}"));
+    let head = ended["journal_hash"]
+        .as_str()
+        .expect("journal_hash")
+        .to_owned();
+    let (actions, run_json) = w.journal();
+    assert_eq!(actions.len(), 7, "{actions:#?}");
+    assert_eq!(
+        run_json["end"]["journal_hash"],
+        head.as_str(),
+        "{run_json:#}"
+    );
+    assert_replay_head(&w, &head);
+}
+
+#[test]
+fn s1_claude_json_run_ended_carries_the_journal_hash_replay_recomputes() {
+    scenario_checkout_json(Harness::Claude);
+}
+
+#[test]
+fn s1_codex_json_run_ended_carries_the_journal_hash_replay_recomputes() {
+    scenario_checkout_json(Harness::Codex);
 }
 
 #[test]

@@ -309,6 +309,7 @@ async fn lifecycle(
             .answer()
             .filter(|a| !a.trim().is_empty())
             .map(str::to_owned),
+        journal_hash: Some(observer.journal_hash()),
     })?;
     timings.mark("unwired");
     Ok(code)

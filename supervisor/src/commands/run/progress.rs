@@ -150,10 +150,11 @@ pub fn summary_line(
     outcome: RunOutcome,
     counts: &Counts,
     reason: Option<&str>,
+    journal_hash: Option<&str>,
     run_dir: &str,
 ) -> String {
     format!(
-        "leopold: run {run_id} {outcome} (exit {}): {}, {} denied, {}{}; see {run_dir}/",
+        "leopold: run {run_id} {outcome} (exit {}): {}, {} denied, {}{}{}; see {run_dir}/",
         outcome.exit_code(),
         output::count(counts.actions, "action"),
         counts.denied,
@@ -161,6 +162,10 @@ pub fn summary_line(
         // The reason's hints were printed with the error; the summary stays one line.
         reason
             .map(|r| format!("; {}", output::Rendered::from_text(r).message))
+            .unwrap_or_default(),
+        // What `persona replay --expect` checks the journal against later (README "Journal").
+        journal_hash
+            .map(|h| format!("; journal_hash {h}"))
             .unwrap_or_default(),
     )
 }
@@ -265,13 +270,13 @@ mod tests {
             ..Counts::default()
         };
         assert_eq!(
-            summary_line("r1", RunOutcome::Violated, &c, Some("#1 t: rule"), ".leopold/persona/runs/r1"),
-            "leopold: run r1 violated (exit 1): 1 action, 0 denied, 1 violation; #1 t: rule; see .leopold/persona/runs/r1/"
+            summary_line("r1", RunOutcome::Violated, &c, Some("#1 t: rule"), Some("ab12"), ".leopold/persona/runs/r1"),
+            "leopold: run r1 violated (exit 1): 1 action, 0 denied, 1 violation; #1 t: rule; journal_hash ab12; see .leopold/persona/runs/r1/"
         );
         c.actions = 3;
         c.violations = 0;
         assert_eq!(
-            summary_line("r1", RunOutcome::Clean, &c, None, "runs/r1"),
+            summary_line("r1", RunOutcome::Clean, &c, None, None, "runs/r1"),
             "leopold: run r1 clean (exit 0): 3 actions, 0 denied, 0 violations; see runs/r1/"
         );
     }

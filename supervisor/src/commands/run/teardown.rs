@@ -34,6 +34,9 @@ pub struct Ending {
     pub gateway_mismatches: Vec<String>,
     /// The persona's final answer, saved verbatim as `findings.md`.
     pub answer: Option<String>,
+    /// The journal's chain head, from the writer; `None` before the worker ran (then read from
+    /// the journal file, if the run got that far).
+    pub journal_hash: Option<String>,
 }
 
 impl Ending {
@@ -49,6 +52,7 @@ impl Ending {
             findings_not_kept: 0,
             gateway_mismatches: Vec::new(),
             answer: None,
+            journal_hash: None,
         }
     }
 }
@@ -129,6 +133,11 @@ impl Teardown<'_> {
                 self.out.warn(&format!("{e:#}"));
             }
         }
+        let journal = run_dir.join("journal.jsonl");
+        let journal_hash = end
+            .journal_hash
+            .clone()
+            .or_else(|| crate::observe::journal_head_of_file(&journal));
         let mut fin = self.st.clone();
         fin.active = false;
         fin.end = Some(RunEnd {
@@ -142,6 +151,7 @@ impl Teardown<'_> {
             findings: end.findings.clone(),
             findings_not_kept: end.findings_not_kept,
             gateway_mismatches: end.gateway_mismatches.clone(),
+            journal_hash: journal_hash.clone(),
         });
         fin.write_atomic(&run_dir.join("run.json"))?;
         std::fs::remove_file(plan.paths.active())
@@ -159,6 +169,7 @@ impl Teardown<'_> {
             end.outcome,
             &end.counts,
             end.reason.as_deref(),
+            journal_hash.as_deref(),
             &rel,
         ));
         // The findings after the summary, URLs shown as hosts (findings.md keeps them).
@@ -190,6 +201,7 @@ impl Teardown<'_> {
             "findings_file": end.answer.is_some().then_some(&findings_file),
             "report": run_dir.join(crate::report::REPORT_FILE),
             "gateway_mismatches": end.gateway_mismatches,
+            "journal_hash": journal_hash,
         }));
         Ok(code)
     }

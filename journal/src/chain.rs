@@ -1,0 +1,210 @@
+//! The journal's hash chain: every line carries, as `"prev"`, the SHA-256 of the line before it.
+//!
+//! What is hashed: a line's exact bytes, up to and not including its `\n` (a `\r` before it, which
+//! Leopold never writes, would be hashed too). A line is what lies between two `\n`, or between the
+//! last `\n` and the end of the file when something follows it (a torn last line is a line). Line 1
+//! (the header) has no predecessor: its `prev` is [`GENESIS`], 64 zeros. The chain's **head** is the
+//! SHA-256 of the last line; the supervisor records it as `journal_hash` when the run ends.
+//!
+//! Why: a line edited, removed or moved breaks the link from the line after it; a tail cut off
+//! leaves a valid, shorter chain, caught only against a head saved elsewhere (`--expect`). The
+//! chain has no secret: whoever can rewrite the whole file can rewrite the chain with it. Its worth
+//! is the head kept out of the run directory's reach (a CI job's log, the `run_ended` event).
+
+use std::fmt;
+use std::io::{self, BufRead};
+use std::str::FromStr;
+
+use serde::{Serialize, Serializer};
+use sha2::{Digest, Sha256};
+
+/// A SHA-256 digest of a journal line; shown as 64 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct JournalHash(pub [u8; 32]);
+
+/// The predecessor of line 1 (the header's `prev`): 64 zeros.
+pub const GENESIS: JournalHash = JournalHash([0; 32]);
+
+impl JournalHash {
+    /// The hash of one line's bytes (without its `\n`).
+    pub fn of_line(line: &[u8]) -> JournalHash {
+        JournalHash(Sha256::digest(line).into())
+    }
+
+    /// The 64 lowercase hex digits, without allocating.
+    pub fn hex(&self) -> [u8; 64] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 64];
+        for (i, b) in self.0.iter().enumerate() {
+            out[2 * i] = DIGITS[usize::from(b >> 4)];
+            out[2 * i + 1] = DIGITS[usize::from(b & 0xf)];
+        }
+        out
+    }
+
+    /// Whether `s` is this hash as the writer writes it: 64 lowercase hex digits.
+    pub fn matches_hex(&self, s: &str) -> bool {
+        s.as_bytes() == self.hex()
+    }
+}
+
+impl fmt::Display for JournalHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The digits are ASCII by construction.
+        f.write_str(std::str::from_utf8(&self.hex()).unwrap_or_default())
+    }
+}
+
+impl fmt::Debug for JournalHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "JournalHash({self})")
+    }
+}
+
+impl Serialize for JournalHash {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// A string that is not 64 hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a journal hash: expected 64 hex digits (a SHA-256), as `run_ended` prints `journal_hash`")]
+pub struct ParseHashError(pub String);
+
+impl FromStr for JournalHash {
+    type Err = ParseHashError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        let t = t.strip_prefix("sha256:").unwrap_or(t);
+        let bad = || ParseHashError(s.chars().take(80).collect());
+        if t.len() != 64 {
+            return Err(bad());
+        }
+        let mut out = [0u8; 32];
+        for (i, pair) in t.as_bytes().chunks(2).enumerate() {
+            let digit = |c: u8| char::from(c).to_digit(16);
+            match (digit(pair[0]), digit(pair[1])) {
+                (Some(h), Some(l)) => out[i] = (h * 16 + l) as u8,
+                _ => return Err(bad()),
+            }
+        }
+        Ok(JournalHash(out))
+    }
+}
+
+/// Links one serialised JSON object line (no newline) into the chain: appends `"prev"`, the hash
+/// of the line before, as its last key, and returns the hash of the line as it now is (the next
+/// line's `prev`, or the head). The journal writer's one way to write a line; also for anything
+/// that writes a journal without it (the replay benchmark's generator).
+///
+/// # Errors
+///
+/// [`NotAnObject`] (the buffer left as it was) when `line` does not end with `}`.
+pub fn link(line: &mut Vec<u8>, prev: &JournalHash) -> Result<JournalHash, NotAnObject> {
+    if line.last() != Some(&b'}') {
+        return Err(NotAnObject);
+    }
+    line.pop();
+    line.extend_from_slice(b",\"prev\":\"");
+    line.extend_from_slice(&prev.hex());
+    line.extend_from_slice(b"\"}");
+    Ok(JournalHash::of_line(line))
+}
+
+/// [`link`] was given something other than a JSON object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a journal line must be a JSON object")]
+pub struct NotAnObject;
+
+/// Hashes lines fed in pieces: the reader splits a line across its buffer's refills.
+#[derive(Clone, Default)]
+pub(crate) struct LineHasher(Sha256);
+
+impl LineHasher {
+    pub(crate) fn update(&mut self, part: &[u8]) {
+        self.0.update(part);
+    }
+
+    /// The hash of everything fed since the last call.
+    pub(crate) fn finish_line(&mut self) -> JournalHash {
+        JournalHash(self.0.finalize_reset().into())
+    }
+}
+
+/// The head of the journal `reader` holds: the hash of its last line, or `None` when it is empty.
+/// Streams (one buffer of memory whatever the size); does not check the links.
+///
+/// # Errors
+///
+/// The reader's I/O errors.
+pub fn head_of<R: BufRead>(mut reader: R) -> io::Result<Option<JournalHash>> {
+    let mut hasher = LineHasher::default();
+    let mut head = None;
+    let mut open = false;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            break;
+        }
+        let mut rest = chunk;
+        while let Some(i) = memchr::memchr(b'\n', rest) {
+            hasher.update(&rest[..i]);
+            head = Some(hasher.finish_line());
+            open = false;
+            rest = &rest[i + 1..];
+        }
+        if !rest.is_empty() {
+            hasher.update(rest);
+            open = true;
+        }
+        let n = chunk.len();
+        reader.consume(n);
+    }
+    if open {
+        head = Some(hasher.finish_line());
+    }
+    Ok(head)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trips_and_matches_the_reference_digest() {
+        // SHA-256("abc"), FIPS 180-2 appendix B.1.
+        let h = JournalHash::of_line(b"abc");
+        let hex = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        assert_eq!(h.to_string(), hex);
+        assert_eq!(hex.parse::<JournalHash>().unwrap(), h);
+        assert_eq!(hex.to_uppercase().parse::<JournalHash>().unwrap(), h);
+        assert_eq!(format!("sha256:{hex}").parse::<JournalHash>().unwrap(), h);
+        assert!(h.matches_hex(hex) && !h.matches_hex(&hex[1..]));
+        assert!(!h.matches_hex(&hex.to_uppercase()));
+        assert!("abc".parse::<JournalHash>().is_err());
+        assert!(hex.replace('a', "g").parse::<JournalHash>().is_err());
+        assert_eq!(GENESIS.to_string(), "0".repeat(64));
+    }
+
+    #[test]
+    fn the_head_is_the_last_line_torn_or_not() {
+        let head = |s: &[u8]| head_of(io::Cursor::new(s.to_vec())).unwrap();
+        assert_eq!(head(b""), None);
+        assert_eq!(head(b"a\nb\n"), Some(JournalHash::of_line(b"b")));
+        assert_eq!(head(b"a\nb"), Some(JournalHash::of_line(b"b")));
+        assert_eq!(head(b"a\nb\r\n"), Some(JournalHash::of_line(b"b\r")));
+        assert_eq!(head(b"a\n\n"), Some(JournalHash::of_line(b"")));
+        // Split across refills.
+        let r = io::BufReader::with_capacity(3, io::Cursor::new(b"first\nsecond line\n".to_vec()));
+        assert_eq!(
+            head_of(r).unwrap(),
+            Some(JournalHash::of_line(b"second line"))
+        );
+    }
+}
