@@ -9,10 +9,12 @@
 //! - `browser`: `persona run --browser playwright` in real Chromium against the staging app.
 //! - `demo`: the README demo over both CLIs.
 //! - `persona_run`: the issue's scenarios through `leopold persona run`.
+//! - `contained`: issue #12 "Prove it": a persona trying every way out of the box, on both CLIs.
 //! - `harness_facts`: the fail-open and settings-skipping behaviours the design rests on.
 //! - `report`: a screenshot in real Chromium lands, embedded, in the run's report.html.
 
 mod browser;
+mod contained;
 mod demo;
 mod fixtures;
 mod guard_wired;
