@@ -222,15 +222,19 @@ impl RunWatch {
             .collect()
     }
 
-    /// Stops polling, and returns every live process that still belongs to the run: in one of
-    /// the box's PID namespaces, or carrying one of the run ids seen, or (whatever its
-    /// environment) with `marker` in its command line, or one of the run's processes under the
-    /// project. Each as `pid: cmdline (why)`.
-    pub fn leftovers(mut self, marker: Option<&str>) -> Vec<String> {
+    /// Stops polling.
+    pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+
+    /// Every live process that still belongs to the run: in one of the box's PID namespaces,
+    /// or carrying one of the run ids seen, or (whatever its environment) with `marker` in its
+    /// command line, or one of the run's processes under the project. Each as
+    /// `pid: cmdline (why)`.
+    pub fn leftovers(&self, marker: Option<&str>) -> Vec<String> {
         let nss = self.box_namespaces();
         let ids: BTreeSet<String> = self.seen().into_iter().map(|s| s.run_id).collect();
         let mut out = Vec::new();
