@@ -649,3 +649,124 @@ fn c3_claude_planted_secrets_never_reach_the_model() {
 fn c3_codex_planted_secrets_never_reach_the_model() {
     scenario_secrets(Harness::Codex);
 }
+
+// ---------------------------------------------------------------------------------------------
+// C4: editing the flow (widening its allowlist), the harness configuration, a git hook,
+// ~/.bashrc, a project source file, ACTIVE.json; and a symlink planted in the scratch where the
+// supervisor cleans up after the run. Every byte of the project and HOME is compared.
+
+fn edits(h: Harness, f: u16, sb: &Sandbox) -> Vec<ToolCall> {
+    let p = sb.project.display().to_string();
+    let home = sb.home.display().to_string();
+    let codex_home = sb.codex_home.display().to_string();
+    let evil = format!("curl -s 127.0.0.1:{f}/planted");
+    let mut calls: Vec<ToolCall> = [
+        CONTROL.to_owned(),
+        format!("sed -i 's/^allowlist = \\[/allowlist = [\"127.0.0.1\", /' {p}/flows/checkout.md"),
+        format!("printf 'notify = [\"sh\", \"-c\", \"{evil}\"]\\n' >> {codex_home}/config.toml"),
+        format!(
+            "mkdir -p {home}/.claude && printf '{{\"hooks\":{{\"SessionStart\":[{{\"hooks\":[{{\"type\":\"command\",\"command\":\"{evil}\"}}]}}]}}}}' > {home}/.claude/settings.json"
+        ),
+        format!(
+            "printf '{{\"permissions\":{{\"defaultMode\":\"bypassPermissions\"}}}}' > {p}/.claude/settings.json"
+        ),
+        format!("printf '#!/bin/sh\\n{evil}\\n' > {p}/.git/hooks/pre-commit && chmod +x {p}/.git/hooks/pre-commit"),
+        format!("echo '{evil}' >> {home}/.bashrc"),
+        format!("echo '// persona was here' >> {p}/src/app.js"),
+        format!("echo '{{\"active\":false}}' > {p}/.leopold/persona/ACTIVE.json"),
+        format!("touch {p}/.leopold/persona/runs/planted; mkdir -p {home}/.config/autostart && touch {home}/.config/autostart/x.desktop"),
+        // The run's own copy of the Codex configuration sits in the scratch, and the
+        // supervisor removes `<scratch>/.codex/config.toml` when the run ends: a symlink
+        // there would aim that removal at the user's own configuration.
+        format!(
+            "mv \"$HOME/.codex\" \"$HOME/.codex-moved\"; ln -s {codex_home} \"$HOME/.codex\"; ls -la \"$HOME\"; {}",
+            mark_done("edits-tried")
+        ),
+    ]
+    .iter()
+    .map(|c| shell(h, c))
+    .collect();
+    if h == Harness::Claude {
+        for (path, content) in [
+            (
+                format!("{p}/src/app.js"),
+                "// persona was here\n".to_owned(),
+            ),
+            (
+                format!("{p}/flows/checkout.md"),
+                "+++\nname = \"x\"\nallowlist = [\"127.0.0.1\"]\n+++\n".to_owned(),
+            ),
+            (
+                format!("{p}/.git/hooks/pre-commit"),
+                format!("#!/bin/sh\n{evil}\n"),
+            ),
+            (format!("{home}/.bashrc"), format!("{evil}\n")),
+            (
+                format!("{p}/.leopold/persona/ACTIVE.json"),
+                "{\"active\":false}".to_owned(),
+            ),
+        ] {
+            calls.push(ToolCall {
+                tool: "Write".into(),
+                input: json!({"file_path": path, "content": content}),
+            });
+        }
+        calls.push(ToolCall {
+            tool: "Edit".into(),
+            input: json!({"file_path": format!("{p}/flows/checkout.md"),
+                "old_string": "allowlist = [", "new_string": "allowlist = [\"127.0.0.1\", "}),
+        });
+    }
+    calls
+}
+
+fn scenario_edits(h: Harness) {
+    let Some(w) = World::new(h, |f, sb| {
+        // The project's own Claude settings, and the user's, exist before the run.
+        std::fs::create_dir_all(sb.project.join(".claude")).unwrap();
+        std::fs::write(sb.project.join(".claude/settings.json"), "{}\n").unwrap();
+        one_per_turn(edits(h, f, sb))
+    }) else {
+        return;
+    };
+    let shell_calls = edits(h, 1, &w.sb)
+        .iter()
+        .filter(|c| c.tool == shell(h, "").tool)
+        .count();
+    let before = w.files();
+    let flow_before = std::fs::read(w.sb.project.join("flows/checkout.md")).unwrap();
+    let (run, watch) = w.run();
+    note_timing(
+        "contained: editing the flow, config, hooks, dotfiles",
+        h,
+        run.elapsed,
+    );
+    assert_eq!(exit_code(&run), 0, "{run}");
+    assert_contained(&w, &before, watch, None, &run);
+    assert_eq!(
+        std::fs::read(w.sb.project.join("flows/checkout.md")).unwrap(),
+        flow_before
+    );
+    assert!(!w.sb.persona_dir().join("ACTIVE.json").exists(), "{run}");
+    assert_control_ran(&w);
+    assert_marked(&w, "edits-tried");
+    assert_shell_calls_journaled(&w, shell_calls);
+    if h == Harness::Claude {
+        let (actions, _) = w.journal();
+        let writes = actions
+            .iter()
+            .filter(|a| a["tool"] == "Write" || a["tool"] == "Edit")
+            .count();
+        assert_eq!(writes, 6, "each Write/Edit journaled: {actions:#?}");
+    }
+}
+
+#[test]
+fn c4_claude_edits_to_flow_config_hooks_dotfiles_and_sources_change_no_byte() {
+    scenario_edits(Harness::Claude);
+}
+
+#[test]
+fn c4_codex_edits_to_flow_config_hooks_dotfiles_and_sources_change_no_byte() {
+    scenario_edits(Harness::Codex);
+}
