@@ -312,7 +312,8 @@ fn assert_files_unchanged(
     let mut after = w.files();
     let events = w.sb.events_path();
     // The project's events.jsonl is the guard's record: it may grow, by guard events only (the
-    // supervisor's pre-launch proof writes one on every run).
+    // supervisor's pre-launch proof writes one on every run) and by the supervisor's own
+    // `persona_recovered` line after a crash.
     if let Some(Entry::File(now)) = after.remove(&events) {
         let was: &[u8] = match before.get(&events) {
             Some(Entry::File(b)) => b,
@@ -325,7 +326,7 @@ fn assert_files_unchanged(
             assert!(
                 v["event"]
                     .as_str()
-                    .is_some_and(|e| e.starts_with("persona_guard")),
+                    .is_some_and(|e| e.starts_with("persona_guard") || e == "persona_recovered"),
                 "events.jsonl got a line that is no guard event: {line}"
             );
         }
@@ -980,4 +981,149 @@ fn c6_claude_a_permissive_developers_settings_get_nothing_out() {
 #[test]
 fn c6_codex_a_permissive_developers_config_gets_nothing_out() {
     scenario_permissive(Harness::Codex);
+}
+
+// ---------------------------------------------------------------------------------------------
+// C7: the supervisor SIGKILLed while the model is mid-turn, with a detached process waiting to
+// act: nothing of the run is left, nothing reaches the forbidden host afterwards, and
+// `persona recover` restores every byte.
+
+fn scenario_sigkill(h: Harness) {
+    let marker = token("after-kill");
+    let m2 = marker.clone();
+    let Some(w) = World::new(h, move |f, _| {
+        let act = format!(
+            "echo started > \"$HOME/started-kill\"; sleep 3; curl -s -m 3 127.0.0.1:{f}/after-kill; echo late > \"$HOME/late-kill\""
+        );
+        Script {
+            turns: vec![
+                Turn {
+                    calls: vec![shell(
+                        h,
+                        &format!("setsid nohup sh -c '{act}' {m2} >/dev/null 2>&1 &"),
+                    )],
+                    delay_ms: 0,
+                },
+                // The supervisor dies while the worker waits on this turn.
+                Turn {
+                    calls: vec![shell(h, CONTROL)],
+                    delay_ms: 30_000,
+                },
+            ],
+            final_answer: "never reached".into(),
+        }
+    }) else {
+        return;
+    };
+    let before = w.files();
+    let watch = RunWatch::start(&w.sb.project);
+    let start = Instant::now();
+    let mut cmd = w.persona_run();
+    // A group of its own, only to clean up should the test fail: the kill below is the
+    // supervisor's alone.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut sup = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start persona run");
+    let sup_pid = sup.id();
+    let cleanup = Cleanup(sup_pid);
+    // Mid-turn: the first call is journaled with its result, so the worker has asked for turn
+    // 2, which the model sits on (it logs a request only once it answers).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !journal_has_actions(&w.sb) {
+        assert!(
+            Instant::now() < deadline,
+            "the worker never finished turn 1"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !watch.box_namespaces().is_empty(),
+        "the box's processes were seen mid-run"
+    );
+    sup.kill().expect("SIGKILL the supervisor");
+    let _ = sup.wait();
+    note_timing(
+        "contained: SIGKILL mid-turn, to the kill",
+        h,
+        start.elapsed(),
+    );
+
+    // No recovery yet: the kernel alone must end the box.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = watch.leftovers(Some(&marker));
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes of the run outlived the SIGKILLed supervisor by 5 s:\n{}",
+            left.join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Past the detached process's sleep.
+    std::thread::sleep(Duration::from_secs(4));
+    let scratch = w.sb.run_dir().join("scratch");
+    assert!(
+        !scratch.join("late-kill").exists(),
+        "the detached process acted after the kill"
+    );
+    assert_eq!(
+        scratch.join("started-kill").exists(),
+        shell_runs_anything(h),
+        "the detached process started in the box"
+    );
+    let seen = w.forbidden.seen();
+    assert!(seen.is_empty(), "the forbidden host was reached: {seen:?}");
+
+    let mut recover = Command::new(&w.leopold);
+    recover
+        .args(["persona", "recover", "--project"])
+        .arg(&w.sb.project);
+    w.sb.hermetic(&mut recover, &w.model);
+    let out = run_bounded(recover, Duration::from_secs(30));
+    assert_eq!(exit_code(&out), 0, "{out}");
+    assert!(!w.sb.persona_dir().join("ACTIVE.json").exists(), "{out}");
+    assert_files_unchanged(&w, &before, &out);
+    assert_contained(&w, &before, watch, Some(&marker), &out);
+    drop(cleanup);
+}
+
+/// True once some run directory's journal holds an action line.
+fn journal_has_actions(sb: &Sandbox) -> bool {
+    std::fs::read_dir(sb.persona_dir().join("runs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|d| {
+            std::fs::read_to_string(d.path().join("journal.jsonl"))
+                .is_ok_and(|t| t.lines().any(|l| l.contains("\"seq\"")))
+        })
+}
+
+/// Kills the process group `0` when dropped (a failed test leaves nothing running).
+struct Cleanup(u32);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.0)])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn c7_claude_supervisor_sigkilled_mid_turn_leaves_nothing_and_recover_restores_every_byte() {
+    scenario_sigkill(Harness::Claude);
+}
+
+#[test]
+fn c7_codex_supervisor_sigkilled_mid_turn_leaves_nothing_and_recover_restores_every_byte() {
+    scenario_sigkill(Harness::Codex);
 }
