@@ -373,3 +373,34 @@ fn no_box_refuses_unless_no_contain() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains("WITHOUT the box"), "{}", stderr(&out));
 }
+
+/// The worker owns its scratch while it runs: a `.codex` it replaced by a symlink to the user's
+/// own `~/.codex` must not aim the supervisor's end-of-run cleanup (it removes the run's copy of
+/// the Codex configuration) at the user's file. Seen on Codex 0.171.0 through `persona run`
+/// (tests/tests/e2e/contained.rs, c4); here without any harness, on both.
+#[test]
+fn a_symlink_planted_in_the_scratch_aims_no_cleanup_outside_it() {
+    for harness in ["claude", "codex"] {
+        let sb = Sandbox::with_user_files();
+        sb.set_script(&format!(
+            "@sh mv \"$HOME/.codex\" \"$HOME/.codex-moved\"; ln -s {} \"$HOME/.codex\"\n@exit 0\n",
+            sb.codex_home.display()
+        ));
+        let before = sb.snapshot();
+        let out = sb.run_cmd(harness, &[]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{harness}: {}", stderr(&out));
+        assert_eq!(
+            sb.results_lines()[0]["ok"],
+            true,
+            "{harness}: the symlink was planted"
+        );
+        assert_eq!(
+            std::fs::read_to_string(sb.codex_home.join("config.toml"))
+                .ok()
+                .as_deref(),
+            Some(CODEX_CONFIG),
+            "{harness}: the user's Codex configuration"
+        );
+        assert_eq!(sb.snapshot(), before, "{harness}");
+    }
+}
