@@ -12,7 +12,7 @@
 //!   left" is checked by namespace, by environment and by a marker in the command line alike.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead as _, Write as _};
+use std::io::BufRead as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,52 +40,80 @@ impl ForbiddenHost {
         let log2 = Arc::clone(&log);
         std::thread::spawn(move || {
             for conn in l.incoming().flatten() {
-                log2.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push("connection".into());
-                let log3 = Arc::clone(&log2);
-                std::thread::spawn(move || {
-                    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
-                    let mut r = std::io::BufReader::new(&conn);
-                    let mut first = String::new();
-                    let _ = r.read_line(&mut first);
-                    let mut host = String::new();
-                    loop {
-                        let mut line = String::new();
-                        match r.read_line(&mut line) {
-                            Ok(0) | Err(_) => break,
-                            Ok(_) if line.trim().is_empty() => break,
-                            Ok(_) => {
-                                if let Some((k, v)) = line.split_once(':') {
-                                    if k.eq_ignore_ascii_case("host") {
-                                        host = v.trim().to_owned();
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    log3.lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push(format!("{} host={host}", first.trim()));
-                    let body = FORBIDDEN_REPLY;
-                    let mut w = &conn;
-                    let _ = w.write_all(
-                        format!(
-                            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                            body.len()
-                        )
-                        .as_bytes(),
-                    );
-                });
+                serve_one(conn, &log2);
             }
         });
         ForbiddenHost { port, log }
+    }
+
+    /// The same app on a unix socket at `path` (a dev server's socket in the project, say):
+    /// `port` is 0.
+    pub fn start_unix(path: &Path) -> ForbiddenHost {
+        let l = std::os::unix::net::UnixListener::bind(path)
+            .unwrap_or_else(|e| panic!("bind {}: {e}", path.display()));
+        Self::serve_unix(l)
+    }
+
+    /// The same app on a bound unix listener (an abstract socket, say): `port` is 0.
+    pub fn serve_unix(l: std::os::unix::net::UnixListener) -> ForbiddenHost {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let log2 = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for conn in l.incoming().flatten() {
+                serve_one(conn, &log2);
+            }
+        });
+        ForbiddenHost { port: 0, log }
     }
 
     /// Everything it saw so far, in order.
     pub fn seen(&self) -> Vec<String> {
         self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
+}
+
+/// Logs one accepted connection, then its request line and `Host`, and answers
+/// [`FORBIDDEN_REPLY`], on a thread of its own.
+fn serve_one<S>(conn: S, log: &Arc<Mutex<Vec<String>>>)
+where
+    S: std::io::Read + std::io::Write + Send + 'static,
+{
+    log.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push("connection".into());
+    let log = Arc::clone(log);
+    std::thread::spawn(move || {
+        let mut r = std::io::BufReader::new(conn);
+        let mut first = String::new();
+        let _ = r.read_line(&mut first);
+        let mut host = String::new();
+        loop {
+            let mut line = String::new();
+            match r.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) if line.trim().is_empty() => break,
+                Ok(_) => {
+                    if let Some((k, v)) = line.split_once(':') {
+                        if k.eq_ignore_ascii_case("host") {
+                            host = v.trim().to_owned();
+                        }
+                    }
+                }
+            }
+        }
+        log.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(format!("{} host={host}", first.trim()));
+        let body = FORBIDDEN_REPLY;
+        let mut w = r.into_inner();
+        let _ = w.write_all(
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
+    });
 }
 
 /// One file's content in a [`snapshot`]: its bytes, or a symlink's target.
