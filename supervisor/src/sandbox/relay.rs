@@ -78,23 +78,7 @@ impl Drop for RunBox {
             t.abort();
         }
         let _ = std::fs::remove_dir_all(&self.spec.sock_dir);
-        // The interim Codex configuration copy (see `plan_spec`): not left in the project.
-        remove_in_scratch(&self.spec.scratch, ".codex", "config.toml");
-    }
-}
-
-/// Removes `<scratch>/<dir>/<file>` without following a symlink at `<dir>`: the worker owned the
-/// scratch, and a `.codex` it replaced by a symlink to the user's own `~/.codex` would aim the
-/// removal at the user's configuration (seen: issue #12's containment suite). `<file>` itself,
-/// if a symlink, is removed as a link.
-fn remove_in_scratch(scratch: &Path, dir: &str, file: &str) {
-    use rustix::fs::{AtFlags, Mode, OFlags};
-    let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY;
-    let Ok(top) = rustix::fs::open(scratch, flags, Mode::empty()) else {
-        return;
-    };
-    if let Ok(inner) = rustix::fs::openat(&top, dir, flags, Mode::empty()) {
-        let _ = rustix::fs::unlinkat(&inner, file, AtFlags::empty());
+        super::clean_scratch(&self.spec.scratch);
     }
 }
 
@@ -194,27 +178,6 @@ pub fn event_line(bytes: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_scratch_cleanup_follows_no_symlink_the_worker_planted() {
-        let dir = tempfile::tempdir().unwrap();
-        let (scratch, users) = (dir.path().join("scratch"), dir.path().join("users-codex"));
-        std::fs::create_dir_all(&scratch).unwrap();
-        std::fs::create_dir_all(&users).unwrap();
-        std::fs::write(users.join("config.toml"), "mine").unwrap();
-        std::os::unix::fs::symlink(&users, scratch.join(".codex")).unwrap();
-        remove_in_scratch(&scratch, ".codex", "config.toml");
-        assert_eq!(
-            std::fs::read_to_string(users.join("config.toml")).unwrap(),
-            "mine"
-        );
-
-        std::fs::remove_file(scratch.join(".codex")).unwrap();
-        std::fs::create_dir(scratch.join(".codex")).unwrap();
-        std::fs::write(scratch.join(".codex/config.toml"), "copy").unwrap();
-        remove_in_scratch(&scratch, ".codex", "config.toml");
-        assert!(!scratch.join(".codex/config.toml").exists());
-    }
 
     #[test]
     fn only_guard_events_become_lines() {
