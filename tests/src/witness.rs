@@ -125,6 +125,8 @@ pub enum Entry {
     Link(PathBuf),
     /// A directory (listed, so an empty new folder shows too).
     Dir,
+    /// A socket, FIFO or device (never opened: reading a FIFO would block).
+    Special,
 }
 
 /// Every entry under each of `roots` (files with their bytes, symlinks by target, folders),
@@ -148,6 +150,8 @@ pub fn snapshot(roots: &[&Path], skip: &[PathBuf]) -> BTreeMap<PathBuf, Entry> {
             } else if m.is_dir() {
                 out.insert(p.clone(), Entry::Dir);
                 walk(&p, skip, out);
+            } else if !m.is_file() {
+                out.insert(p, Entry::Special);
             } else {
                 let bytes = std::fs::read(&p).unwrap_or_default();
                 out.insert(p, Entry::File(bytes));
@@ -171,6 +175,7 @@ pub fn diff_snapshots(
         Entry::File(b) => String::from_utf8_lossy(b).into_owned(),
         Entry::Link(t) => format!("symlink -> {}", t.display()),
         Entry::Dir => "(folder)".into(),
+        Entry::Special => "(socket, FIFO or device)".into(),
     };
     let mut out = Vec::new();
     for (p, b) in before {

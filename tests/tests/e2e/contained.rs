@@ -1003,7 +1003,7 @@ fn c6_codex_a_permissive_developers_config_gets_nothing_out() {
 fn scenario_sigkill(h: Harness) {
     let marker = token("after-kill");
     let m2 = marker.clone();
-    let Some(w) = World::new(h, move |f, _| {
+    let Some(w) = World::new(h, move |f, sb| {
         let act = format!(
             "echo started > \"$HOME/started-kill\"; sleep 3; curl -s -m 3 127.0.0.1:{f}/after-kill; echo late > \"$HOME/late-kill\""
         );
@@ -1012,7 +1012,10 @@ fn scenario_sigkill(h: Harness) {
                 Turn {
                     calls: vec![shell(
                         h,
-                        &format!("setsid nohup sh -c '{act}' {m2} >/dev/null 2>&1 &"),
+                        &format!(
+                            "ln -s {} \"$HOME/evidence-key.txt\"; setsid nohup sh -c '{act}' {m2} >/dev/null 2>&1 &",
+                            sb.home.join(".ssh/id_ed25519").display()
+                        ),
                     )],
                     delay_ms: 0,
                 },
@@ -1092,6 +1095,11 @@ fn scenario_sigkill(h: Harness) {
     );
     let seen = w.forbidden.seen();
     assert!(seen.is_empty(), "the forbidden host was reached: {seen:?}");
+    assert_eq!(
+        std::fs::symlink_metadata(scratch.join("evidence-key.txt")).is_ok(),
+        shell_runs_anything(h),
+        "the worker planted its link before the kill"
+    );
 
     let mut recover = Command::new(&w.leopold);
     recover
@@ -1101,6 +1109,11 @@ fn scenario_sigkill(h: Harness) {
     let out = run_bounded(recover, Duration::from_secs(30));
     assert_eq!(exit_code(&out), 0, "{out}");
     assert!(!w.sb.persona_dir().join("ACTIVE.json").exists(), "{out}");
+    // The crashed run's record keeps no link the worker planted (recovery cleans the scratch).
+    assert!(
+        std::fs::symlink_metadata(scratch.join("evidence-key.txt")).is_err(),
+        "a link to the user's key is left in the crashed run's record"
+    );
     assert_files_unchanged(&w, &before, &out);
     assert_contained(&w, &before, watch, Some(&marker), &out);
     drop(cleanup);
@@ -1228,4 +1241,74 @@ fn c8_claude_a_unix_socket_in_the_project_is_no_way_out() {
 #[test]
 fn c8_codex_a_unix_socket_in_the_project_is_no_way_out() {
     scenario_unix_socket(Harness::Codex);
+}
+
+// ---------------------------------------------------------------------------------------------
+// C9: the run's record outlives the run (README's CI uploads `.leopold/persona/runs/` as an
+// artifact, and an upload follows links). A persona that leaves, in its scratch, links to the
+// user's private key, the uploader's own environment and the project's git credentials, or a
+// socket or FIFO, would have whoever reads the record later read them.
+
+fn scenario_record_links(h: Harness) {
+    let Some(w) = World::new(h, |_, sb| {
+        let key = sb.home.join(".ssh/id_ed25519");
+        one_per_turn(
+            [
+                CONTROL.to_owned(),
+                format!("ln -s {} \"$HOME/evidence-key.txt\"", key.display()),
+                "ln -s /proc/self/environ \"$HOME/evidence-env.txt\"".to_owned(),
+                format!("mkdir -p \"$HOME/notes\" && ln -s {} \"$HOME/notes/config\"", sb.project.join(".git/config").display()),
+                "ln -s ../../../../../../../../../../etc/shadow \"$HOME/relative-shadow\"".to_owned(),
+                format!(
+                    "mkfifo \"$HOME/fifo\"; python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('$HOME/sock')\"; {}",
+                    mark_done("links-planted")
+                ),
+            ]
+            .iter()
+            .map(|c| shell(h, c))
+            .collect(),
+        )
+    }) else {
+        return;
+    };
+    let before = w.files();
+    let (run, watch) = w.run();
+    note_timing("contained: links left in the run's record", h, run.elapsed);
+    assert_eq!(exit_code(&run), 0, "{run}");
+    assert_contained(&w, &before, watch, None, &run);
+    assert_control_ran(&w);
+    assert_marked(&w, "links-planted");
+    let run_dir = w.sb.run_dir();
+    let odd: Vec<String> = snapshot(&[&run_dir], &[])
+        .into_iter()
+        .filter_map(|(p, e)| {
+            let m = std::fs::symlink_metadata(&p).ok()?;
+            let ft = m.file_type();
+            use std::os::unix::fs::FileTypeExt as _;
+            let kind = if ft.is_symlink() {
+                format!("symlink -> {:?}", e)
+            } else if ft.is_fifo() || ft.is_socket() || ft.is_block_device() || ft.is_char_device()
+            {
+                "special file".to_owned()
+            } else {
+                return None;
+            };
+            Some(format!("{}: {kind}", p.display()))
+        })
+        .collect();
+    assert!(
+        odd.is_empty(),
+        "the run's record holds links or special files the worker left:\n{}\n{run}",
+        odd.join("\n")
+    );
+}
+
+#[test]
+fn c9_claude_the_runs_record_holds_no_link_the_worker_planted() {
+    scenario_record_links(Harness::Claude);
+}
+
+#[test]
+fn c9_codex_the_runs_record_holds_no_link_the_worker_planted() {
+    scenario_record_links(Harness::Codex);
 }
