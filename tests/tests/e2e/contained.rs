@@ -44,6 +44,13 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 /// When the harness switches land (issue #12 item 1: Claude `--tools ""`, Codex `-c
 /// features.shell_tool=false`), flip both to `false`: the scenarios then prove that nothing
 /// ran at all, and every other assertion must hold just the same.
+///
+/// Tried flipped (`-- --tools ""` / `-- -c features.shell_tool=false` passed to `persona run`):
+/// every scenario held but c1, c2 and c6 on Claude, which end `violated` (exit 1,
+/// `hook_failed_open`): the journal reads Claude's `No such tool available: Bash|WebFetch`
+/// result as an errored call, and an errored off-allowlist fetch as the guard failing open.
+/// Nothing ran; that is the journal to fix with the switch (journal such a result as refused by
+/// the harness), not these assertions to relax.
 fn shell_runs(_h: Harness) -> bool {
     true
 }
@@ -1021,6 +1028,12 @@ fn scenario_sigkill(h: Harness) {
                     )],
                     delay_ms: 0,
                 },
+                // Answered at once: its request in the model's log (which logs a request once
+                // answered) says the worker is past turn 1, in either world.
+                Turn {
+                    calls: vec![shell(h, CONTROL)],
+                    delay_ms: 0,
+                },
                 // The supervisor dies while the worker waits on this turn.
                 Turn {
                     calls: vec![shell(h, CONTROL)],
@@ -1046,17 +1059,22 @@ fn scenario_sigkill(h: Harness) {
         .expect("start persona run");
     let sup_pid = sup.id();
     let cleanup = Cleanup(sup_pid);
-    // Mid-turn: the first call is journaled with its result, so the worker has asked for turn
-    // 2, which the model sits on (it logs a request only once it answers).
+    // Mid-turn: the model answered the request carrying turn 1's result; the worker then runs
+    // turn 2's call and asks for turn 3, which the model sits on.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !journal_has_actions(&w.sb) {
+    while !w
+        .model
+        .requests()
+        .iter()
+        .any(|r| r["tool_results"].as_u64() >= Some(1))
+    {
         assert!(
             Instant::now() < deadline,
             "the worker never finished turn 1"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(500));
+    std::thread::sleep(Duration::from_millis(1_000));
     assert!(
         !watch.box_namespaces().is_empty(),
         "the box's processes were seen mid-run"
@@ -1119,18 +1137,6 @@ fn scenario_sigkill(h: Harness) {
     assert_files_unchanged(&w, &before, &out);
     assert_contained(&w, &before, watch, Some(&marker), &out);
     drop(cleanup);
-}
-
-/// True once some run directory's journal holds an action line.
-fn journal_has_actions(sb: &Sandbox) -> bool {
-    std::fs::read_dir(sb.persona_dir().join("runs"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|d| {
-            std::fs::read_to_string(d.path().join("journal.jsonl"))
-                .is_ok_and(|t| t.lines().any(|l| l.contains("\"seq\"")))
-        })
 }
 
 /// Kills the process group `0` when dropped (a failed test leaves nothing running).
