@@ -794,15 +794,51 @@ fn c4_codex_edits_to_flow_config_hooks_dotfiles_and_sources_change_no_byte() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// C5: detached processes that act after the run: each sleeps, then calls the forbidden host and
-// leaves a marker in the scratch (which outlives the run, on the host's disk): a marker there
-// afterwards would show it ran on, whatever its environment or pid say.
+// C5: detached processes that act after the run: each keeps a heartbeat in the scratch (on the
+// host's disk, kept after the run: the time, every 0.2 s) and calls the forbidden host between
+// beats. A beat later than the run's end, or one that still changes afterwards, would show it ran
+// on, whatever its environment or pid say; how long the run took does not matter.
+
+/// A loop, as a shell command, that writes the time to `$HOME/<file>` every 0.2 s and calls
+/// the forbidden host between beats, until it is killed (or, should a test fail and the box
+/// with it, for 30 s at most).
+fn heartbeat(f: u16, file: &str) -> String {
+    format!(
+        "i=0; while [ $i -lt 150 ]; do date +%s.%N > \"$HOME/{file}\"; curl -s -m 1 127.0.0.1:{f}/after-run >/dev/null; sleep 0.2; i=$((i+1)); done"
+    )
+}
+
+/// The beats (file name, last time written, as Unix seconds) in `scratch` whose name starts
+/// with `prefix`.
+fn beats(scratch: &Path, prefix: &str) -> Vec<(String, f64)> {
+    let mut out: Vec<(String, f64)> = std::fs::read_dir(scratch)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .map(|n| {
+            let t = std::fs::read_to_string(scratch.join(&n))
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+                .unwrap_or(0.0);
+            (n, t)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
 
 /// The late acts, as shell commands; `marker` is in each one's command line.
-fn detached(f: u16, marker: &str, late: &str) -> Vec<String> {
-    let act = |how: &str| {
-        format!("echo started > \"$HOME/started-{how}\"; sleep 2; curl -s -m 3 127.0.0.1:{f}/after-run-{how}; echo late > \"$HOME/{late}-{how}\"")
-    };
+fn detached(f: u16, marker: &str, beat: &str) -> Vec<String> {
+    let act = |how: &str| heartbeat(f, &format!("{beat}-{how}"));
     vec![
         format!("setsid nohup sh -c '{}' {marker} >/dev/null 2>&1 &", act("setsid")),
         // Its environment emptied: no LEOPOLD_RUN_ID to find it by.
@@ -820,15 +856,15 @@ fn detached(f: u16, marker: &str, late: &str) -> Vec<String> {
 
 fn scenario_detached(h: Harness) {
     let marker = token("detached");
-    let late = "late";
+    let beat = "beat";
     let m2 = marker.clone();
     let Some(w) = World::new(h, move |f, _| {
         let mut calls: Vec<ToolCall> = vec![shell(h, CONTROL)];
-        calls.extend(detached(f, &m2, late).iter().map(|c| shell(h, c)));
+        calls.extend(detached(f, &m2, beat).iter().map(|c| shell(h, c)));
         if h == Harness::Claude {
             calls.push(ToolCall {
                 tool: "Bash".into(),
-                input: json!({"command": format!("sleep 2; curl -s 127.0.0.1:{f}/after-run-background; echo late > \"$HOME/{late}-background\""),
+                input: json!({"command": heartbeat(f, &format!("{beat}-background")),
                     "run_in_background": true}),
             });
         }
@@ -844,31 +880,29 @@ fn scenario_detached(h: Harness) {
     };
     let before = w.files();
     let (run, watch) = w.run();
+    let ended = unix_now();
     note_timing("contained: detached processes (run only)", h, run.elapsed);
     assert_eq!(exit_code(&run), 0, "{run}");
-    // Past every sleep: a survivor would have acted by now.
-    std::thread::sleep(Duration::from_secs(4));
     let scratch = w.sb.run_dir().join("scratch");
-    let marks = |prefix: &str| -> Vec<String> {
-        std::fs::read_dir(&scratch)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with(prefix))
-            .collect()
-    };
-    let late_marks = marks(late);
-    assert!(
-        late_marks.is_empty(),
-        "a detached process acted after the run: {late_marks:?}\n{run}"
-    );
+    let at_end = beats(&scratch, beat);
     // The positive control: the detached processes did start, in the box.
     assert_eq!(
-        marks("started-").len(),
+        at_end.len(),
         if shell_runs_anything(h) { 3 } else { 0 },
-        "{:?}\n{run}",
-        marks("")
+        "{at_end:?}\n{run}"
+    );
+    for (name, t) in &at_end {
+        assert!(
+            *t <= ended,
+            "{name} beat at {t}, after the run ended at {ended}\n{run}"
+        );
+    }
+    // A survivor would beat on: nothing changes any more.
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert_eq!(
+        beats(&scratch, beat),
+        at_end,
+        "a detached process acted after the run\n{run}"
     );
     assert_contained(&w, &before, watch, Some(&marker), &run);
     assert_control_ran(&w);
@@ -1013,9 +1047,7 @@ fn scenario_sigkill(h: Harness) {
     let marker = token("after-kill");
     let m2 = marker.clone();
     let Some(w) = World::new(h, move |f, sb| {
-        let act = format!(
-            "echo started > \"$HOME/started-kill\"; sleep 3; curl -s -m 3 127.0.0.1:{f}/after-kill; echo late > \"$HOME/late-kill\""
-        );
+        let act = heartbeat(f, "beat-kill");
         Script {
             turns: vec![
                 Turn {
@@ -1101,17 +1133,19 @@ fn scenario_sigkill(h: Harness) {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    // Past the detached process's sleep.
-    std::thread::sleep(Duration::from_secs(4));
+    // A survivor would beat on: nothing changes any more.
     let scratch = w.sb.run_dir().join("scratch");
-    assert!(
-        !scratch.join("late-kill").exists(),
-        "the detached process acted after the kill"
-    );
+    let at_kill = beats(&scratch, "beat-kill");
     assert_eq!(
-        scratch.join("started-kill").exists(),
-        shell_runs_anything(h),
-        "the detached process started in the box"
+        at_kill.len(),
+        usize::from(shell_runs_anything(h)),
+        "the detached process started in the box: {at_kill:?}"
+    );
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert_eq!(
+        beats(&scratch, "beat-kill"),
+        at_kill,
+        "the detached process acted after the kill"
     );
     let seen = w.forbidden.seen();
     assert!(seen.is_empty(), "the forbidden host was reached: {seen:?}");
