@@ -404,3 +404,50 @@ fn a_symlink_planted_in_the_scratch_aims_no_cleanup_outside_it() {
         assert_eq!(sb.snapshot(), before, "{harness}");
     }
 }
+
+/// KNOWN GAP, pinned so the suite stays green while it is open: flip to `false` when the box
+/// closes it (the test then asserts nothing gets through). A unix socket in the project (a dev
+/// server's `tmp/sockets/puma.sock`, overmind's `.overmind.sock`, a Postgres `.s.PGSQL.5432`)
+/// is reachable from inside the box: the project is bound read-only, and `connect()` on a
+/// socket needs no write access to its mount. Seen on Codex 0.171.0 too
+/// (tests/tests/e2e/contained.rs, c8); here with no harness at all, so the gap stays in sight
+/// once the harnesses' own shells are switched off.
+const PROJECT_SOCKETS_REACH_OUT: bool = true;
+
+#[test]
+fn a_unix_socket_in_the_project_is_a_way_out_of_the_box_known_gap() {
+    let sb = Sandbox::with_user_files();
+    std::fs::create_dir_all(sb.project.join("tmp/sockets")).unwrap();
+    let sock = sb.project.join("tmp/sockets/puma.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let mut line = String::new();
+            let _ = std::io::BufReader::new(&conn).read_line(&mut line);
+            seen2.lock().unwrap().push(line.trim().to_owned());
+            let mut w = &conn;
+            let _ = w.write_all(b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nok");
+        }
+    });
+    sb.set_script(&format!(
+        "@sh curl -s -m 3 --unix-socket {} http://staging.example.com/checkout/confirm\n@exit 0\n",
+        sock.display()
+    ));
+    let out = sb.run_cmd("claude", &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reached = seen.lock().unwrap().clone();
+    if PROJECT_SOCKETS_REACH_OUT {
+        assert_eq!(
+            reached,
+            ["GET /checkout/confirm HTTP/1.1"],
+            "the known gap is closed: flip PROJECT_SOCKETS_REACH_OUT to false"
+        );
+    } else {
+        assert!(
+            reached.is_empty(),
+            "a socket outside the box was reached: {reached:?}"
+        );
+    }
+}
