@@ -1276,12 +1276,12 @@ fn abstract_listener(name: &str) -> ForbiddenHost {
 }
 
 #[test]
-fn c8_claude_a_unix_socket_in_the_project_is_no_way_out() {
+fn c8_claude_a_unix_socket_in_the_project_known_gap_pinned() {
     scenario_unix_socket(Harness::Claude);
 }
 
 #[test]
-fn c8_codex_a_unix_socket_in_the_project_is_no_way_out() {
+fn c8_codex_a_unix_socket_in_the_project_known_gap_pinned() {
     scenario_unix_socket(Harness::Codex);
 }
 
@@ -1441,11 +1441,11 @@ fn stream_forgeable(h: Harness) -> bool {
 }
 
 #[test]
-fn c10_claude_forged_lines_on_the_harnesss_stdout_are_not_journaled() {
+fn c10_claude_forged_lines_on_the_harnesss_stdout_known_gap_pinned() {
     scenario_forged_stream(Harness::Claude);
 }
 
 #[test]
-fn c10_codex_forged_lines_on_the_harnesss_stdout_are_not_journaled() {
+fn c10_codex_forged_lines_on_the_harnesss_stdout_known_gap_pinned() {
     scenario_forged_stream(Harness::Codex);
 }
