@@ -86,9 +86,11 @@ pub fn recover_locked(
             ))
         })?;
         report.killed = crate::os::kill_crashed_run(st.worker_pid, &st.run_id);
-        // The box's socket directory, if the run had one (README "The box").
+        // The box's socket directory, if the run had one, and what the worker left in its
+        // scratch made safe to keep (README "The box").
         let _ = std::fs::remove_dir_all(crate::sandbox::sock_dir_for(&st.run_id));
         let crashed_dir = paths.run_dir(&st.run_id);
+        crate::sandbox::clean_scratch(&crashed_dir.join("scratch"));
         for w in &st.wiring {
             let kind = w.harness;
             let mut c = ctx.clone();

@@ -14,6 +14,8 @@
 //! - [`capture`]: a harness capture under `tests/captures/` (`scripts/record-captures.sh`).
 //! - [`fake_run`]: `leopold persona run` with the fake worker standing in for the harness, in a
 //!   [`Sandbox`] holding the user's own files (the supervisor's lifecycle tests).
+//! - [`witness`]: what got out of a run, seen from outside the box: the forbidden host's log,
+//!   byte snapshots, the process table.
 //!
 //! # Example
 //!
@@ -42,6 +44,7 @@ pub mod checkout;
 pub mod fake_run;
 pub mod script;
 pub mod staging;
+pub mod witness;
 
 use std::ffi::OsString;
 use std::fmt;

@@ -631,6 +631,73 @@ fn install_dirs(bin: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Makes what the worker left in its scratch safe to keep with the run's record, once no process
+/// of the box is left (the end of a run; `persona recover` after a crash). The worker owned the
+/// scratch, and the record is read later, by people and by CI uploads that follow links:
+/// - the run's copy of the Codex configuration goes, removed through no symlink (a `.codex` the
+///   worker replaced by a link to the user's own `~/.codex` aimed the removal at the user's
+///   `config.toml`: seen, issue #12's containment suite);
+/// - every symbolic link, socket, FIFO and device goes (a link to `~/.ssh/id_ed25519` or to
+///   `/proc/self/environ` would hand the reader's secrets to whoever reads the record; a FIFO
+///   hangs any reader);
+/// - set-user-ID and set-group-ID bits are cleared.
+///
+/// Nothing is followed (every step is relative to a folder opened `O_NOFOLLOW`); the walk stops
+/// at a depth of 64. Errors are skipped: what cannot be cleaned stays as it is.
+pub fn clean_scratch(scratch: &Path) {
+    use rustix::fs::{AtFlags, Mode};
+    let Ok(top) = rustix::fs::open(scratch, dir_flags(), Mode::empty()) else {
+        return;
+    };
+    if let Ok(codex) = rustix::fs::openat(&top, ".codex", dir_flags(), Mode::empty()) {
+        let _ = rustix::fs::unlinkat(&codex, "config.toml", AtFlags::empty());
+    }
+    clean_dir(&top, 0);
+}
+
+fn dir_flags() -> rustix::fs::OFlags {
+    use rustix::fs::OFlags;
+    OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY
+}
+
+fn clean_dir(dir: &std::os::fd::OwnedFd, depth: u32) {
+    use rustix::fs::{AtFlags, FileType, Mode};
+    let Ok(entries) = rustix::fs::Dir::read_from(dir) else {
+        return;
+    };
+    // Names first: the folder is changed while it is read otherwise.
+    let names: Vec<std::ffi::CString> = entries
+        .flatten()
+        .map(|e| e.file_name().to_owned())
+        .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
+        .collect();
+    for name in names {
+        let Ok(st) = rustix::fs::statat(dir, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Directory => {
+                if depth < 64 {
+                    if let Ok(sub) =
+                        rustix::fs::openat(dir, name.as_c_str(), dir_flags(), Mode::empty())
+                    {
+                        clean_dir(&sub, depth + 1);
+                    }
+                }
+            }
+            FileType::RegularFile => {
+                if st.st_mode & 0o6000 != 0 {
+                    let mode = Mode::from_raw_mode(st.st_mode & 0o1777);
+                    let _ = rustix::fs::chmodat(dir, name.as_c_str(), mode, AtFlags::empty());
+                }
+            }
+            _ => {
+                let _ = rustix::fs::unlinkat(dir, name.as_c_str(), AtFlags::empty());
+            }
+        }
+    }
+}
+
 /// `persona run`'s decision, before any side effect: the bwrap to box the worker with, or `None`
 /// with `--no-contain` (after saying so: on every run). A machine that cannot build the box is
 /// an error naming what is missing (exit 2).
@@ -931,6 +998,84 @@ mod tests {
         // The tmpfs over earlier runs comes before the run's own directory is bound back.
         assert!(at(&["--tmpfs", &runs]) < at(&["--ro-bind", &rd, &rd]));
         assert!(at(&["--remount-ro", "/"]) < at(&["--"]));
+    }
+
+    #[test]
+    fn the_scratch_cleanup_follows_no_symlink_the_worker_planted() {
+        let dir = tempfile::tempdir().unwrap();
+        let (scratch, users) = (dir.path().join("scratch"), dir.path().join("users-codex"));
+        std::fs::create_dir_all(&scratch).unwrap();
+        std::fs::create_dir_all(&users).unwrap();
+        std::fs::write(users.join("config.toml"), "mine").unwrap();
+        std::os::unix::fs::symlink(&users, scratch.join(".codex")).unwrap();
+        clean_scratch(&scratch);
+        assert_eq!(
+            std::fs::read_to_string(users.join("config.toml")).unwrap(),
+            "mine"
+        );
+
+        assert!(
+            std::fs::symlink_metadata(scratch.join(".codex")).is_err(),
+            "the link goes"
+        );
+        std::fs::create_dir(scratch.join(".codex")).unwrap();
+        std::fs::write(scratch.join(".codex/config.toml"), "copy").unwrap();
+        clean_scratch(&scratch);
+        assert!(!scratch.join(".codex/config.toml").exists());
+    }
+
+    #[test]
+    fn the_scratch_keeps_no_link_socket_fifo_or_setuid_bit() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let scratch = dir.path().join("scratch");
+        std::fs::create_dir_all(scratch.join("a/b")).unwrap();
+        let secret = dir.path().join("id_ed25519");
+        std::fs::write(&secret, "key").unwrap();
+        std::os::unix::fs::symlink(&secret, scratch.join("evidence.txt")).unwrap();
+        std::os::unix::fs::symlink("../../../id_ed25519", scratch.join("a/b/rel")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), scratch.join("a/up")).unwrap();
+        let _sock = std::os::unix::net::UnixListener::bind(scratch.join("a/sock")).unwrap();
+        let fifo = std::process::Command::new("mkfifo")
+            .arg(scratch.join("a/b/fifo"))
+            .status()
+            .unwrap();
+        assert!(fifo.success());
+        std::fs::write(scratch.join("a/tool"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(
+            scratch.join("a/tool"),
+            std::fs::Permissions::from_mode(0o4755),
+        )
+        .unwrap();
+        std::fs::write(scratch.join("a/b/transcript.jsonl"), "kept").unwrap();
+
+        clean_scratch(&scratch);
+
+        let mut left = Vec::new();
+        let mut stack = vec![scratch.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let m = std::fs::symlink_metadata(e.path()).unwrap();
+                if m.is_dir() {
+                    stack.push(e.path());
+                }
+                left.push(
+                    e.path()
+                        .strip_prefix(&scratch)
+                        .unwrap()
+                        .display()
+                        .to_string(),
+                );
+            }
+        }
+        left.sort();
+        assert_eq!(left, ["a", "a/b", "a/b/transcript.jsonl", "a/tool"]);
+        let mode = std::fs::metadata(scratch.join("a/tool"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o7777, 0o755);
+        assert_eq!(std::fs::read_to_string(&secret).unwrap(), "key");
     }
 
     #[test]

@@ -78,6 +78,7 @@ impl Drop for RunBox {
             t.abort();
         }
         let _ = std::fs::remove_dir_all(&self.spec.sock_dir);
+        super::clean_scratch(&self.spec.scratch);
     }
 }
 

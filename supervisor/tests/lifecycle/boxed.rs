@@ -373,3 +373,69 @@ fn no_box_refuses_unless_no_contain() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains("WITHOUT the box"), "{}", stderr(&out));
 }
+
+/// The worker owns its scratch while it runs: a `.codex` it replaced by a symlink to the user's
+/// own `~/.codex` must not aim the supervisor's end-of-run cleanup (it removes the run's copy of
+/// the Codex configuration) at the user's file. Seen on Codex 0.171.0 through `persona run`
+/// (tests/tests/e2e/contained.rs, c4); here without any harness, on both.
+#[test]
+fn a_symlink_planted_in_the_scratch_aims_no_cleanup_outside_it() {
+    for harness in ["claude", "codex"] {
+        let sb = Sandbox::with_user_files();
+        sb.set_script(&format!(
+            "@sh mv \"$HOME/.codex\" \"$HOME/.codex-moved\"; ln -s {} \"$HOME/.codex\"\n@exit 0\n",
+            sb.codex_home.display()
+        ));
+        let before = sb.snapshot();
+        let out = sb.run_cmd(harness, &[]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{harness}: {}", stderr(&out));
+        assert_eq!(
+            sb.results_lines()[0]["ok"],
+            true,
+            "{harness}: the symlink was planted"
+        );
+        assert_eq!(
+            std::fs::read_to_string(sb.codex_home.join("config.toml"))
+                .ok()
+                .as_deref(),
+            Some(CODEX_CONFIG),
+            "{harness}: the user's Codex configuration"
+        );
+        assert_eq!(sb.snapshot(), before, "{harness}");
+    }
+}
+
+/// A unix socket in the project (a dev server's `tmp/sockets/puma.sock`, overmind's
+/// `.overmind.sock`, a Postgres `.s.PGSQL.5432`) was reachable from inside the box while the
+/// project was bound read-only (`connect()` on a socket needs no write access to its mount; seen
+/// on Codex 0.171.0 too, tests/tests/e2e/contained.rs c8). The box now holds only the project's
+/// `.leopold/`: here with no harness at all, the adversary connects to the socket's path.
+#[test]
+fn a_unix_socket_in_the_project_is_not_reachable_from_the_box() {
+    let sb = Sandbox::with_user_files();
+    std::fs::create_dir_all(sb.project.join("tmp/sockets")).unwrap();
+    let sock = sb.project.join("tmp/sockets/puma.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let mut line = String::new();
+            let _ = std::io::BufReader::new(&conn).read_line(&mut line);
+            seen2.lock().unwrap().push(line.trim().to_owned());
+            let mut w = &conn;
+            let _ = w.write_all(b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nok");
+        }
+    });
+    sb.set_script(&format!(
+        "@sh curl -s -m 3 --unix-socket {} http://staging.example.com/checkout/confirm\n@exit 0\n",
+        sock.display()
+    ));
+    let out = sb.run_cmd("claude", &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reached = seen.lock().unwrap().clone();
+    assert!(
+        reached.is_empty(),
+        "a socket outside the box was reached: {reached:?}"
+    );
+}

@@ -9,12 +9,14 @@
 //! - `browser`: `persona run --browser playwright` in real Chromium against the staging app.
 //! - `demo`: the README demo over both CLIs.
 //! - `persona_run`: the issue's scenarios through `leopold persona run`.
+//! - `contained`: issue #12 "Prove it": a persona trying every way out of the box, on both CLIs.
 //! - `harness_facts`: the fail-open and settings-skipping behaviours the design rests on.
 //! - `only_browser`: the worker is offered the browser tools and nothing else (issue #12).
 //! - `report`: a screenshot in real Chromium lands, embedded, in the run's report.html.
 //! - `two_projects`: two Codex runs in two projects sharing one user `CODEX_HOME` (issue #12).
 
 mod browser;
+mod contained;
 mod demo;
 mod fixtures;
 mod guard_wired;
