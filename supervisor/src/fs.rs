@@ -1,4 +1,4 @@
-//! Atomic file writes, the one place they live: Leopold's own files ([`write_own_file`]:
+//! Atomic file writes, the one place they live: Leopold's own files ([`write_own_file_as`]:
 //! ACTIVE.json, run records, wiring records) and careful replacement of a file someone else owns
 //! ([`replace_if_unchanged`]: the harnesses' settings files).
 //!
@@ -94,6 +94,7 @@ pub(crate) fn replace_if_unchanged(
     expected: &FileState,
     new: Option<&[u8]>,
     before_rename: &mut dyn FnMut(&Path),
+    durability: Durability,
 ) -> io::Result<Replace> {
     let target = resolve_target(path)?;
     let dir = match target.parent() {
@@ -112,7 +113,9 @@ pub(crate) fn replace_if_unchanged(
             Err(err) if err.kind() == io::ErrorKind::NotFound => {}
             Err(err) => return Err(err),
         }
-        sync_dir(&dir);
+        if durability == Durability::Durable {
+            sync_dir(&dir);
+        }
         return Ok(Replace::Done);
     };
 
@@ -137,7 +140,9 @@ pub(crate) fn replace_if_unchanged(
         }
         Err(err) => return Err(err),
     }
-    sync_file(temp.as_file())?;
+    if durability != Durability::Volatile {
+        sync_file(temp.as_file())?;
+    }
 
     before_rename(path);
     if read_state(path)? != *expected {
@@ -145,7 +150,9 @@ pub(crate) fn replace_if_unchanged(
         return Ok(Replace::Conflict);
     }
     temp.persist(&target).map_err(|e| e.error)?;
-    sync_dir(&dir);
+    if durability == Durability::Durable {
+        sync_dir(&dir);
+    }
     Ok(Replace::Done)
 }
 
@@ -168,12 +175,6 @@ pub(crate) enum Durability {
     /// Nothing waits on the disk: the file is only used while the run lives or can be made again
     /// from the record (the `--settings` file, the browser's config, report.html, JUnit).
     Volatile,
-}
-
-/// Writes a file Leopold owns (wiring records, ACTIVE.json, a run's files) durably: see
-/// [`write_own_file_as`].
-pub(crate) fn write_own_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_own_file_as(path, bytes, Durability::Durable)
 }
 
 /// Writes a file Leopold owns: temp file, fsync as `durability` says, rename, fsync of the

@@ -112,6 +112,18 @@ impl Context {
         }
     }
 
+    /// How far the wiring's writes must reach the disk: a user's settings file and its record
+    /// survive a power loss; a run's own copy of the configuration (its record in the run
+    /// directory, [`run_home::run_context`]) is the run's scratch, removed when the run ends or is
+    /// recovered, and worth no stall.
+    pub(crate) fn durability(&self) -> fs::Durability {
+        if self.record_dir.is_some() {
+            fs::Durability::Volatile
+        } else {
+            fs::Durability::Durable
+        }
+    }
+
     /// Where `wire` records what the file was before it.
     pub fn record_path(&self, kind: Harness) -> PathBuf {
         let dir = match &self.record_dir {
@@ -497,7 +509,8 @@ fn save_record(ctx: &Context, kind: Harness, record: &Record) -> Result<(), Wiri
         problem: e.to_string(),
     })?;
     bytes.push(b'\n');
-    fs::write_own_file(&path, &bytes).map_err(io_err("write the wiring record", &path))
+    fs::write_own_file_as(&path, &bytes, ctx.durability())
+        .map_err(io_err("write the wiring record", &path))
 }
 
 fn remove_record(ctx: &Context, kind: Harness, record: Option<&Record>) -> Result<(), WiringError> {
@@ -645,8 +658,14 @@ pub(crate) fn wire_with_hook(
                 by_hand,
             },
         )?;
-        match fs::replace_if_unchanged(&file, &state, Some(added.text.as_bytes()), before_rename)
-            .map_err(io_err("write", &file))?
+        match fs::replace_if_unchanged(
+            &file,
+            &state,
+            Some(added.text.as_bytes()),
+            before_rename,
+            ctx.durability(),
+        )
+        .map_err(io_err("write", &file))?
         {
             Replace::Done => {
                 return Ok(WireOutcome {
@@ -717,8 +736,14 @@ pub(crate) fn unwire_with_hook(
         {
             if state.bytes() == Some(written.as_bytes()) {
                 let target = restore.original.as_deref().map(str::as_bytes);
-                match fs::replace_if_unchanged(&file, &state, target, before_rename)
-                    .map_err(io_err("restore", &file))?
+                match fs::replace_if_unchanged(
+                    &file,
+                    &state,
+                    target,
+                    before_rename,
+                    ctx.durability(),
+                )
+                .map_err(io_err("restore", &file))?
                 {
                     Replace::Conflict => continue,
                     Replace::Done => {}
@@ -741,8 +766,14 @@ pub(crate) fn unwire_with_hook(
             remove_record(ctx, kind, record.as_ref())?;
             return Ok(done(UnwireAction::NothingWired, warnings));
         }
-        match fs::replace_if_unchanged(&file, &state, Some(new_text.as_bytes()), before_rename)
-            .map_err(io_err("write", &file))?
+        match fs::replace_if_unchanged(
+            &file,
+            &state,
+            Some(new_text.as_bytes()),
+            before_rename,
+            ctx.durability(),
+        )
+        .map_err(io_err("write", &file))?
         {
             Replace::Conflict => continue,
             Replace::Done => {}

@@ -39,19 +39,24 @@ fn checkout_stream(sb: &Sandbox, harness: &str) -> PathBuf {
     dst
 }
 
-// Per run: ACTIVE.json as first written (file + directory), the wiring record (2), the user's
-// settings file wired (2), ACTIVE.json's worker pid (its file, not its directory: 1), the
-// journal (1), the user's settings file restored (2), run.json (2). findings.md adds its file's
-// fsync (its directory is run.json's).
-const WITHOUT_ANSWER: u64 = 12;
-const WITH_ANSWER: u64 = 13;
+// Per run: ACTIVE.json as first written (file + directory), ACTIVE.json's worker pid (its file,
+// not its directory: 1), the journal (1), run.json (2). Claude adds the user's settings file
+// wired (2) and restored (2) and the wiring record (2). Codex touches no user file: the run
+// wires its own copy of the configuration in the run directory, which is removed at the end and
+// needs no sync. findings.md adds its file's fsync (its directory is run.json's).
+fn without_answer(harness: &str) -> u64 {
+    match harness {
+        "claude" => 12,
+        _ => 6,
+    }
+}
 
 #[test]
 fn a_run_without_an_answer_waits_on_the_disk_only_for_the_users_file_and_the_record() {
     for harness in ["claude", "codex"] {
         let sb = Sandbox::with_user_files();
         sb.set_script("@exit 0\n");
-        assert_eq!(fsyncs(&sb, harness), WITHOUT_ANSWER, "{harness}");
+        assert_eq!(fsyncs(&sb, harness), without_answer(harness), "{harness}");
     }
 }
 
@@ -61,7 +66,11 @@ fn a_run_with_findings_adds_one_fsync_for_findings_md() {
         let sb = Sandbox::with_user_files();
         let stream = checkout_stream(&sb, harness);
         sb.set_script(&format!("@stream {}\n", stream.display()));
-        assert_eq!(fsyncs(&sb, harness), WITH_ANSWER, "{harness}");
+        assert_eq!(
+            fsyncs(&sb, harness),
+            without_answer(harness) + 1,
+            "{harness}"
+        );
         assert!(
             sb.run_dir().join("findings.md").exists(),
             "{harness}: the fixture's run gives an answer"
