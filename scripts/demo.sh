@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job end to end (issue #6): installs the pinned Claude Code and Codex CLIs if absent,
+# The main job end to end (issue #6): installs the pinned Claude Code and Codex CLIs and the box's
+# bubblewrap if absent,
 # builds Leopold and the test kit, starts the scripted model and the stub browser, runs the
 # checkout flow (flows/checkout.md) under Claude Code and under Codex, and prints what was
 # allowed, what was blocked and why, and where the records are. No model account, no network
@@ -12,6 +13,8 @@ cd "$(dirname "$0")/.."
 bin="$(./scripts/install-clis.sh)"
 export LEOPOLD_CLAUDE_BIN="$bin/claude"
 export LEOPOLD_CODEX_BIN="$bin/codex"
+# The worker's box (Debian's bubblewrap): the demo's runs are boxed, as every run is by default.
+./scripts/install-box.sh >/dev/null
 
 echo "demo: building leopold and the test kit (a few minutes on a fresh clone)..." >&2
 cargo build -p leopold -p leopold-tests
