@@ -29,7 +29,7 @@ mod json_text;
 pub mod run_home;
 #[cfg(test)]
 mod tests;
-mod version_cache;
+pub(crate) mod version_cache;
 
 pub(crate) use claude::schema_problems as claude_schema_problems;
 

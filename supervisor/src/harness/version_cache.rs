@@ -38,6 +38,10 @@ struct Key {
     size: u64,
     mtime_ns: i128,
     ctime_ns: i128,
+    /// What else the answer depends on, besides the binary (the box probe: the boot and the
+    /// kernel's namespace switches); empty for a `--version`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    extra: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -60,15 +64,20 @@ struct CacheFile {
 /// Where the cache lives, from the environment: `$XDG_CACHE_HOME` when absolute, else
 /// `$HOME/.cache`.
 pub(crate) fn cache_file() -> Option<PathBuf> {
+    cache_file_named("harness-versions.json")
+}
+
+/// A cache file of this format named `name`, beside [`cache_file`]'s.
+pub(crate) fn cache_file_named(name: &str) -> Option<PathBuf> {
     let base = match std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from) {
         Some(p) if p.is_absolute() => p,
         _ => PathBuf::from(std::env::var_os("HOME")?).join(".cache"),
     };
-    Some(base.join("leopold").join("harness-versions.json"))
+    Some(base.join("leopold").join(name))
 }
 
 /// What `stat` says of the binary now; `None` when it cannot be told (then nothing is cached).
-fn key_of(bin: &Path, now: SystemTime) -> Option<Key> {
+fn key_of(bin: &Path, extra: &str, now: SystemTime) -> Option<Key> {
     use std::os::unix::fs::MetadataExt as _;
     let path = std::fs::canonicalize(bin).ok()?;
     let m = std::fs::metadata(&path).ok()?;
@@ -80,6 +89,7 @@ fn key_of(bin: &Path, now: SystemTime) -> Option<Key> {
         size: m.size(),
         mtime_ns: ns(m.mtime(), m.mtime_nsec()),
         ctime_ns: ns(m.ctime(), m.ctime_nsec()),
+        extra: extra.to_owned(),
     };
     let now_ns = now
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -109,10 +119,21 @@ pub(crate) fn version_output<E>(
     now: SystemTime,
     probe: impl FnOnce(&Path) -> Result<String, E>,
 ) -> Result<String, E> {
+    cached_answer(file, bin, "", now, probe)
+}
+
+/// [`version_output`] for any answer that depends on `bin` and on `extra` (part of the key).
+pub(crate) fn cached_answer<E>(
+    file: Option<&Path>,
+    bin: &Path,
+    extra: &str,
+    now: SystemTime,
+    probe: impl FnOnce(&Path) -> Result<String, E>,
+) -> Result<String, E> {
     let Some(file) = file else {
         return probe(bin);
     };
-    let before = key_of(bin, now);
+    let before = key_of(bin, extra, now);
     let mut cache = load(file);
     if let Some(key) = &before {
         let fresh =
@@ -124,9 +145,11 @@ pub(crate) fn version_output<E>(
     }
     let output = probe(bin)?;
     // Cached only if the binary stayed the same through the probe.
-    if let Some(key) = before.filter(|k| key_of(bin, now).as_ref() == Some(k)) {
+    if let Some(key) = before.filter(|k| key_of(bin, extra, now).as_ref() == Some(k)) {
         cache.version = CACHE_VERSION;
-        cache.entries.retain(|e| e.key.path != key.path);
+        cache
+            .entries
+            .retain(|e| e.key.path != key.path || e.key.extra != key.extra);
         cache.entries.push(Entry {
             key,
             probed_at: secs(now),
@@ -168,6 +191,37 @@ mod tests {
             Ok(answer.to_owned())
         })
         .unwrap()
+    }
+
+    #[test]
+    fn the_extra_key_is_part_of_the_answer_and_entries_of_both_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, bin) = (dir.path().join("c/box.json"), dir.path().join("bwrap"));
+        binary(&bin, "#!/bin/sh\n");
+        let calls = Cell::new(0);
+        let ask_with = |extra: &str| {
+            cached_answer::<()>(Some(&file), &bin, extra, later(), |_| {
+                calls.set(calls.get() + 1);
+                Ok("box ok".to_owned())
+            })
+            .unwrap()
+        };
+        ask_with("boot=a");
+        ask_with("boot=a");
+        assert_eq!(calls.get(), 1, "same binary, same boot: probed once");
+        // Another boot (or namespace switch) is another question.
+        ask_with("boot=b");
+        assert_eq!(calls.get(), 2);
+        ask_with("boot=a");
+        ask_with("boot=b");
+        assert_eq!(calls.get(), 2, "both answers kept");
+        // A failure is never cached, whatever the extra key.
+        let failed = cached_answer(Some(&file), &bin, "boot=c", later(), |_| Err("no userns"));
+        assert_eq!(failed, Err("no userns"));
+        let again = cached_answer::<&str>(Some(&file), &bin, "boot=c", later(), |_| {
+            Ok("box ok".to_owned())
+        });
+        assert_eq!(again, Ok("box ok".to_owned()));
     }
 
     #[test]

@@ -129,8 +129,70 @@ pub enum Availability {
 /// Finds bwrap and builds a trivial box with it (namespaces can be forbidden, e.g. in a
 /// container without `CLONE_NEWUSER`/`CLONE_NEWNET`: then the message says so).
 pub fn probe() -> Availability {
+    match find_bwrap() {
+        Ok(bwrap) => match trial_box(&bwrap) {
+            Ok(()) => {
+                let version = bwrap_version(&bwrap);
+                Availability::Ready { bwrap, version }
+            }
+            Err(why) => Availability::Missing(why),
+        },
+        Err(why) => Availability::Missing(why),
+    }
+}
+
+/// [`probe`] for a run: the trial box is skipped when the cache (beside the harness version
+/// cache, `box-probe.json`) says this very bwrap (path, inode, size, mtime, ctime) built one in
+/// this boot with the kernel's namespace switches as they are now. It cost every boxed run
+/// about 15 ms (BENCHMARKS "Quiet re-measure"). Only a success is cached; if namespaces were
+/// forbidden since in a way the key cannot see, bwrap fails at launch and no worker runs.
+fn probe_for_run() -> Availability {
+    let bwrap = match find_bwrap() {
+        Ok(b) => b,
+        Err(why) => return Availability::Missing(why),
+    };
+    let answer = crate::harness::version_cache::cached_answer(
+        crate::harness::version_cache::cache_file_named("box-probe.json").as_deref(),
+        &bwrap,
+        &namespace_fingerprint(),
+        std::time::SystemTime::now(),
+        |b| trial_box(b).map(|()| "box ok".to_owned()),
+    );
+    match answer {
+        Ok(_) => Availability::Ready {
+            bwrap,
+            version: String::new(),
+        },
+        Err(why) => Availability::Missing(why),
+    }
+}
+
+/// What, besides bwrap itself, decides whether a box can be built: the boot, the caller's uid,
+/// and the kernel's namespace switches (Debian's and Ubuntu's included).
+fn namespace_fingerprint() -> String {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_owned())
+            .unwrap_or_else(|_| "-".into())
+    };
+    let mut parts = vec![format!("uid={}", rustix::process::geteuid().as_raw())];
+    for p in [
+        "/proc/sys/kernel/random/boot_id",
+        "/proc/sys/user/max_user_namespaces",
+        "/proc/sys/user/max_pid_namespaces",
+        "/proc/sys/user/max_net_namespaces",
+        "/proc/sys/user/max_mnt_namespaces",
+        "/proc/sys/kernel/unprivileged_userns_clone",
+        "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+    ] {
+        parts.push(format!("{}={}", p.rsplit('/').next().unwrap_or(p), read(p)));
+    }
+    parts.join(" ")
+}
+
+fn find_bwrap() -> Result<PathBuf, String> {
     if !cfg!(target_os = "linux") {
-        return Availability::Missing(
+        return Err(
             "the box is built with Linux namespaces (bubblewrap); this system has none".into(),
         );
     }
@@ -141,18 +203,23 @@ pub fn probe() -> Availability {
         None => crate::os::find_executable(Path::new("bwrap"))
             .or_else(|| crate::os::find_executable(Path::new("/usr/bin/bwrap"))),
     };
-    let Some(bwrap) = found else {
-        return Availability::Missing(
-            "`bwrap` (bubblewrap) is not installed (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`)".into(),
-        );
-    };
-    let version = Command::new(&bwrap)
+    found.ok_or_else(|| {
+        "`bwrap` (bubblewrap) is not installed (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`)".into()
+    })
+}
+
+fn bwrap_version(bwrap: &Path) -> String {
+    Command::new(bwrap)
         .arg("--version")
         .output()
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default();
-    let mut cmd = Command::new(&bwrap);
+        .unwrap_or_default()
+}
+
+/// Builds a trivial box: `Err` says why it could not.
+fn trial_box(bwrap: &Path) -> Result<(), String> {
+    let mut cmd = Command::new(bwrap);
     cmd.args(system_args())
         .args([
             "--unshare-all",
@@ -167,14 +234,14 @@ pub fn probe() -> Availability {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());
     match cmd.output() {
-        Ok(o) if o.status.success() => Availability::Ready { bwrap, version },
-        Ok(o) => Availability::Missing(format!(
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!(
             "{} cannot create namespaces here ({}): {}",
             bwrap.display(),
             o.status,
             String::from_utf8_lossy(&o.stderr).trim()
         )),
-        Err(e) => Availability::Missing(format!("cannot run {}: {e}", bwrap.display())),
+        Err(e) => Err(format!("cannot run {}: {e}", bwrap.display())),
     }
 }
 
@@ -709,7 +776,7 @@ pub fn for_run(no_contain: bool) -> anyhow::Result<Option<PathBuf>> {
         );
         return Ok(None);
     }
-    match probe() {
+    match probe_for_run() {
         Availability::Ready { bwrap, .. } => Ok(Some(bwrap)),
         Availability::Missing(why) => anyhow::bail!(
             "cannot build the box for the worker: {why}\n(hint: install bubblewrap, or pass --no-contain to run without the box (README \"The box\"))"
