@@ -18,9 +18,10 @@ use std::time::{Duration, Instant};
 use leopold_tests::script::{Script, ToolCall, Turn};
 use leopold_tests::staging::{require_browser, shop_flow, StagingApp};
 use leopold_tests::witness::RunWatch;
-use leopold_tests::{note_timing, run_bounded, Harness, Run, Sandbox};
+use leopold_tests::{note_timing, read_jsonl, run_bounded, Harness, Run, Sandbox};
+use serde_json::json;
 
-use super::browser::nav;
+use super::browser::{call, nav};
 use super::contained::{
     assert_contained, assert_files_unchanged, beats, detached, edits, exit_code, mark_done,
     network_spellings, shell, shell_runs_anything, token, Cleanup, World, CONTROL,
@@ -353,12 +354,22 @@ fn b3_codex_with_the_real_browser_nothing_outlives_the_run() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// B4: the supervisor SIGKILLed while the model is mid-turn, after the browser has loaded a
-// page: the kernel alone must end every process of the run, Playwright MCP and Chromium
+// B4, B5: the supervisor SIGKILLed while the model is mid-turn (B4) or while the browser is
+// mid-call (B5), after the browser has loaded a page: the kernel alone must end every process of the run, Playwright MCP and Chromium
 // (outside the box, in sessions of their own) included; `persona recover` then restores every
 // byte.
 
-fn scenario_sigkill(h: Harness) {
+/// Where the supervisor is when it is SIGKILLed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mid {
+    /// The worker waits on the model (which sits on its request).
+    ModelTurn,
+    /// The browser is mid-call: a `browser_wait_for` of 20 s that the gateway forwarded and
+    /// Playwright MCP and Chromium are carrying out.
+    BrowserCall,
+}
+
+fn scenario_sigkill(h: Harness, mid: Mid) {
     let marker = token("browser-after-kill");
     let m2 = marker.clone();
     let Some(bw) = BrowserWorld::new(
@@ -379,10 +390,14 @@ fn scenario_sigkill(h: Harness) {
                 calls: vec![shell(h, CONTROL)],
                 delay_ms: 0,
             },
-            // The supervisor dies while the worker waits on this turn.
-            Turn {
-                calls: vec![shell(h, CONTROL)],
-                delay_ms: 30_000,
+            match mid {
+                // The supervisor dies while the worker waits on this turn.
+                Mid::ModelTurn => Turn {
+                    calls: vec![shell(h, CONTROL)],
+                    delay_ms: 30_000,
+                },
+                // ... or while the browser carries out this call.
+                Mid::BrowserCall => call("browser_wait_for", json!({"time": 20})),
             },
         ],
     ) else {
@@ -413,6 +428,27 @@ fn scenario_sigkill(h: Harness) {
             bw.app.seen()
         );
         std::thread::sleep(Duration::from_millis(20));
+    }
+    if mid == Mid::BrowserCall {
+        // The gateway's record shows the call forwarded and not yet answered.
+        // The run's directory is there: the worker is past two turns.
+        let record_path = bw.w.sb.run_dir().join("gateway.jsonl");
+        let in_flight = || {
+            let record = read_jsonl(&record_path);
+            let is = |e: &str| {
+                record
+                    .iter()
+                    .any(|l| l["event"] == e && l["tool"] == "browser_wait_for")
+            };
+            is("call") && !is("result")
+        };
+        while !in_flight() {
+            assert!(
+                Instant::now() < deadline,
+                "the browser_wait_for call never reached the browser"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
     std::thread::sleep(Duration::from_millis(1_000));
     // Mid-turn, the browser is up: Chromium and Playwright MCP are seen, by the run's id and
@@ -478,10 +514,20 @@ fn scenario_sigkill(h: Harness) {
 
 #[test]
 fn b4_claude_with_the_real_browser_supervisor_sigkilled_mid_turn_leaves_no_browser() {
-    scenario_sigkill(Harness::Claude);
+    scenario_sigkill(Harness::Claude, Mid::ModelTurn);
 }
 
 #[test]
 fn b4_codex_with_the_real_browser_supervisor_sigkilled_mid_turn_leaves_no_browser() {
-    scenario_sigkill(Harness::Codex);
+    scenario_sigkill(Harness::Codex, Mid::ModelTurn);
+}
+
+#[test]
+fn b5_claude_with_the_real_browser_supervisor_sigkilled_mid_browser_call_leaves_no_browser() {
+    scenario_sigkill(Harness::Claude, Mid::BrowserCall);
+}
+
+#[test]
+fn b5_codex_with_the_real_browser_supervisor_sigkilled_mid_browser_call_leaves_no_browser() {
+    scenario_sigkill(Harness::Codex, Mid::BrowserCall);
 }
