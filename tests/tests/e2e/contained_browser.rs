@@ -19,7 +19,7 @@ use leopold_tests::script::{Script, ToolCall, Turn};
 use leopold_tests::staging::{require_browser, shop_flow, StagingApp};
 use leopold_tests::witness::RunWatch;
 use leopold_tests::{note_timing, read_jsonl, run_bounded, Harness, Run, Sandbox};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::browser::{call, nav};
 use super::contained::{
@@ -359,6 +359,14 @@ fn b3_codex_with_the_real_browser_nothing_outlives_the_run() {
 // (outside the box, in sessions of their own) included; `persona recover` then restores every
 // byte.
 
+/// A turn the model sits on for 30 s: the worker waits on it when the supervisor dies.
+fn model_waits(h: Harness) -> Turn {
+    Turn {
+        calls: vec![shell(h, CONTROL)],
+        delay_ms: 30_000,
+    }
+}
+
 /// Where the supervisor is when it is SIGKILLed.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mid {
@@ -367,6 +375,9 @@ enum Mid {
     /// The browser is mid-call: a `browser_wait_for` of 20 s that the gateway forwarded and
     /// Playwright MCP and Chromium are carrying out.
     BrowserCall,
+    /// The worker waits on the model, the browser on a page that asks to stay when closed
+    /// (a `beforeunload` handler, armed by a key press).
+    PageHoldsOn,
 }
 
 fn scenario_sigkill(h: Harness, mid: Mid) {
@@ -390,16 +401,20 @@ fn scenario_sigkill(h: Harness, mid: Mid) {
                 calls: vec![shell(h, CONTROL)],
                 delay_ms: 0,
             },
-            match mid {
-                // The supervisor dies while the worker waits on this turn.
-                Mid::ModelTurn => Turn {
-                    calls: vec![shell(h, CONTROL)],
-                    delay_ms: 30_000,
-                },
-                // ... or while the browser carries out this call.
-                Mid::BrowserCall => call("browser_wait_for", json!({"time": 20})),
-            },
-        ],
+        ]
+        .into_iter()
+        .chain(match mid {
+            // The supervisor dies while the worker waits on this turn.
+            Mid::ModelTurn => vec![model_waits(h)],
+            // ... or while the browser carries out this call.
+            Mid::BrowserCall => vec![call("browser_wait_for", json!({"time": 20}))],
+            Mid::PageHoldsOn => vec![
+                nav("/stay"),
+                call("browser_press_key", json!({"key": "a"})),
+                model_waits(h),
+            ],
+        })
+        .collect(),
     ) else {
         return;
     };
@@ -429,26 +444,30 @@ fn scenario_sigkill(h: Harness, mid: Mid) {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    if mid == Mid::BrowserCall {
-        // The gateway's record shows the call forwarded and not yet answered.
-        // The run's directory is there: the worker is past two turns.
-        let record_path = bw.w.sb.run_dir().join("gateway.jsonl");
-        let in_flight = || {
-            let record = read_jsonl(&record_path);
-            let is = |e: &str| {
-                record
-                    .iter()
-                    .any(|l| l["event"] == e && l["tool"] == "browser_wait_for")
-            };
-            is("call") && !is("result")
-        };
-        while !in_flight() {
-            assert!(
-                Instant::now() < deadline,
-                "the browser_wait_for call never reached the browser"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    // The run's directory is there: the worker is past two turns.
+    let record_path = bw.w.sb.run_dir().join("gateway.jsonl");
+    let recorded = |event: &str, tool: &str| {
+        read_jsonl(&record_path)
+            .iter()
+            .any(|l| l["event"] == event && l["tool"] == tool)
+    };
+    // The gateway's record shows the browser where the kill must find it.
+    let (ready, what): (Box<dyn Fn() -> bool>, &str) = match mid {
+        Mid::ModelTurn => (Box::new(|| true), ""),
+        Mid::BrowserCall => (
+            Box::new(|| {
+                recorded("call", "browser_wait_for") && !recorded("result", "browser_wait_for")
+            }),
+            "the browser_wait_for call forwarded, not answered",
+        ),
+        Mid::PageHoldsOn => (
+            Box::new(|| recorded("result", "browser_press_key")),
+            "the key pressed on the page that asks to stay",
+        ),
+    };
+    while !ready() {
+        assert!(Instant::now() < deadline, "never seen: {what}");
+        std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(1_000));
     // Mid-turn, the browser is up: Chromium and Playwright MCP are seen, by the run's id and
@@ -499,6 +518,21 @@ fn scenario_sigkill(h: Harness, mid: Mid) {
         "{app:?}"
     );
 
+    if mid == Mid::PageHoldsOn {
+        assert!(
+            app.iter().any(|(_, p, _)| p == "/stay"),
+            "the page that asks to stay was never loaded: {app:?}"
+        );
+        let pressed = read_jsonl(&record_path)
+            .into_iter()
+            .find(|l| l["event"] == "result" && l["tool"] == "browser_press_key");
+        assert_eq!(
+            pressed.as_ref().map(|l| l["is_error"].clone()),
+            Some(Value::Bool(false)),
+            "{pressed:?}"
+        );
+    }
+
     let mut recover = Command::new(&bw.w.leopold);
     recover
         .args(["persona", "recover", "--project"])
@@ -520,6 +554,18 @@ fn b4_claude_with_the_real_browser_supervisor_sigkilled_mid_turn_leaves_no_brows
 #[test]
 fn b4_codex_with_the_real_browser_supervisor_sigkilled_mid_turn_leaves_no_browser() {
     scenario_sigkill(Harness::Codex, Mid::ModelTurn);
+}
+
+#[test]
+fn b6_claude_with_the_real_browser_supervisor_sigkilled_on_a_page_that_asks_to_stay_leaves_no_browser(
+) {
+    scenario_sigkill(Harness::Claude, Mid::PageHoldsOn);
+}
+
+#[test]
+fn b6_codex_with_the_real_browser_supervisor_sigkilled_on_a_page_that_asks_to_stay_leaves_no_browser(
+) {
+    scenario_sigkill(Harness::Codex, Mid::PageHoldsOn);
 }
 
 #[test]
