@@ -354,8 +354,9 @@ fn b3_codex_with_the_real_browser_nothing_outlives_the_run() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// B4, B5: the supervisor SIGKILLed while the model is mid-turn (B4) or while the browser is
-// mid-call (B5), after the browser has loaded a page: the kernel alone must end every process of the run, Playwright MCP and Chromium
+// B4-B7: the supervisor SIGKILLed while the model is mid-turn (B4), while the browser is
+// mid-call (B5), with the browser on a page that asks to stay (B6), or SIGTERMed mid-turn (B7,
+// where the supervisor ends the run itself), after the browser has loaded a page: the kernel alone must end every process of the run, Playwright MCP and Chromium
 // (outside the box, in sessions of their own) included; `persona recover` then restores every
 // byte.
 
@@ -380,7 +381,20 @@ enum Mid {
     PageHoldsOn,
 }
 
+/// How the supervisor is stopped.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// SIGKILL: only the kernel can end the run's processes.
+    Kill,
+    /// SIGTERM (CI cancelling a job): the supervisor stops the run itself and exits.
+    Term,
+}
+
 fn scenario_sigkill(h: Harness, mid: Mid) {
+    scenario_stopped(h, mid, Stop::Kill);
+}
+
+fn scenario_stopped(h: Harness, mid: Mid, stop: Stop) {
     let marker = token("browser-after-kill");
     let m2 = marker.clone();
     let Some(bw) = BrowserWorld::new(
@@ -478,16 +492,30 @@ fn scenario_sigkill(h: Harness, mid: Mid) {
         live.iter().any(|l| l.contains("chrom")),
         "Chromium is not found by its command line mid-run: {live:#?}"
     );
-    sup.kill().expect("SIGKILL the supervisor");
-    let _ = sup.wait();
+    match stop {
+        Stop::Kill => sup.kill().expect("SIGKILL the supervisor"),
+        Stop::Term => {
+            let sent = Command::new("kill")
+                .args(["-TERM", &sup.id().to_string()])
+                .status()
+                .expect("kill -TERM");
+            assert!(sent.success());
+        }
+    }
+    let status = sup.wait();
     note_timing(
-        "contained, real browser: SIGKILL mid-turn, to the kill",
+        "contained, real browser: supervisor stopped mid-turn, to its end",
         h,
         start.elapsed(),
     );
 
-    // No recovery yet: the kernel alone must end the box and the browser.
-    let deadline = Instant::now() + Duration::from_secs(5);
+    // No recovery yet: the kernel (SIGKILL) or the supervisor itself, before it exited
+    // (SIGTERM), must end the box and the browser.
+    let deadline = Instant::now()
+        + match stop {
+            Stop::Kill => Duration::from_secs(5),
+            Stop::Term => Duration::ZERO,
+        };
     loop {
         let mut left = watch.leftovers(Some(&marker));
         left.extend(watch.leftovers(Some(&bw.project())));
@@ -496,7 +524,7 @@ fn scenario_sigkill(h: Harness, mid: Mid) {
         }
         assert!(
             Instant::now() < deadline,
-            "processes of the run outlived the SIGKILLed supervisor by 5 s:\n{}",
+            "processes of the run outlived the stopped supervisor ({status:?}):\n{}",
             left.join("\n")
         );
         std::thread::sleep(Duration::from_millis(50));
@@ -518,6 +546,16 @@ fn scenario_sigkill(h: Harness, mid: Mid) {
         "{app:?}"
     );
 
+    if stop == Stop::Term {
+        // The supervisor ended the run itself and says so: exit 3, outcome `interrupted`.
+        assert_eq!(
+            status.as_ref().ok().and_then(|s| s.code()),
+            Some(3),
+            "{status:?}"
+        );
+        let (_, run_json) = bw.w.journal();
+        assert_eq!(run_json["end"]["outcome"], "interrupted", "{run_json:#}");
+    }
     if mid == Mid::PageHoldsOn {
         assert!(
             app.iter().any(|(_, p, _)| p == "/stay"),
@@ -566,6 +604,16 @@ fn b6_claude_with_the_real_browser_supervisor_sigkilled_on_a_page_that_asks_to_s
 fn b6_codex_with_the_real_browser_supervisor_sigkilled_on_a_page_that_asks_to_stay_leaves_no_browser(
 ) {
     scenario_sigkill(Harness::Codex, Mid::PageHoldsOn);
+}
+
+#[test]
+fn b7_claude_with_the_real_browser_supervisor_sigtermed_mid_turn_leaves_no_browser() {
+    scenario_stopped(Harness::Claude, Mid::ModelTurn, Stop::Term);
+}
+
+#[test]
+fn b7_codex_with_the_real_browser_supervisor_sigtermed_mid_turn_leaves_no_browser() {
+    scenario_stopped(Harness::Codex, Mid::ModelTurn, Stop::Term);
 }
 
 #[test]
