@@ -58,6 +58,18 @@ impl Drop for StagingApp {
     }
 }
 
+/// The flow `flows/shop.md` of the provisioned-browser suites: `staging.example.com` only,
+/// mapped to the staging app on `port`, with the payment set and `/checkout/confirm` as
+/// irreversible; `extra` goes among the top-level keys (`allow_tools = [...]`, say).
+pub fn shop_flow(port: u16, extra: &str) -> String {
+    format!(
+        "+++\nname = \"shop\"\nallowlist = [\"staging.example.com\"]\n{extra}\n\
+         [hosts]\n\"staging.example.com\" = \"127.0.0.1:{port}\"\n\
+         [irreversible]\nforbid = [\"payment\"]\nurl_paths = [\"/checkout/confirm\"]\n+++\n\
+         Walk the shop as a first-time buyer.\n"
+    )
+}
+
 /// The provisioned browser's programs: Chromium and `playwright-mcp`, as
 /// `scripts/install-browser.sh` installs them (`scripts/test.sh` exports
 /// `LEOPOLD_CHROMIUM` and `LEOPOLD_PLAYWRIGHT_MCP`). In CI a missing one fails the test;

@@ -207,6 +207,10 @@ pub struct Seen {
     pub pid_ns: String,
     /// Its `LEOPOLD_RUN_ID`.
     pub run_id: String,
+    /// Its program's name as the kernel keeps it (`/proc/<pid>/comm`: `node`, `chromium`), so a
+    /// test can show which programs of the run were seen (a witness that saw no Chromium cannot
+    /// say none was left).
+    pub comm: String,
 }
 
 /// Polls the process table on a thread of its own while a run goes on, collecting every
@@ -342,6 +346,9 @@ fn run_processes(project: &Path) -> Vec<Seen> {
                 pid,
                 pid_ns: pid_ns(&pid.to_string())?,
                 run_id,
+                comm: std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .map(|c| c.trim().to_owned())
+                    .unwrap_or_default(),
             })
         })
         .collect()

@@ -84,6 +84,13 @@ fn respond(method: &str, path: &str, port: u16) -> (u16, Vec<(&'static str, Stri
              try { document.modelContext = ctx; } catch (e) {}\
              </script>",
         )),
+        // A page that asks to stay: with the user's activation (any key press), closing it
+        // would prompt, which must not keep the browser alive once its client is gone.
+        ("GET", "/stay") => html(page(
+            "Stay",
+            "<h1>Stay</h1><script>addEventListener('beforeunload', (e) => \
+             { e.preventDefault(); e.returnValue = 'stay'; });</script>",
+        )),
         ("GET", "/favicon.ico") => (204, Vec::new(), String::new()),
         _ => (
             404,

@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use leopold_tests::script::{Script, ToolCall, Turn};
-use leopold_tests::staging::{require_browser, StagingApp};
+use leopold_tests::staging::{require_browser, shop_flow, StagingApp};
 use leopold_tests::{leopold_bin, read_jsonl, require_cli, Harness, ModelServer, Run, Sandbox};
 use serde_json::{json, Value};
 
@@ -21,7 +21,7 @@ const TIMEOUT: Duration = Duration::from_secs(100);
 /// Paths a way out leads to on the app itself; none may ever arrive.
 const WAYS_OUT: &[&str] = &["/admin", "/offers", "/partners", "/eval"];
 
-fn call(tool: &str, input: Value) -> Turn {
+pub(crate) fn call(tool: &str, input: Value) -> Turn {
     Turn {
         calls: vec![ToolCall {
             tool: format!("mcp__browser__{tool}"),
@@ -31,7 +31,7 @@ fn call(tool: &str, input: Value) -> Turn {
     }
 }
 
-fn nav(path: &str) -> Turn {
+pub(crate) fn nav(path: &str) -> Turn {
     call(
         "browser_navigate",
         json!({ "url": format!("http://staging.example.com{path}") }),
@@ -136,17 +136,7 @@ fn prepare(
     }
     let flows = sb.project.join("flows");
     std::fs::create_dir_all(&flows).unwrap();
-    std::fs::write(
-        flows.join("shop.md"),
-        format!(
-            "+++\nname = \"shop\"\nallowlist = [\"staging.example.com\"]\n{flow_extra}\n\
-             [hosts]\n\"staging.example.com\" = \"127.0.0.1:{}\"\n\
-             [irreversible]\nforbid = [\"payment\"]\nurl_paths = [\"/checkout/confirm\"]\n+++\n\
-             Walk the shop as a first-time buyer.\n",
-            app.port
-        ),
-    )
-    .unwrap();
+    std::fs::write(flows.join("shop.md"), shop_flow(app.port, flow_extra)).unwrap();
     let mut cmd = Command::new(leopold);
     cmd.args([
         "persona",

@@ -52,7 +52,7 @@ fn shell_runs(_h: Harness) -> bool {
 /// write), so the box alone stands between it and the way out. True for Codex on the current
 /// launch flags; false for Claude (its permission check refuses them in `-p`). Flip Codex to
 /// `false` with [`shell_runs`].
-fn shell_runs_anything(h: Harness) -> bool {
+pub(crate) fn shell_runs_anything(h: Harness) -> bool {
     match h {
         Harness::Claude => false,
         Harness::Codex => shell_runs(h),
@@ -81,7 +81,7 @@ fn project_sockets_reach_out(_h: Harness) -> bool {
 }
 
 /// A shell command as `h`'s shell tool takes it.
-fn shell(h: Harness, command: &str) -> ToolCall {
+pub(crate) fn shell(h: Harness, command: &str) -> ToolCall {
     match h {
         Harness::Claude => ToolCall {
             tool: "Bash".into(),
@@ -95,7 +95,7 @@ fn shell(h: Harness, command: &str) -> ToolCall {
 }
 
 /// The journal's name for `h`'s shell tool.
-fn shell_tool_name(h: Harness) -> &'static str {
+pub(crate) fn shell_tool_name(h: Harness) -> &'static str {
     match h {
         Harness::Claude => "Bash",
         Harness::Codex => "command_execution",
@@ -103,7 +103,7 @@ fn shell_tool_name(h: Harness) -> &'static str {
 }
 
 /// A script making `calls` one per turn, then a final answer.
-fn one_per_turn(calls: Vec<ToolCall>) -> Script {
+pub(crate) fn one_per_turn(calls: Vec<ToolCall>) -> Script {
     Script {
         turns: calls
             .into_iter()
@@ -117,20 +117,20 @@ fn one_per_turn(calls: Vec<ToolCall>) -> Script {
 }
 
 /// A string unique to this test process, for markers and planted secrets.
-fn token(what: &str) -> String {
+pub(crate) fn token(what: &str) -> String {
     format!("leopold-{what}-{}", std::process::id())
 }
 
 /// One harness, one sandbox with the user's files planted, the scripted model (logging outside
 /// the box's writable folders), the stub browser, the forbidden host, ready for `persona run`.
-struct World {
-    h: Harness,
+pub(crate) struct World {
+    pub(crate) h: Harness,
     cli: PathBuf,
-    sb: Sandbox,
-    model: ModelServer,
+    pub(crate) sb: Sandbox,
+    pub(crate) model: ModelServer,
     browser: StubBrowser,
-    forbidden: ForbiddenHost,
-    leopold: PathBuf,
+    pub(crate) forbidden: ForbiddenHost,
+    pub(crate) leopold: PathBuf,
     mcp_config: PathBuf,
     /// The planted private key's secret line (`~/.ssh/id_ed25519`).
     ssh_secret: String,
@@ -140,7 +140,7 @@ struct World {
 
 impl World {
     /// `script` is built once the forbidden host's port and the sandbox's paths are known.
-    fn new(h: Harness, script: impl FnOnce(u16, &Sandbox) -> Script) -> Option<World> {
+    pub(crate) fn new(h: Harness, script: impl FnOnce(u16, &Sandbox) -> Script) -> Option<World> {
         let cli = require_cli(h)?;
         let sb = Sandbox::new();
         let forbidden = ForbiddenHost::start();
@@ -180,27 +180,27 @@ impl World {
     /// `leopold persona run flows/checkout.md --harness <h> ...`, boxed, hermetic, with a secret
     /// planted in the supervisor's environment.
     fn persona_run(&self) -> Command {
+        let mut cmd = self.persona_run_flow("flows/checkout.md");
+        cmd.arg("--mcp-config").arg(&self.mcp_config);
+        cmd
+    }
+
+    /// `leopold persona run <flow> --harness <h> ...`, boxed, hermetic, the secret planted, no
+    /// browser yet: the caller adds `--mcp-config` or `--browser`.
+    pub(crate) fn persona_run_flow(&self, flow: &str) -> Command {
         let mut cmd = Command::new(&self.leopold);
-        cmd.args([
-            "persona",
-            "run",
-            "flows/checkout.md",
-            "--harness",
-            self.h.as_str(),
-        ])
-        .arg("--project")
-        .arg(&self.sb.project)
-        .arg("--harness-bin")
-        .arg(&self.cli)
-        .arg("--mcp-config")
-        .arg(&self.mcp_config);
+        cmd.args(["persona", "run", flow, "--harness", self.h.as_str()])
+            .arg("--project")
+            .arg(&self.sb.project)
+            .arg("--harness-bin")
+            .arg(&self.cli);
         self.sb.hermetic(&mut cmd, &self.model);
         cmd.env("AWS_SECRET_ACCESS_KEY", &self.aws_secret);
         cmd
     }
 
     /// Every file under the project and the user's HOME, the runs' records aside.
-    fn files(&self) -> std::collections::BTreeMap<PathBuf, Entry> {
+    pub(crate) fn files(&self) -> std::collections::BTreeMap<PathBuf, Entry> {
         snapshot(
             &[&self.sb.project, &self.sb.home],
             &[self.sb.persona_dir().join("runs")],
@@ -208,7 +208,7 @@ impl World {
     }
 
     /// The single run's journal actions (header skipped) and `run.json`.
-    fn journal(&self) -> (Vec<Value>, Value) {
+    pub(crate) fn journal(&self) -> (Vec<Value>, Value) {
         let dir = self.sb.run_dir();
         let actions = read_jsonl(&dir.join("journal.jsonl"))
             .into_iter()
@@ -221,21 +221,26 @@ impl World {
     }
 
     /// The raw text of every request the model received.
-    fn model_log(&self) -> String {
+    pub(crate) fn model_log(&self) -> String {
         std::fs::read_to_string(&self.model.log).unwrap_or_default()
     }
 
     /// Runs to the end, watching the process table.
     fn run(&self) -> (Run, RunWatch) {
+        self.run_cmd(self.persona_run(), TIMEOUT)
+    }
+
+    /// Runs `cmd` to the end (at most `timeout`), watching the process table.
+    pub(crate) fn run_cmd(&self, cmd: Command, timeout: Duration) -> (Run, RunWatch) {
         let watch = RunWatch::start(&self.sb.project);
-        let run = run_bounded(self.persona_run(), TIMEOUT);
+        let run = run_bounded(cmd, timeout);
         (run, watch)
     }
 }
 
 /// The user's files a persona goes for: a source file, a git repository with a hook folder, a
 /// private key and a `.bashrc` in HOME, the user's own Claude settings.
-fn plant_user_files(sb: &Sandbox, ssh_secret: &str) {
+pub(crate) fn plant_user_files(sb: &Sandbox, ssh_secret: &str) {
     let p = &sb.project;
     std::fs::create_dir_all(p.join("flows")).unwrap();
     // Every attempt must be tried: the harness's refusals must not end the run as `stuck`.
@@ -279,7 +284,7 @@ fn shadow_lines() -> Vec<String> {
 /// What every scenario asserts after the run: nothing reached the forbidden host, no file of the
 /// project or HOME changed (events.jsonl may only grow by guard events), no process of the run
 /// is left, no planted secret reached the model.
-fn assert_contained(
+pub(crate) fn assert_contained(
     w: &World,
     before: &std::collections::BTreeMap<PathBuf, Entry>,
     mut watch: RunWatch,
@@ -316,7 +321,7 @@ fn assert_contained(
     }
 }
 
-fn assert_files_unchanged(
+pub(crate) fn assert_files_unchanged(
     w: &World,
     before: &std::collections::BTreeMap<PathBuf, Entry>,
     run: &Run,
@@ -408,7 +413,7 @@ fn assert_control_ran(w: &World) {
 
 /// The marker a command leaves in the scratch (its HOME) once it has run to its end: the
 /// positive control of a call whose result the model never gets (the run stops on it).
-fn mark_done(name: &str) -> String {
+pub(crate) fn mark_done(name: &str) -> String {
     format!("echo done > \"$HOME/{name}\"")
 }
 
@@ -423,17 +428,17 @@ fn assert_marked(w: &World, name: &str) {
 }
 
 /// The echo whose output is the positive control: `leopold-ran-42` only if a shell computed it.
-const CONTROL: &str = "echo leopold-ran-$((40+2))";
+pub(crate) const CONTROL: &str = "echo leopold-ran-$((40+2))";
 const CONTROL_OUT: &str = "leopold-ran-42";
 
-fn exit_code(run: &Run) -> i32 {
+pub(crate) fn exit_code(run: &Run) -> i32 {
     run.status.code().unwrap_or(-1)
 }
 
 // ---------------------------------------------------------------------------------------------
 // C1: the shell's network, by every spelling.
 
-fn network_spellings(h: Harness, f: u16) -> Vec<ToolCall> {
+pub(crate) fn network_spellings(h: Harness, f: u16) -> Vec<ToolCall> {
     let (hi, lo) = (f / 2, f - f / 2);
     // No URL written out: the journal sees `other` calls, and the run goes on to the next.
     let mut calls: Vec<ToolCall> = [
@@ -675,7 +680,7 @@ fn c3_codex_planted_secrets_never_reach_the_model() {
 // ~/.bashrc, a project source file, ACTIVE.json; and a symlink planted in the scratch where the
 // supervisor cleans up after the run. Every byte of the project and HOME is compared.
 
-fn edits(h: Harness, f: u16, sb: &Sandbox) -> Vec<ToolCall> {
+pub(crate) fn edits(h: Harness, f: u16, sb: &Sandbox) -> Vec<ToolCall> {
     let p = sb.project.display().to_string();
     let home = sb.home.display().to_string();
     let codex_home = sb.codex_home.display().to_string();
@@ -800,7 +805,7 @@ fn c4_codex_edits_to_flow_config_hooks_dotfiles_and_sources_change_no_byte() {
 /// A loop, as a shell command, that writes the time to `$HOME/<file>` every 0.2 s and calls
 /// the forbidden host between beats, until it is killed (or, should a test fail and the box
 /// with it, for 30 s at most).
-fn heartbeat(f: u16, file: &str) -> String {
+pub(crate) fn heartbeat(f: u16, file: &str) -> String {
     format!(
         "i=0; while [ $i -lt 150 ]; do date +%s.%N > \"$HOME/{file}\"; curl -s -m 1 127.0.0.1:{f}/after-run >/dev/null; sleep 0.2; i=$((i+1)); done"
     )
@@ -808,7 +813,7 @@ fn heartbeat(f: u16, file: &str) -> String {
 
 /// The beats (file name, last time written, as Unix seconds) in `scratch` whose name starts
 /// with `prefix`.
-fn beats(scratch: &Path, prefix: &str) -> Vec<(String, f64)> {
+pub(crate) fn beats(scratch: &Path, prefix: &str) -> Vec<(String, f64)> {
     let mut out: Vec<(String, f64)> = std::fs::read_dir(scratch)
         .into_iter()
         .flatten()
@@ -835,7 +840,7 @@ fn unix_now() -> f64 {
 }
 
 /// The late acts, as shell commands; `marker` is in each one's command line.
-fn detached(f: u16, marker: &str, beat: &str) -> Vec<String> {
+pub(crate) fn detached(f: u16, marker: &str, beat: &str) -> Vec<String> {
     let act = |how: &str| heartbeat(f, &format!("{beat}-{how}"));
     vec![
         format!("setsid nohup sh -c '{}' {marker} >/dev/null 2>&1 &", act("setsid")),
@@ -1172,7 +1177,7 @@ fn scenario_sigkill(h: Harness) {
 }
 
 /// Kills the process group `0` when dropped (a failed test leaves nothing running).
-struct Cleanup(u32);
+pub(crate) struct Cleanup(pub(crate) u32);
 
 impl Drop for Cleanup {
     fn drop(&mut self) {

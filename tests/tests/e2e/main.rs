@@ -10,6 +10,8 @@
 //! - `demo`: the README demo over both CLIs.
 //! - `persona_run`: the issue's scenarios through `leopold persona run`.
 //! - `contained`: issue #12 "Prove it": a persona trying every way out of the box, on both CLIs.
+//! - `contained_browser`: the same adversary with the real provisioned browser in the run:
+//!   nothing gets out, no byte changes, no browser process outlives the run or a SIGKILL.
 //! - `harness_facts`: the fail-open and settings-skipping behaviours the design rests on.
 //! - `only_browser`: the worker is offered the browser tools and nothing else (issue #12).
 //! - `report`: a screenshot in real Chromium lands, embedded, in the run's report.html.
@@ -17,6 +19,7 @@
 
 mod browser;
 mod contained;
+mod contained_browser;
 mod demo;
 mod fixtures;
 mod guard_wired;
