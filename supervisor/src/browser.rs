@@ -10,9 +10,9 @@
 //!   background networking off, no proxy, and `--host-resolver-rules` that map the flow's
 //!   `[hosts]` to their addresses, let the rest of the allowlist resolve, and send every other
 //!   host, IP literals included, to `~NOTFOUND`;
-//! - `browser/mcp.json`: the worker's MCP config (Claude `--mcp-config`; Codex gets the same
-//!   server as `-c mcp_servers.browser.*` overrides), launching the server through `env -i` so
-//!   no `PLAYWRIGHT_MCP_*` or proxy variable of the caller's environment reaches it;
+//! - `browser/mcp.json`: the real server as the gateway starts it, outside the box (the worker
+//!   gets a relay instead, README "The gateway"), launched through `env -i` so no
+//!   `PLAYWRIGHT_MCP_*` or proxy variable of the caller's environment reaches it;
 //! - `browser/refs.json`: the ref map ([`RefTracker`]), read by the guard.
 //!
 //! The builders are pure; [`provision`] does the writing.
@@ -184,14 +184,6 @@ pub fn mcp_server(
     }
 }
 
-/// The Claude-format MCP config holding one stdio server.
-pub fn claude_mcp_config(server: &McpServer) -> Value {
-    let McpTransport::Stdio { command, args, .. } = &server.transport else {
-        return json!({"mcpServers": {}});
-    };
-    json!({"mcpServers": {server.name.clone(): {"command": command, "args": args}}})
-}
-
 /// Harness arguments a provisioned browser needs. Codex starts its first turn without an MCP
 /// server that is still starting (seen: Playwright MCP's tools were missing from the first
 /// requests, so the model's browser calls were "unsupported"); `required = true` makes it wait.
@@ -244,7 +236,10 @@ pub fn provision(flow: &Flow, bins: &BrowserBins, run_dir: &Path) -> anyhow::Res
     let mcp_config = dir.join("mcp.json");
     crate::state::write_atomic_as(
         &mcp_config,
-        pretty(&claude_mcp_config(&server)).as_bytes(),
+        pretty(&crate::worker::mcp_config_json(std::slice::from_ref(
+            &server,
+        )))
+        .as_bytes(),
         volatile,
     )?;
     Ok(Provisioned {
@@ -554,7 +549,7 @@ mod tests {
             Path::new("/r/browser"),
             "r1",
         );
-        let c = claude_mcp_config(&s);
+        let c = crate::worker::mcp_config_json(std::slice::from_ref(&s));
         assert_eq!(c["mcpServers"]["browser"]["command"], "/usr/bin/env");
         let args: Vec<&str> = c["mcpServers"]["browser"]["args"]
             .as_array()

@@ -117,6 +117,22 @@ pub fn read_mcp_config(path: &Path) -> anyhow::Result<Vec<McpServer>> {
     Ok(out)
 }
 
+/// The Claude-format MCP config (`{"mcpServers": {name: {...}}}`) naming `servers`: the
+/// worker's `--mcp-config` file, and the record of a provisioned browser's real server.
+pub fn mcp_config_json(servers: &[McpServer]) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    for s in servers {
+        let v = match &s.transport {
+            McpTransport::Stdio { command, args, .. } => {
+                serde_json::json!({"command": command, "args": args})
+            }
+            McpTransport::Http { url } => serde_json::json!({"type": "http", "url": url}),
+        };
+        m.insert(s.name.clone(), v);
+    }
+    serde_json::json!({"mcpServers": m})
+}
+
 /// Extra arguments that would switch hooks off (HARNESS-FACTS §2), give the worker a tool besides
 /// the browser again (§9: the switches of [`CLAUDE_ONLY_THE_BROWSER`] and
 /// [`CODEX_ONLY_THE_BROWSER`]), or break the event stream the supervisor reads. `Err` names the

@@ -575,11 +575,11 @@ fn server_message(
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }
-    let Ok(Value::Object(_)) = serde_json::from_slice::<Value>(line) else {
+    let mut msg: Value = match serde_json::from_slice(line) {
+        Ok(v @ Value::Object(_)) => v,
         // The server said something that is not one message: it does not reach the worker.
-        return;
+        _ => return,
     };
-    let mut msg: Value = serde_json::from_slice(line).unwrap_or(Value::Null);
     let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
     let id = msg.get("id").cloned();
     match (method.as_deref(), id) {

@@ -464,21 +464,6 @@ fn gateway_servers(
     (upstreams, given)
 }
 
-/// The Claude-format MCP config naming the servers the worker is given.
-fn worker_mcp_config(servers: &[worker::McpServer]) -> serde_json::Value {
-    let mut m = serde_json::Map::new();
-    for s in servers {
-        let v = match &s.transport {
-            worker::McpTransport::Stdio { command, args, .. } => {
-                json!({"command": command, "args": args})
-            }
-            worker::McpTransport::Http { url } => json!({"type": "http", "url": url}),
-        };
-        m.insert(s.name.clone(), v);
-    }
-    json!({"mcpServers": m})
-}
-
 /// What step 6 started.
 struct Launched {
     child: tokio::process::Child,
@@ -505,8 +490,8 @@ fn launch(plan: &Plan, started: &Started, timings: &mut Timings) -> Result<Launc
     let (upstreams, given) = gateway_servers(plan, provisioned, &leopold, &sock_dir);
     let relay_config = started.run_dir.join("mcp-relay.json");
     if !given.is_empty() {
-        let mut text =
-            serde_json::to_string_pretty(&worker_mcp_config(&given)).map_err(|e| format!("{e}"))?;
+        let mut text = serde_json::to_string_pretty(&worker::mcp_config_json(&given))
+            .map_err(|e| format!("{e}"))?;
         text.push('\n');
         state::write_atomic(&relay_config, text.as_bytes()).map_err(|e| format!("{e:#}"))?;
     }
