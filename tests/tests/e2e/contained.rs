@@ -70,16 +70,6 @@ fn journal_names_shell_calls(h: Harness) -> bool {
     }
 }
 
-/// Whether a unix socket in the project (a dev server's `tmp/sockets/puma.sock`, overmind's
-/// `.overmind.sock`, a Postgres `.s.PGSQL.5432`) is reachable from inside the box. It was (seen
-/// on Codex 0.171.0: `curl --unix-socket`, Python `AF_UNIX`, run exit 0): the project was bound
-/// read-only, and `connect()` on a socket needs no write access to its mount. The box no longer
-/// holds the project at all (only its `.leopold/`), so never: the fake-worker test
-/// `a_unix_socket_in_the_project_is_not_reachable_from_the_box` proves it with no harness.
-fn project_sockets_reach_out(_h: Harness) -> bool {
-    false
-}
-
 /// A shell command as `h`'s shell tool takes it.
 pub(crate) fn shell(h: Harness, command: &str) -> ToolCall {
     match h {
@@ -1200,10 +1190,11 @@ fn c7_codex_supervisor_sigkilled_mid_turn_leaves_nothing_and_recover_restores_ev
 
 // ---------------------------------------------------------------------------------------------
 // C8: a unix socket. A project often holds one (a dev server's `tmp/sockets/puma.sock`,
-// overmind's `.overmind.sock`, a Postgres data folder's `.s.PGSQL.5432`); the project is in the
-// box read-only, and connecting to a socket needs no write access to its mount. A socket is a
-// way out of the box's network namespace, to whatever listens on it outside. And an abstract
-// socket in the host's network namespace.
+// overmind's `.overmind.sock`, a Postgres data folder's `.s.PGSQL.5432`), and connecting to a
+// socket needs no write access to its mount: while the project was in the box read-only, such
+// a socket was a way out of the box's network namespace, to whatever listens on it outside.
+// The box now holds none of the project. And an abstract socket in the host's network
+// namespace.
 
 fn scenario_unix_socket(h: Harness) {
     let abstract_name = token("forbidden-abstract");
@@ -1247,22 +1238,14 @@ fn scenario_unix_socket(h: Harness) {
         .map(|(what, host)| (what, host.seen()))
         .filter(|(_, seen)| !seen.is_empty())
         .collect();
-    if project_sockets_reach_out(h) {
-        // KNOWN ESCAPE (pinned, see `project_sockets_reach_out`): fails, to be flipped, the day
-        // the box closes it.
-        assert_eq!(
-            reached.len(),
-            2,
-            "the known escape through the project's unix sockets is closed: flip \
-             `project_sockets_reach_out` to false\n{run}"
-        );
-    } else {
-        assert!(
-            reached.is_empty(),
-            "a unix socket outside the box was reached: {reached:?}\n{:#?}\n{run}",
-            w.model.tool_results()
-        );
-    }
+    // Seen reached while the project was in the box read-only (Codex 0.171.0, `curl
+    // --unix-socket`, Python `AF_UNIX`, run exit 0); the box now holds none of it. The fake-worker
+    // test `a_unix_socket_in_the_project_is_not_reachable_from_the_box` proves it with no harness.
+    assert!(
+        reached.is_empty(),
+        "a unix socket outside the box was reached: {reached:?}\n{:#?}\n{run}",
+        w.model.tool_results()
+    );
     assert_eq!(exit_code(&run), 0, "{run}");
     assert_contained(&w, &before, watch, None, &run);
     assert_control_ran(&w);
