@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Journal replay benchmark (BENCHMARKS.md "Journal replay"): `leopold persona replay` against
-# three peers on the same file, in one run: the parse-only floor (journal/examples/parse_floor.rs:
+# Journal replay benchmark (BENCHMARKS.md "Journal replay"): `leopold persona replay` (on every
+# CPU, its default, and with `--threads 1`) against three peers on the same file, in one run: the parse-only floor (journal/examples/parse_floor.rs:
 # the same reader, each line into a borrowed struct, nothing else), the same floor that also
 # hashes every line (`--hash`: the work a replay checking the hash chain cannot skip), and a `jq`
 # host check. Generated journals (hash-chained, as the supervisor writes them) of 1M and 10M
@@ -30,7 +30,7 @@ jq_filter='select(.seq != null and .outcome != "denied")
 
 # Wall time is what a user waits; CPU time (user + sys) is steadier on a shared machine. Both
 # throughputs are printed, with the load average at the start of each size.
-printf '%-10s %-12s %8s %8s %12s %12s %10s %10s\n' actions tool "wall s" "cpu s" "act/s wall" "act/s cpu" "peak RSS" violations
+printf '%-10s %-18s %8s %8s %12s %12s %10s %10s\n' actions tool "wall s" "cpu s" "act/s wall" "act/s cpu" "peak RSS" violations
 for n in "${sizes[@]}"; do
   f="$out/journal-$n.jsonl"
   [ -s "$f" ] || ./target/release/examples/gen_journal "$n" "$f"
@@ -42,6 +42,13 @@ for n in "${sizes[@]}"; do
     ./target/release/leopold persona replay "$f" --flow "$out/flow.md" > "$out/replay-$n.out" || rc=$?
   [ "$rc" = 1 ] || { echo "replay exited $rc (expected 1: violations)" >&2; exit 1; }
   l_viol=$(grep -c ': violation: ' "$out/replay-$n.out" || true)
+
+  rc=0
+  /usr/bin/time -f '%e %M %U %S' -o "$out/time-leopold1" \
+    ./target/release/leopold persona replay --threads 1 "$f" --flow "$out/flow.md" > "$out/replay1-$n.out" || rc=$?
+  [ "$rc" = 1 ] || { echo "replay --threads 1 exited $rc (expected 1: violations)" >&2; exit 1; }
+  cmp -s "$out/replay-$n.out" "$out/replay1-$n.out" ||
+    { echo "replay on one thread and on every CPU printed different findings" >&2; exit 1; }
 
   /usr/bin/time -f '%e %M %U %S' -o "$out/time-floor" \
     ./target/release/examples/parse_floor "$f" > "$out/floor-$n.out"
@@ -58,19 +65,25 @@ for n in "${sizes[@]}"; do
   [ "$l_viol" = "$j_viol" ] || { echo "violations differ: leopold $l_viol, jq $j_viol" >&2; exit 1; }
 
   declare -A wall cpu
-  for t in leopold floor hfloor jq; do
+  for t in leopold leopold1 floor hfloor jq; do
     read -r w rss u sys < <(tail -n1 "$out/time-$t")
     wall[$t]=$w
     cpu[$t]=$(awk -v u="$u" -v s="$sys" 'BEGIN { print u + s }')
-    case $t in leopold) viol=$l_viol ;; jq) viol=$j_viol ;; *) viol=- ;; esac
+    case $t in leopold | leopold1) viol=$l_viol ;; jq) viol=$j_viol ;; *) viol=- ;; esac
     name=$t; [ $t = floor ] && name="parse floor"; [ $t = hfloor ] && name="parse+hash"
-    printf '%-10s %-12s %8s %8s %12s %12s %6s MiB %10s\n' "$n" "$name" "$w" "${cpu[$t]}" \
+    [ $t = leopold ] && name="leopold ($(nproc) CPUs)"; [ $t = leopold1 ] && name="leopold 1 thr"
+    printf '%-10s %-18s %8s %8s %12s %12s %6s MiB %10s\n' "$n" "$name" "$w" "${cpu[$t]}" \
       "$(awk -v n="$n" -v w="$w" 'BEGIN { printf "%.0f", (w > 0 ? n / w : 0) }')" \
       "$(awk -v n="$n" -v w="${cpu[$t]}" 'BEGIN { printf "%.0f", (w > 0 ? n / w : 0) }')" \
       "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')" "$viol"
   done
-  awk -v lw="${wall[leopold]}" -v lc="${cpu[leopold]}" -v fw="${wall[floor]}" -v fc="${cpu[floor]}" \
-    -v hw="${wall[hfloor]}" -v hc="${cpu[hfloor]}" -v jw="${wall[jq]}" -v jc="${cpu[jq]}" 'BEGIN {
+  # Wall time is what the user waits for; replay's CPU time against the floor's (replay on one
+  # thread, and all threads added up) is what the extra work costs.
+  awk -v lw="${wall[leopold]}" -v lc="${cpu[leopold]}" -v l1w="${wall[leopold1]}" -v l1c="${cpu[leopold1]}" \
+    -v fw="${wall[floor]}" -v fc="${cpu[floor]}" -v hw="${wall[hfloor]}" -v hc="${cpu[hfloor]}" \
+    -v jw="${wall[jq]}" -v jc="${cpu[jq]}" 'BEGIN {
       printf "           jq / leopold: wall %.1fx, cpu %.1fx; leopold / parse floor: wall %.2fx, cpu %.2fx; leopold / parse+hash floor: wall %.2fx, cpu %.2fx\n",
-        jw / lw, jc / lc, lw / fw, lc / fc, lw / hw, lc / hc }'
+        jw / lw, jc / lc, lw / fw, lc / fc, lw / hw, lc / hc
+      printf "           one thread: jq / leopold: wall %.1fx; leopold / parse floor: wall %.2fx, cpu %.2fx; leopold / parse+hash floor: wall %.2fx, cpu %.2fx\n",
+        jw / l1w, l1w / fw, l1c / fc, l1w / hw, l1c / hc }'
 done

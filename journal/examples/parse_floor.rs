@@ -1,8 +1,9 @@
 //! The parse-only floor of the replay benchmark (`scripts/bench-replay.sh`): reads a journal the
 //! way `leopold persona replay` does (a 256 KiB buffered reader, lines split with `memchr`) and
-//! deserialises each action line into a struct that borrows its strings, and does nothing else.
-//! No replay can be faster than this on the same file; BENCHMARKS.md reports replay's time as a
-//! ratio to it.
+//! deserialises each action line into a struct that borrows its strings (the line checked as
+//! UTF-8 once and parsed as text, as replay parses it), and does nothing else, on one thread.
+//! No replay on one thread can be faster than this on the same file; BENCHMARKS.md reports
+//! replay's time as a ratio to it.
 //!
 //! `cargo run --release -p leopold-journal --example parse_floor -- [--hash] <JOURNAL>` prints the
 //! number of actions parsed and the number that failed to parse (0 on a generated journal).
@@ -133,7 +134,12 @@ fn main() -> std::io::Result<()> {
         if line_no == 1 {
             continue; // the header
         }
-        match serde_json::from_slice::<Line<'_>>(&buf) {
+        // Parsed as replay parses a line: checked as UTF-8 once, whole, then parsed as text.
+        let parsed_line = match std::str::from_utf8(&buf) {
+            Ok(text) => serde_json::from_str::<Line<'_>>(text),
+            Err(_) => serde_json::from_slice::<Line<'_>>(&buf),
+        };
+        match parsed_line {
             Ok(l) => {
                 std::hint::black_box(&l);
                 parsed += 1;

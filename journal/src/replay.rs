@@ -1,6 +1,9 @@
 //! `leopold persona replay`: re-validate a recorded journal (or a raw harness stream) against a
-//! flow, streaming: one line in memory at a time (lines are capped at [`MAX_LINE`]), so memory
-//! stays flat whatever the journal's size.
+//! flow, streaming, so memory stays flat whatever the journal's size: a raw stream one line at a
+//! time, a journal in batches of lines (lines are capped at [`MAX_LINE`]) that threads judge side
+//! by side and a merge puts back in input order (`Parallelism`). Everything that depends on the
+//! lines before (the chain's links, `seq`, the totals) is done in the merge, in order: the
+//! findings do not depend on the number of threads.
 //!
 //! A version 2 journal is hash-chained ([`crate::chain`]): replay recomputes every link and the
 //! head, and checks the head against `--expect` and `run.json`'s `journal_hash`. A version 1
@@ -15,6 +18,7 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 
 use leopold_flows::{Flow, FlowError};
@@ -42,6 +46,9 @@ pub struct ReplayOptions {
     /// The head the journal must end on (`--expect`: the `journal_hash` saved when the run
     /// ended). Catches what the chain alone cannot: lines cut from the end, the last line edited.
     pub expect: Option<JournalHash>,
+    /// Threads judging a journal's lines (`--threads`); default: one per CPU, at most
+    /// [`MAX_WORKERS`]. The findings and their order are the same whatever the number.
+    pub threads: Option<NonZeroUsize>,
 }
 
 /// The fields replay reads from a run directory's `run.json` (written by the supervisor; any
@@ -316,7 +323,16 @@ pub fn replay(
         (None, None) => resolve_recorded(&header.flow_path, &journal),
     };
     let flow = Flow::load(&flow_path)?;
-    let mut s = replay_lines(&flow, &header, header_hash, &mut lines, &journal, on_event)?;
+    let par = Parallelism::new(opts.threads);
+    let mut s = replay_lines(
+        &flow,
+        &header,
+        header_hash,
+        &mut lines,
+        &journal,
+        par,
+        on_event,
+    )?;
     s.flow_path = flow_path;
     if let Some(expected) = &opts.expect {
         check_head(&mut s, "--expect", &expected.to_string(), on_event);
@@ -434,6 +450,7 @@ fn replay_lines<R: BufRead>(
     header_hash: JournalHash,
     lines: &mut LineReader<'_, R>,
     path: &Path,
+    par: Parallelism,
     on_event: &mut dyn FnMut(ReplayEvent),
 ) -> Result<ReplaySummary, ReplayError> {
     let mut s = summary(flow, path);
@@ -442,7 +459,7 @@ fn replay_lines<R: BufRead>(
         // Nothing to check the hashes against: a version 1 journal costs what it always did.
         lines.hasher = None;
     }
-    let mut chain = Chain {
+    let chain = Chain {
         on: s.chained,
         last: header_hash,
         relabelled: false,
@@ -459,83 +476,438 @@ fn replay_lines<R: BufRead>(
         };
         chain.broken(&mut s, 1, problem.to_owned(), on_event);
     }
-    let mut validator = Validator::new(flow);
-    // The `seq` the next action should carry; unknown after a skipped line (it may have held one).
-    let mut expected_seq = Some(1);
-    while let Some((line_no, line, hash)) = lines.next_line().map_err(read_error(path))? {
-        // Every line is a link, whatever it holds: a blank or malformed line breaks the chain at
-        // the line after it.
-        let prev = std::mem::replace(&mut chain.last, hash.unwrap_or(GENESIS));
-        let (bytes, terminated) = match line {
-            Line::TooLong => {
-                expected_seq = None;
-                report_too_long(&mut s, line_no, on_event);
-                continue;
-            }
-            Line::Bytes { bytes, terminated } => (bytes, terminated),
-        };
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            // The writer never writes one: in a chained journal it is a line that links to
-            // nothing.
-            if chain.on {
-                chain.check(&mut s, line_no, prev, None, on_event);
-            }
-            continue;
-        }
-        // Borrowed from the line: the journal's own rules, none of its allocations.
-        let action: ActionView<'_> = match serde_json::from_slice(bytes) {
-            Ok(a) => a,
-            Err(_) if !terminated => {
-                s.torn_last_line = true;
-                on_event(ReplayEvent::Torn { line: line_no });
-                continue;
-            }
-            Err(e) => {
-                expected_seq = None;
-                report_malformed(&mut s, line_no, &e.to_string(), on_event);
-                if chain.on {
-                    // Not an action, but maybe a link all the same (a second header).
-                    let link = serde_json::from_slice::<Link<'_>>(bytes).ok();
-                    let link = link.as_ref().and_then(|l| l.prev.as_deref());
-                    chain.check(&mut s, line_no, prev, link, on_event);
-                }
-                continue;
-            }
-        };
-        chain.check(&mut s, line_no, prev, action.prev.as_deref(), on_event);
-        if let Some(expected) = expected_seq.filter(|e| *e != action.seq) {
-            s.seq_gaps += 1;
-            on_event(ReplayEvent::SeqGap {
-                line: line_no,
-                expected,
-                found: action.seq,
-            });
-        }
-        expected_seq = action.seq.checked_add(1);
-        let now = validator.validate(&action);
-        if let Some(recorded) = &action.verdict {
-            if **recorded != now {
-                s.verdicts_changed += 1;
-                on_event(ReplayEvent::VerdictChanged {
-                    line: line_no,
-                    seq: action.seq,
-                    recorded: recorded.as_ref().clone(),
-                    now: now.clone(),
-                });
-            }
-        }
-        count(&mut s, &action, now, line_no, on_event);
+    if s.chained {
+        // The workers hash every line they judge; the reader hashes only the lines it does not
+        // hand over whole (those over [`MAX_LINE`]).
+        lines.hash_only_long = true;
     }
+    let mut merge = Merge {
+        s,
+        chain,
+        // The `seq` the next action should carry; unknown after a skipped line (it may have held
+        // one).
+        expected_seq: Some(1),
+    };
+    let judge = Judge {
+        flow,
+        chained: merge.s.chained,
+    };
+    let workers = par.workers.get();
+    if workers == 1 {
+        let mut validator = Validator::new(flow);
+        while let Some(batch) = read_batch(lines, par.batch_lines).map_err(read_error(path))? {
+            let judged = judge.batch(&mut validator, &batch);
+            merge.batch(batch.first_line, judged, on_event);
+        }
+    } else {
+        run_workers(
+            &judge,
+            workers,
+            par.batch_lines,
+            lines,
+            &mut merge,
+            on_event,
+        )
+        .map_err(read_error(path))?;
+    }
+    let mut s = merge.s;
     s.lines = lines.line_no;
     if s.chained {
-        s.journal_hash = Some(chain.last.to_string());
+        s.journal_hash = Some(merge.chain.last.to_string());
     }
     Ok(s)
 }
 
+/// How replay spreads a journal over threads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Parallelism {
+    /// Threads judging lines (1: the reading thread judges them itself).
+    pub workers: NonZeroUsize,
+    /// Lines handed to a worker at a time.
+    pub batch_lines: usize,
+}
+
+impl Parallelism {
+    /// Lines per batch: enough that handing one over costs little per line, few enough that the
+    /// batches in flight stay a few MiB whatever the journal's size.
+    const BATCH_LINES: usize = 2048;
+
+    fn new(threads: Option<NonZeroUsize>) -> Parallelism {
+        let workers = threads
+            .or_else(|| std::thread::available_parallelism().ok())
+            .unwrap_or(NonZeroUsize::MIN)
+            .min(NonZeroUsize::new(MAX_WORKERS).unwrap_or(NonZeroUsize::MIN));
+        Parallelism {
+            workers,
+            batch_lines: Self::BATCH_LINES,
+        }
+    }
+}
+
+/// More threads than this only wait on the one reading the file.
+pub const MAX_WORKERS: usize = 8;
+
+/// Lines read but not judged: the raw bytes (a line's `\r` kept, as the chain hashes it) and
+/// where each line ends.
+struct Batch {
+    first_line: u64,
+    data: Vec<u8>,
+    lines: Vec<RawLine>,
+}
+
+struct RawLine {
+    /// End of the line in `data` (it starts where the one before ends).
+    end: usize,
+    /// Whether the line ends in `\r` (kept in `data` and hashed, not parsed).
+    cr: bool,
+    /// Whether a `\n` ended it (else it is the last line, maybe torn).
+    terminated: bool,
+    /// A line over [`MAX_LINE`] is not kept; its hash, when the chain needs it, is.
+    too_long: Option<Option<JournalHash>>,
+}
+
+/// The next batch of up to `max` lines, or `None` at the end of the input.
+fn read_batch<R: BufRead>(lines: &mut LineReader<'_, R>, max: usize) -> io::Result<Option<Batch>> {
+    let expected = max.min(Parallelism::BATCH_LINES);
+    let mut batch = Batch {
+        first_line: lines.line_no + 1,
+        data: Vec::new(),
+        lines: Vec::with_capacity(expected),
+    };
+    while batch.lines.len() < max {
+        let Some((_, line, hash)) = lines.next_line()? else {
+            break;
+        };
+        let raw = match line {
+            Line::TooLong => RawLine {
+                end: batch.data.len(),
+                cr: false,
+                terminated: true,
+                too_long: Some(hash),
+            },
+            Line::Bytes {
+                bytes,
+                terminated,
+                cr,
+            } => {
+                if batch.data.is_empty() {
+                    // Room for a batch of lines like the first, so it rarely grows.
+                    batch.data.reserve((bytes.len() + 1).min(4096) * expected);
+                }
+                batch.data.extend_from_slice(bytes);
+                if cr {
+                    batch.data.push(b'\r');
+                }
+                RawLine {
+                    end: batch.data.len(),
+                    cr,
+                    terminated,
+                    too_long: None,
+                }
+            }
+        };
+        batch.lines.push(raw);
+    }
+    Ok((!batch.lines.is_empty()).then_some(batch))
+}
+
+/// Hands batches to `workers` threads in turn and merges their judgements in the order the
+/// batches were read: each thread works its own queue in order, so taking results thread by thread,
+/// round robin, is input order. At most two batches per thread are in flight: memory stays flat.
+fn run_workers<R: BufRead>(
+    judge: &Judge<'_>,
+    workers: usize,
+    batch_lines: usize,
+    lines: &mut LineReader<'_, R>,
+    merge: &mut Merge,
+    on_event: &mut dyn FnMut(ReplayEvent),
+) -> io::Result<()> {
+    use std::sync::mpsc;
+    std::thread::scope(|scope| {
+        let mut queues = Vec::with_capacity(workers);
+        let mut results = Vec::with_capacity(workers);
+        for _ in 0..workers {
+            let (to_worker, batches) = mpsc::sync_channel::<Batch>(2);
+            let (to_merge, judged) = mpsc::channel::<(u64, Vec<Judged>)>();
+            scope.spawn(move || {
+                let mut validator = Validator::new(judge.flow);
+                for batch in batches {
+                    let judged = judge.batch(&mut validator, &batch);
+                    if to_merge.send((batch.first_line, judged)).is_err() {
+                        break;
+                    }
+                }
+            });
+            queues.push(to_worker);
+            results.push(judged);
+        }
+        let mut in_flight = std::collections::VecDeque::with_capacity(2 * workers);
+        let take = |worker: usize, merge: &mut Merge, on_event: &mut dyn FnMut(ReplayEvent)| {
+            // A worker only stops early when it panicked; the scope re-raises that panic.
+            if let Ok((first, judged)) = results[worker].recv() {
+                merge.batch(first, judged, on_event);
+            }
+        };
+        let mut next = 0;
+        let read = loop {
+            let batch = match read_batch(lines, batch_lines) {
+                Ok(Some(b)) => b,
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            };
+            if in_flight.len() == 2 * workers {
+                if let Some(w) = in_flight.pop_front() {
+                    take(w, merge, on_event);
+                }
+            }
+            if queues[next].send(batch).is_err() {
+                break Ok(()); // that worker panicked: the scope re-raises it
+            }
+            in_flight.push_back(next);
+            next = (next + 1) % workers;
+        };
+        // Closing the queues ends the workers once they are empty.
+        drop(queues);
+        if read.is_ok() {
+            while let Some(w) = in_flight.pop_front() {
+                take(w, merge, on_event);
+            }
+        }
+        read
+    })
+}
+
+/// What a worker needs to judge lines: the flow, and whether to hash them.
+struct Judge<'f> {
+    flow: &'f Flow,
+    chained: bool,
+}
+
+/// One line judged, in the order read; [`Merge`] turns it into findings.
+struct Judged {
+    /// The line's hash (when chained; else [`GENESIS`]).
+    hash: JournalHash,
+    what: What,
+}
+
+enum What {
+    TooLong,
+    Blank,
+    Torn,
+    Malformed {
+        error: String,
+        link: Link,
+    },
+    Action {
+        seq: u64,
+        link: Link,
+        denied: bool,
+        changed: Option<Box<ReplayEvent>>,
+        violation: Option<Box<ReplayEvent>>,
+    },
+}
+
+/// A line's `prev`, as found.
+enum Link {
+    Absent,
+    /// 64 bytes, as the writer writes a hash.
+    Hex([u8; 64]),
+    /// Anything else: links to nothing.
+    Other,
+}
+
+impl Link {
+    fn of(prev: Option<&str>) -> Link {
+        match prev {
+            None => Link::Absent,
+            Some(p) => match <[u8; 64]>::try_from(p.as_bytes()) {
+                Ok(hex) => Link::Hex(hex),
+                Err(_) => Link::Other,
+            },
+        }
+    }
+
+    /// Whether this is `prev`'s hash as the writer writes it ([`JournalHash::matches_hex`]).
+    fn follows(&self, prev: &JournalHash) -> bool {
+        matches!(self, Link::Hex(hex) if *hex == prev.hex())
+    }
+}
+
+impl Judge<'_> {
+    fn batch(&self, validator: &mut Validator<'_>, batch: &Batch) -> Vec<Judged> {
+        let mut start = 0;
+        let mut out = Vec::with_capacity(batch.lines.len());
+        for (line_no, raw) in (batch.first_line..).zip(&batch.lines) {
+            let judged = if let Some(hash) = raw.too_long {
+                Judged {
+                    hash: hash.unwrap_or(GENESIS),
+                    what: What::TooLong,
+                }
+            } else {
+                let whole = &batch.data[start..raw.end];
+                let bytes = &whole[..whole.len() - usize::from(raw.cr)];
+                Judged {
+                    hash: if self.chained {
+                        JournalHash::of_line(whole)
+                    } else {
+                        GENESIS
+                    },
+                    what: self.line(validator, line_no, bytes, raw.terminated),
+                }
+            };
+            start = raw.end;
+            out.push(judged);
+        }
+        out
+    }
+
+    fn line(
+        &self,
+        validator: &mut Validator<'_>,
+        line_no: u64,
+        bytes: &[u8],
+        terminated: bool,
+    ) -> What {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return What::Blank;
+        }
+        let action = match parse_view(bytes) {
+            Ok(a) => a,
+            Err(_) if !terminated => return What::Torn,
+            Err(e) => {
+                // Not an action, but maybe a link all the same (a second header).
+                let link = if self.chained {
+                    let link = serde_json::from_slice::<PrevOnly<'_>>(bytes).ok();
+                    Link::of(link.as_ref().and_then(|l| l.prev.as_deref()))
+                } else {
+                    Link::Absent
+                };
+                return What::Malformed {
+                    error: e.to_string(),
+                    link,
+                };
+            }
+        };
+        let now = validator.validate(&action);
+        let changed = match &action.verdict {
+            Some(recorded) if **recorded != now => Some(Box::new(ReplayEvent::VerdictChanged {
+                line: line_no,
+                seq: action.seq,
+                recorded: recorded.as_ref().clone(),
+                now: now.clone(),
+            })),
+            _ => None,
+        };
+        What::Action {
+            seq: action.seq,
+            link: Link::of(action.prev.as_deref()),
+            denied: action.outcome == Outcome::Denied,
+            changed,
+            violation: violation_event(&action, now, line_no).map(Box::new),
+        }
+    }
+}
+
+/// Parses a journal line. A line that is UTF-8 throughout (every line the writer writes) is
+/// checked once, whole, and parsed as text: the parser then skips checking each string it
+/// borrows. Any other line goes to the byte parser, which accepts and refuses exactly what it
+/// always did.
+fn parse_view(bytes: &[u8]) -> serde_json::Result<ActionView<'_>> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(bytes),
+    }
+}
+
+/// The finding a verdict makes, if any.
+fn violation_event(action: &ActionView<'_>, now: Verdict, line: u64) -> Option<ReplayEvent> {
+    match now {
+        Verdict::Violation { rule, detail } => Some(ReplayEvent::Violation {
+            line,
+            seq: action.seq,
+            tool: action.tool.as_ref().to_owned(),
+            kind: action.kind,
+            outcome: action.outcome,
+            rule,
+            detail,
+        }),
+        _ => None,
+    }
+}
+
+/// Replay's state across lines, in input order: the chain, `seq`, the totals.
+struct Merge {
+    s: ReplaySummary,
+    chain: Chain,
+    expected_seq: Option<u64>,
+}
+
+impl Merge {
+    fn batch(
+        &mut self,
+        first_line: u64,
+        judged: Vec<Judged>,
+        on_event: &mut dyn FnMut(ReplayEvent),
+    ) {
+        let s = &mut self.s;
+        for (line_no, j) in (first_line..).zip(judged) {
+            // Every line is a link, whatever it holds: a blank or malformed line breaks the chain
+            // at the line after it.
+            let prev = std::mem::replace(&mut self.chain.last, j.hash);
+            match j.what {
+                What::TooLong => {
+                    self.expected_seq = None;
+                    report_too_long(s, line_no, on_event);
+                }
+                What::Blank => {
+                    // The writer never writes one: in a chained journal it is a line that links
+                    // to nothing.
+                    if self.chain.on {
+                        self.chain.check(s, line_no, prev, &Link::Absent, on_event);
+                    }
+                }
+                What::Torn => {
+                    s.torn_last_line = true;
+                    on_event(ReplayEvent::Torn { line: line_no });
+                }
+                What::Malformed { error, link } => {
+                    self.expected_seq = None;
+                    report_malformed(s, line_no, &error, on_event);
+                    if self.chain.on {
+                        self.chain.check(s, line_no, prev, &link, on_event);
+                    }
+                }
+                What::Action {
+                    seq,
+                    link,
+                    denied,
+                    changed,
+                    violation,
+                } => {
+                    self.chain.check(s, line_no, prev, &link, on_event);
+                    if let Some(expected) = self.expected_seq.filter(|e| *e != seq) {
+                        s.seq_gaps += 1;
+                        on_event(ReplayEvent::SeqGap {
+                            line: line_no,
+                            expected,
+                            found: seq,
+                        });
+                    }
+                    self.expected_seq = seq.checked_add(1);
+                    if let Some(ev) = changed {
+                        s.verdicts_changed += 1;
+                        on_event(*ev);
+                    }
+                    tally(s, denied, violation.map(|v| *v), on_event);
+                }
+            }
+        }
+    }
+}
+
 /// Any JSON object's chain link.
 #[derive(Deserialize)]
-struct Link<'a> {
+struct PrevOnly<'a> {
     #[serde(default, borrow)]
     prev: Option<std::borrow::Cow<'a, str>>,
 }
@@ -557,21 +929,22 @@ impl Chain {
         s: &mut ReplaySummary,
         line: u64,
         prev: JournalHash,
-        link: Option<&str>,
+        link: &Link,
         on_event: &mut dyn FnMut(ReplayEvent),
     ) {
         let before = line - 1;
-        let problem = match (self.on, link) {
-            (true, Some(l)) if prev.matches_hex(l) => return,
-            (false, None) => return,
-            (true, Some(_)) => format!("line {line} does not follow line {before}"),
-            (true, None) => {
+        let present = !matches!(link, Link::Absent);
+        let problem = match (self.on, present) {
+            (true, true) if link.follows(&prev) => return,
+            (false, false) => return,
+            (true, true) => format!("line {line} does not follow line {before}"),
+            (true, false) => {
                 format!("line {line} carries no `prev`: it does not follow line {before}")
             }
             // A version 1 header over chained lines: the header was rewritten to the version
             // before the chain, which turns the chain's check off. Said once.
-            (false, Some(_)) if self.relabelled => return,
-            (false, Some(_)) => {
+            (false, true) if self.relabelled => return,
+            (false, true) => {
                 self.relabelled = true;
                 format!("line {line} carries a hash-chain `prev`, but line 1 says version 1 (before the chain): the header was changed")
             }
@@ -601,28 +974,20 @@ fn summary(flow: &Flow, path: &Path) -> ReplaySummary {
     }
 }
 
-fn count(
+/// Counts one judged action and reports its violation, if any.
+fn tally(
     s: &mut ReplaySummary,
-    action: &ActionView<'_>,
-    now: Verdict,
-    line: u64,
+    denied: bool,
+    violation: Option<ReplayEvent>,
     on_event: &mut dyn FnMut(ReplayEvent),
 ) {
     s.actions += 1;
-    if action.outcome == Outcome::Denied {
+    if denied {
         s.denied += 1;
     }
-    if let Verdict::Violation { rule, detail } = now {
+    if let Some(ev) = violation {
         s.violations += 1;
-        on_event(ReplayEvent::Violation {
-            line,
-            seq: action.seq,
-            tool: action.tool.as_ref().to_owned(),
-            kind: action.kind,
-            outcome: action.outcome,
-            rule,
-            detail,
-        });
+        on_event(ev);
     }
 }
 
@@ -639,7 +1004,15 @@ pub fn replay_journal<R: BufRead>(
 ) -> Result<ReplaySummary, ReplayError> {
     let mut lines = LineReader::new(&mut reader, true);
     let (header, hash) = read_header(&mut lines, path)?;
-    replay_lines(flow, &header, hash, &mut lines, path, on_event)
+    replay_lines(
+        flow,
+        &header,
+        hash,
+        &mut lines,
+        path,
+        Parallelism::new(None),
+        on_event,
+    )
 }
 
 /// Replays a raw harness stream through its adapter, validating each action as it completes.
@@ -664,7 +1037,9 @@ pub fn replay_stream<R: BufRead>(
                 report_too_long(&mut s, line_no, on_event);
                 continue;
             }
-            Line::Bytes { bytes, terminated } => {
+            Line::Bytes {
+                bytes, terminated, ..
+            } => {
                 let text = String::from_utf8_lossy(bytes);
                 if !terminated && serde_json::from_str::<serde_json::Value>(&text).is_err() {
                     s.torn_last_line = true;
@@ -695,7 +1070,8 @@ fn handle_adapter_events(
             AdapterEvent::Action(a) => {
                 let a = a.view();
                 let now = validator.validate(&a);
-                count(s, &a, now, line_no, on_event);
+                let violation = violation_event(&a, now, line_no);
+                tally(s, a.outcome == Outcome::Denied, violation, on_event);
             }
             AdapterEvent::Malformed { line_no, error } => {
                 report_malformed(s, line_no, &error, on_event);
@@ -744,7 +1120,12 @@ fn redact_urls(msg: &str) -> String {
 }
 
 enum Line<'a> {
-    Bytes { bytes: &'a [u8], terminated: bool },
+    /// A line without its `\n` or `\r` (`cr`: whether it ended in one, which the chain hashes).
+    Bytes {
+        bytes: &'a [u8],
+        terminated: bool,
+        cr: bool,
+    },
     TooLong,
 }
 
@@ -755,6 +1136,9 @@ struct LineReader<'r, R> {
     buf: Vec<u8>,
     line_no: u64,
     hasher: Option<LineHasher>,
+    /// Hash only the lines over [`MAX_LINE`] (whose bytes are not kept): the caller hashes the
+    /// others from the bytes it is given.
+    hash_only_long: bool,
 }
 
 impl<'r, R: BufRead> LineReader<'r, R> {
@@ -764,6 +1148,7 @@ impl<'r, R: BufRead> LineReader<'r, R> {
             buf: Vec::with_capacity(4096),
             line_no: 0,
             hasher: hash.then(LineHasher::default),
+            hash_only_long: false,
         }
     }
 
@@ -787,11 +1172,18 @@ impl<'r, R: BufRead> LineReader<'r, R> {
                 None => (chunk, None),
             };
             if let Some(h) = &mut self.hasher {
-                h.update(part);
+                if !self.hash_only_long || too_long {
+                    h.update(part);
+                }
             }
             if !too_long {
                 if self.buf.len() + part.len() > MAX_LINE {
                     too_long = true;
+                    if let Some(h) = self.hasher.as_mut().filter(|_| self.hash_only_long) {
+                        // From here on the line is hashed as it streams by.
+                        h.update(&self.buf);
+                        h.update(part);
+                    }
                     self.buf.clear();
                 } else {
                     self.buf.extend_from_slice(part);
@@ -812,11 +1204,15 @@ impl<'r, R: BufRead> LineReader<'r, R> {
             return Ok(None);
         }
         self.line_no += 1;
-        let hash = self.hasher.as_mut().map(LineHasher::finish_line);
+        let hash = match &mut self.hasher {
+            Some(h) if too_long || !self.hash_only_long => Some(h.finish_line()),
+            _ => None,
+        };
         if too_long {
             return Ok(Some((self.line_no, Line::TooLong, hash)));
         }
-        if self.buf.last() == Some(&b'\r') {
+        let cr = self.buf.last() == Some(&b'\r');
+        if cr {
             self.buf.pop();
         }
         Ok(Some((
@@ -824,6 +1220,7 @@ impl<'r, R: BufRead> LineReader<'r, R> {
             Line::Bytes {
                 bytes: &self.buf,
                 terminated,
+                cr,
             },
             hash,
         )))
@@ -847,6 +1244,128 @@ mod tests {
         assert_eq!(redact_urls("expected value"), "expected value");
     }
 
+    fn golden(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden")
+            .join(name)
+    }
+
+    /// The golden journals' action lines, chained under a version 2 header (or left unchained).
+    fn journal_lines(chained: bool) -> Vec<Vec<u8>> {
+        let mut lines: Vec<Vec<u8>> = ["violations.jsonl", "clean.jsonl", "seq_gap.jsonl"]
+            .iter()
+            .flat_map(|f| {
+                let text = std::fs::read_to_string(golden(f)).unwrap();
+                text.lines()
+                    .skip(1)
+                    .map(|l| l.as_bytes().to_vec())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let header = if chained {
+            r#"{"leopold_journal":2,"run_id":"t","flow":"checkout","flow_path":"flow.md","harness":"claude","started_at":"2026-11-30T10:00:00.000Z"}"#
+        } else {
+            r#"{"leopold_journal":1,"run_id":"t","flow":"checkout","flow_path":"flow.md","harness":"claude","started_at":"2026-11-30T10:00:00.000Z"}"#
+        };
+        lines.insert(0, header.as_bytes().to_vec());
+        if chained {
+            let mut prev = GENESIS;
+            for l in &mut lines {
+                prev = crate::chain::link(l, &prev).unwrap();
+            }
+        }
+        lines
+    }
+
+    fn replay_with(text: &[u8], par: Parallelism) -> (ReplaySummary, Vec<ReplayEvent>) {
+        let flow = Flow::load(&golden("flow.md")).unwrap();
+        let mut reader = std::io::Cursor::new(text);
+        let mut lines = LineReader::new(&mut reader, true);
+        let path = Path::new("j");
+        let (header, hash) = read_header(&mut lines, path).unwrap();
+        let mut events = vec![];
+        let s = replay_lines(&flow, &header, hash, &mut lines, path, par, &mut |e| {
+            events.push(e)
+        })
+        .unwrap();
+        (s, events)
+    }
+
+    fn par(workers: usize, batch_lines: usize) -> Parallelism {
+        Parallelism {
+            workers: NonZeroUsize::new(workers).unwrap(),
+            batch_lines,
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+
+        /// Whatever was done to a journal, and however its lines are split over threads and
+        /// batches, replay finds the same things in the same order as one thread reading it
+        /// whole.
+        #[test]
+        fn findings_do_not_depend_on_threads_or_batches(
+            chained in proptest::bool::ANY,
+            edits in proptest::collection::vec((0u8..7, 1usize..64), 0..6),
+            workers in 2usize..5,
+            batch in 1usize..6,
+            torn in proptest::bool::ANY,
+        ) {
+            let mut lines = journal_lines(chained);
+            for (op, at) in edits {
+                let i = 1 + at % (lines.len() - 1).max(1);
+                if i >= lines.len() {
+                    continue;
+                }
+                match op {
+                    0 => { lines.remove(i); }
+                    1 => { let l = lines[i].clone(); lines.insert(i, l); }
+                    2 if i + 1 < lines.len() => lines.swap(i, i + 1),
+                    3 => lines[i] = b"{\"seq\":".to_vec(),
+                    4 => lines.insert(i, b"  ".to_vec()),
+                    5 => lines[i].push(b'\r'),
+                    _ => { let n = lines[i].len(); lines[i][n / 2] = b'x'; }
+                }
+            }
+            let mut text = lines.join(&b'\n');
+            if torn {
+                text.truncate(text.len() - 7);
+            } else {
+                text.push(b'\n');
+            }
+            let whole = replay_with(&text, par(1, usize::MAX));
+            proptest::prop_assert_eq!(&whole, &replay_with(&text, par(1, batch)));
+            proptest::prop_assert_eq!(&whole, &replay_with(&text, par(workers, batch)));
+        }
+    }
+
+    #[test]
+    fn a_line_over_the_cap_is_malformed_but_still_a_link() {
+        let mut lines = journal_lines(true);
+        // A line too long to keep, chained like any other: the next line links to its hash.
+        let mut long = vec![b'x'; MAX_LINE + 10];
+        let before = JournalHash::of_line(&lines[3]);
+        let long_hash = JournalHash::of_line(&long);
+        long.truncate(MAX_LINE + 10);
+        lines.insert(4, long);
+        let mut prev = long_hash;
+        for l in &mut lines[5..] {
+            let n = l.len();
+            l.truncate(n - 75); // drop `,"prev":"…"}` and chain again
+            l.push(b'}');
+            prev = crate::chain::link(l, &prev).unwrap();
+        }
+        assert_eq!(JournalHash::of_line(&lines[3]), before);
+        let mut text = lines.join(&b'\n');
+        text.push(b'\n');
+        for p in [par(1, usize::MAX), par(3, 2)] {
+            let (s, _) = replay_with(&text, p);
+            assert_eq!((s.malformed, s.chain_breaks), (1, 0), "{p:?}");
+            assert_eq!(s.journal_hash, Some(prev.to_string()));
+        }
+    }
+
     #[test]
     fn lines_longer_than_the_cap_are_skipped_whole() {
         let mut input = vec![b'x'; MAX_LINE + 10];
@@ -860,7 +1379,13 @@ mod tests {
             Some((1, Line::TooLong, Some(h))) if h == long_hash
         ));
         match lines.next_line().unwrap() {
-            Some((2, Line::Bytes { bytes, terminated }, h)) => {
+            Some((
+                2,
+                Line::Bytes {
+                    bytes, terminated, ..
+                },
+                h,
+            )) => {
                 assert_eq!(bytes, b"next");
                 assert!(terminated);
                 assert_eq!(h, Some(JournalHash::of_line(b"next")));

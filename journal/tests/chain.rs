@@ -67,16 +67,27 @@ fn write_lines(path: &Path, lines: &[String]) {
     std::fs::write(path, text).unwrap();
 }
 
+/// Replays on one thread and on three: the findings must not depend on how many check lines.
 fn run(path: &Path, expect: Option<JournalHash>) -> (ReplaySummary, Vec<ReplayEvent>) {
-    let opts = ReplayOptions {
-        input: path.to_path_buf(),
-        flow: Some(golden("flow.md")),
-        from: None,
-        expect,
-    };
-    let mut events = vec![];
-    let s = replay(&opts, &mut |e| events.push(e)).unwrap();
-    (s, events)
+    let [one, three] = [1, 3].map(|n| {
+        let opts = ReplayOptions {
+            input: path.to_path_buf(),
+            flow: Some(golden("flow.md")),
+            from: None,
+            expect,
+            threads: std::num::NonZeroUsize::new(n),
+        };
+        let mut events = vec![];
+        let s = replay(&opts, &mut |e| events.push(e)).unwrap();
+        (s, events)
+    });
+    assert_eq!(
+        one,
+        three,
+        "one thread and three differ on {}",
+        path.display()
+    );
+    one
 }
 
 fn breaks(events: &[ReplayEvent]) -> Vec<(u64, String)> {

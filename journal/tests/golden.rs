@@ -10,6 +10,7 @@ fn run(name: &str) -> (Result<ReplaySummary, ReplayError>, Vec<ReplayEvent>) {
         flow: None,
         from: None,
         expect: None,
+        threads: None,
     };
     let mut events = vec![];
     let r = replay(&opts, &mut |e| events.push(e));
@@ -73,6 +74,7 @@ fn a_stricter_flow_changes_verdicts_and_says_so() {
         flow: Some(strict),
         from: None,
         expect: None,
+        threads: None,
     };
     let mut events = vec![];
     let s = replay(&opts, &mut |e| events.push(e)).unwrap();
@@ -172,6 +174,7 @@ fn a_run_dir_uses_its_run_json_flow_and_tolerates_extra_fields() {
         flow: None,
         from: None,
         expect: None,
+        threads: None,
     };
     let mut events = vec![];
     let s = replay(&opts, &mut |e| events.push(e)).unwrap();
@@ -193,6 +196,7 @@ fn a_missing_flow_is_unreadable_input() {
         flow: None,
         from: None,
         expect: None,
+        threads: None,
     };
     let err = replay(&opts, &mut |_| {}).unwrap_err();
     assert!(matches!(err, ReplayError::Flow(_)), "{err}");
@@ -206,6 +210,7 @@ fn a_raw_stream_needs_a_flow() {
         flow: None,
         from: Some(leopold_journal::Harness::Claude),
         expect: None,
+        threads: None,
     };
     let err = replay(&opts, &mut |_| {}).unwrap_err();
     assert!(matches!(err, ReplayError::NoFlow { .. }), "{err}");
@@ -240,6 +245,7 @@ fn raw_captures_replay_with_from() {
             flow: Some(golden("flow.md")),
             from: Some(harness),
             expect: None,
+            threads: None,
         };
         let s = replay(&opts, &mut |_| {}).unwrap();
         assert_eq!(
@@ -280,6 +286,7 @@ fn a_broken_run_json_is_unreadable_unless_flow_is_given() {
         flow: None,
         from: None,
         expect: None,
+        threads: None,
     };
     let err = replay(&opts, &mut |_| {}).unwrap_err();
     assert!(matches!(err, ReplayError::RunInfo { .. }), "{err}");

@@ -359,6 +359,11 @@ pub struct ReplayArgs {
     /// line, which the chain alone cannot show, is caught.
     #[arg(long, value_name = "HEX", value_parser = parse_hash)]
     pub expect: Option<leopold_journal::JournalHash>,
+    /// Threads checking the journal's lines (default: one per CPU, at most 8). The findings,
+    /// their order and the exit code are the same with any number; `--threads 1` reads and
+    /// checks on one thread.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<std::num::NonZeroUsize>,
 }
 
 fn parse_hash(s: &str) -> Result<leopold_journal::JournalHash, String> {

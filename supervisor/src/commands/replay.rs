@@ -14,6 +14,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
         flow: args.flow.clone(),
         from: args.from.map(StreamFormat::harness),
         expect: args.expect,
+        threads: args.threads,
     };
     let mut out = std::io::BufWriter::new(crate::output::Stdout);
     let shown = args.input.display().to_string();
