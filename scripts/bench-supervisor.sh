@@ -110,7 +110,7 @@ for c in configs:
     fs = sorted({m.get("fsyncs") for m in ms}, key=str)
     print(f"{name(c):<51} {med(spawn):13.2f} ms {p90(spawn):5.2f} ms {med(unwire):12.2f} ms {p90(unwire):5.2f} ms {med(wall):6.2f} ms {'/'.join(map(str, fs)):>7}")
 print(f"bare fake worker wall (peer, quiet):        median {med(bare)*1000:.2f} ms")
-steps = ["planned", "locked", "recovered", "active_written", "wired", "settings_written", "proved", "worker_spawned"]
+steps = ["planned", "locked", "recovered", "active_written", "wired", "settings_written", "proved", "gateway_started", "worker_spawned"]
 for c in configs:
     print(f"steps, {name(c)} (median ms since start, +step):")
     prev, line = 0.0, []

@@ -245,9 +245,27 @@ fn trial_box(bwrap: &Path) -> Result<(), String> {
     }
 }
 
+/// [`system_args`], computed once per process: by [`prefetch_system_args`]'s thread while the
+/// run writes its files, or by the first box built.
+static SYSTEM_ARGS: std::sync::LazyLock<Vec<OsString>> = std::sync::LazyLock::new(walk_system);
+
+/// Starts computing the box's system binds (a walk of `/etc`, a few milliseconds) on a thread of
+/// its own, so a run that waits on the disk for its files does not also wait for the walk.
+pub fn prefetch_system_args() {
+    let _ = std::thread::Builder::new()
+        .name("leopold-box-etc".into())
+        .spawn(|| {
+            std::sync::LazyLock::force(&SYSTEM_ARGS);
+        });
+}
+
 /// The system part of the new root: `/usr` and the merged-usr symlinks (or directories), `/etc`
 /// minus what only root may read, `/proc`, a minimal `/dev`, a private `/tmp`.
 fn system_args() -> Vec<OsString> {
+    SYSTEM_ARGS.clone()
+}
+
+fn walk_system() -> Vec<OsString> {
     let mut a: Vec<OsString> = Vec::new();
     let mut push = |xs: &[&str]| a.extend(xs.iter().map(OsString::from));
     push(&["--ro-bind", "/usr", "/usr"]);
@@ -288,14 +306,21 @@ fn root_only(dir: &Path) -> Vec<PathBuf> {
             return;
         };
         for e in rd.flatten() {
-            let p = e.path();
-            let Ok(m) = std::fs::symlink_metadata(&p) else {
+            // The entry's type comes with the listing; only files and folders are stat'ed, and
+            // relative to the open folder (no walk of the whole path again per entry).
+            match e.file_type() {
+                Ok(ft) if ft.is_file() || ft.is_dir() => {}
+                Ok(_) => continue,
+                Err(_) => {}
+            }
+            let Ok(m) = e.metadata() else {
                 continue;
             };
             let ft = m.file_type();
             if ft.is_symlink() || !(ft.is_file() || ft.is_dir()) {
                 continue;
             }
+            let p = e.path();
             let others = m.permissions().mode() & 0o005;
             if (ft.is_file() && others & 0o004 == 0) || (ft.is_dir() && others != 0o005) {
                 out.push(p);

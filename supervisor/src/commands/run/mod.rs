@@ -105,6 +105,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     };
     // 1. Everything resolved before any side effect; errors here exit 2 via main.
     let plan = plan::plan(&args)?;
+    if plan.bwrap.is_some() {
+        crate::sandbox::prefetch_system_args();
+    }
     timings.mark("planned");
 
     // 2. The lock. Busy: say who holds it and touch nothing else.
@@ -201,7 +204,12 @@ async fn lifecycle(
         out,
     };
     // From here on every way out goes through `run`: unwire, archive, release.
-    if let Err(e) = wire_and_prove(&plan, &started, out, timings) {
+    // The guard's proof runs while the run wires and builds the box; launch waits for it.
+    let proof = match proof::start_proof(&plan) {
+        Ok(p) => p,
+        Err(e) => return run.setup_failed(format!("{e:#}")),
+    };
+    if let Err(e) = wire(&plan, &started, out, timings) {
         return run.setup_failed(format!("{e:#}"));
     }
     if let Some(sig) = signals.pending().await {
@@ -215,7 +223,7 @@ async fn lifecycle(
         mut observer,
         boxed,
         gateway,
-    } = match launch(&plan, &started, timings) {
+    } = match launch(&plan, &started, proof, timings) {
         Ok(launched) => launched,
         Err(msg) => return run.setup_failed(msg),
     };
@@ -388,8 +396,9 @@ fn record_active(
 }
 
 /// Step 5: for Codex, the run's own configuration (a copy of the user's); wires the guard,
-/// writes the `--settings` file, proves the wired command denies.
-fn wire_and_prove(
+/// writes the `--settings` file. (The proof that the wired command denies runs alongside:
+/// [`proof::start_proof`].)
+fn wire(
     plan: &Plan,
     started: &Started,
     out: &Reporter,
@@ -426,8 +435,6 @@ fn wire_and_prove(
         timings.mark("settings_written");
         pause_point("settings-written");
     }
-    proof::prove_guard(plan)?;
-    timings.mark("proved");
     Ok(())
 }
 
@@ -473,9 +480,14 @@ struct Launched {
 }
 
 /// Step 6: creates the journal (before the worker exists: nothing it does goes unrecorded),
-/// starts the gateway, then the worker, in the box unless `--no-contain`. `Err` is the setup
-/// failure to report.
-fn launch(plan: &Plan, started: &Started, timings: &mut Timings) -> Result<Launched, String> {
+/// once the guard's proof has answered; then starts the gateway and the worker, in the box unless
+/// `--no-contain`. `Err` is the setup failure to report.
+fn launch(
+    plan: &Plan,
+    started: &Started,
+    proof: proof::Proof,
+    timings: &mut Timings,
+) -> Result<Launched, String> {
     let provisioned = started.provisioned.as_ref();
     let extra: Vec<String> = match provisioned {
         Some(_) => crate::browser::harness_args(plan.kind)
@@ -493,7 +505,10 @@ fn launch(plan: &Plan, started: &Started, timings: &mut Timings) -> Result<Launc
         let mut text = serde_json::to_string_pretty(&worker::mcp_config_json(&given))
             .map_err(|e| format!("{e}"))?;
         text.push('\n');
-        state::write_atomic(&relay_config, text.as_bytes()).map_err(|e| format!("{e:#}"))?;
+        // Read by the worker while the run lives, and made again by the next run: nothing waits
+        // on the disk for it.
+        state::write_atomic_as(&relay_config, text.as_bytes(), state::Durability::Volatile)
+            .map_err(|e| format!("{e:#}"))?;
     }
     let spec = WorkerSpec {
         kind: plan.kind,
@@ -505,6 +520,9 @@ fn launch(plan: &Plan, started: &Started, timings: &mut Timings) -> Result<Launc
         guard_settings: started.guard_settings.as_deref(),
         extra: &extra,
     };
+    // The proof's own denial lands in events.jsonl: the run's events start after it.
+    proof.verdict().map_err(|e| format!("{e:#}"))?;
+    timings.mark("proved");
     let events_offset = std::fs::metadata(plan.paths.events())
         .map(|m| m.len())
         .unwrap_or(0);

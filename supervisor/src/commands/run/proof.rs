@@ -24,34 +24,89 @@ pub fn probe_host(flow: &leopold_flows::Flow) -> Option<&'static str> {
     .find(|h| !flow.judge_url(&format!("https://{h}/")).is_inside())
 }
 
-/// Runs the exact wired command through `sh -c` on an off-allowlist navigation for this project
-/// and requires exit 2: a guard that is wired but cannot run (bad path, broken binary, unreadable
-/// ACTIVE.json) is caught before the worker starts.
-pub fn prove_guard(plan: &Plan) -> anyhow::Result<()> {
-    use std::io::Read as _;
-    let host = probe_host(&plan.flow)
-        .context("the flow allows every probe host; cannot prove the guard")?;
+/// Runs the exact wired command through `/bin/sh -c` on an off-allowlist navigation for this
+/// project and requires exit 2: a guard that is wired but cannot run (bad path, broken binary,
+/// unreadable ACTIVE.json) is caught before the worker starts.
+///
+/// The command runs on a thread of its own from the moment ACTIVE.json exists (all it reads),
+/// while the run wires and builds the box; [`Proof::verdict`] waits for its answer before the
+/// worker is spawned. A proof dropped unjudged (the run stopped before) is still waited for: no
+/// guard process outlives the supervisor's set-up.
+pub fn start_proof(plan: &Plan) -> anyhow::Result<Proof> {
+    start(
+        &plan.flow,
+        plan.ctx.guard_command.clone(),
+        plan.paths.project.clone(),
+    )
+}
+
+fn start(
+    flow: &leopold_flows::Flow,
+    command: String,
+    project: std::path::PathBuf,
+) -> anyhow::Result<Proof> {
+    let host =
+        probe_host(flow).context("the flow allows every probe host; cannot prove the guard")?;
     let payload = json!({
         "session_id": "leopold-proof",
         "hook_event_name": "PreToolUse",
-        "cwd": plan.paths.project,
+        "cwd": project,
         "permission_mode": "default",
         "tool_name": "mcp__leopold_proof__navigate",
         "tool_input": {"url": format!("https://{host}/")},
         "tool_use_id": "leopold-proof",
-    });
-    let mut child = std::process::Command::new("sh")
+    })
+    .to_string();
+    let thread = std::thread::Builder::new()
+        .name("leopold-proof".into())
+        .spawn(move || run_proof(&command, &project, &payload))
+        .context("cannot start a thread to prove the wired guard")?;
+    Ok(Proof {
+        thread: Some(thread),
+    })
+}
+
+/// The wired guard command, running on the proof's payload.
+pub struct Proof {
+    thread: Option<std::thread::JoinHandle<anyhow::Result<()>>>,
+}
+
+impl Proof {
+    /// Waits for the guard's answer: `Ok` only when it denied (exit 2).
+    pub fn verdict(mut self) -> anyhow::Result<()> {
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(verdict)) => verdict,
+            _ => anyhow::bail!(
+                "the guard's proof stopped without a verdict: refusing to start the worker"
+            ),
+        }
+    }
+}
+
+impl Drop for Proof {
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn run_proof(command: &str, project: &std::path::Path, payload: &str) -> anyhow::Result<()> {
+    use std::io::Read as _;
+    // `/bin/sh`, as Node's `shell: true` runs a hook: no search of PATH (a failed exec per entry
+    // before the shell is found).
+    let mut child = std::process::Command::new("/bin/sh")
         .arg("-c")
-        .arg(&plan.ctx.guard_command)
-        .current_dir(&plan.paths.project)
-        .env("CLAUDE_PROJECT_DIR", &plan.paths.project)
+        .arg(command)
+        .current_dir(project)
+        .env("CLAUDE_PROJECT_DIR", project)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .context("cannot run `sh` to prove the wired guard")?;
+        .context("cannot run `/bin/sh` to prove the wired guard")?;
     if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(payload.to_string().as_bytes());
+        let _ = stdin.write_all(payload.as_bytes());
     }
     let status = wait_or_kill(&mut child, PROOF_TIMEOUT)?;
     let mut stderr = String::new();
@@ -61,15 +116,13 @@ pub fn prove_guard(plan: &Plan) -> anyhow::Result<()> {
     match status {
         Some(s) if s.code() == Some(2) => Ok(()),
         Some(s) => anyhow::bail!(
-            "the wired guard did not deny an off-allowlist navigation ({}; stderr: {:?}): refusing to start the worker\n(command: {})\n(hint: run `leopold doctor`)",
+            "the wired guard did not deny an off-allowlist navigation ({}; stderr: {:?}): refusing to start the worker\n(command: {command})\n(hint: run `leopold doctor`)",
             describe_status(&s),
             stderr.trim(),
-            plan.ctx.guard_command
         ),
         None => anyhow::bail!(
-            "the wired guard did not answer within {}s: refusing to start the worker\n(command: {})",
+            "the wired guard did not answer within {}s: refusing to start the worker\n(command: {command})",
             PROOF_TIMEOUT.as_secs(),
-            plan.ctx.guard_command
         ),
     }
 }
@@ -77,6 +130,66 @@ pub fn prove_guard(plan: &Plan) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn checkout() -> leopold_flows::Flow {
+        leopold_flows::Flow::parse(
+            "+++\nname = \"f\"\nallowlist = [\"staging.example.com\"]\n+++\n",
+            std::path::Path::new("f.md"),
+        )
+        .unwrap()
+    }
+
+    fn prove(command: &str) -> anyhow::Result<()> {
+        let dir = tempfile::tempdir().unwrap();
+        start(&checkout(), command.to_owned(), dir.path().to_path_buf())
+            .unwrap()
+            .verdict()
+    }
+
+    #[test]
+    fn only_a_denial_proves_the_guard() {
+        prove("cat > /dev/null; exit 2").unwrap();
+        let e = format!("{:#}", prove("exit 0").unwrap_err());
+        assert!(e.contains("did not deny") && e.contains("exit 0"), "{e}");
+        let e = format!("{:#}", prove("echo broken >&2; exit 1").unwrap_err());
+        assert!(
+            e.contains("broken") && e.contains("refusing to start the worker"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_guard_is_given_the_probe_on_stdin_and_runs_in_the_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let seen = dir.path().join("seen");
+        let cmd = format!(
+            "cat > '{}'; pwd >> '{}'; exit 2",
+            seen.display(),
+            seen.display()
+        );
+        start(&checkout(), cmd, dir.path().to_path_buf())
+            .unwrap()
+            .verdict()
+            .unwrap();
+        let text = std::fs::read_to_string(&seen).unwrap();
+        assert!(text.contains("https://leopold-proof.invalid/"), "{text}");
+        assert!(
+            text.trim_end()
+                .ends_with(&dir.path().canonicalize().unwrap().display().to_string()),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_proof_dropped_unjudged_is_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let done = dir.path().join("done");
+        let cmd = format!("sleep 0.3; touch '{}'; exit 2", done.display());
+        let proof = start(&checkout(), cmd, dir.path().to_path_buf()).unwrap();
+        drop(proof);
+        // Dropping returned only once the guard had exited: nothing of it is left running.
+        assert!(done.exists());
+    }
 
     #[test]
     fn the_probe_host_is_one_the_flow_does_not_allow() {
