@@ -561,17 +561,26 @@ fn doctor_and_run_agree_on_a_settings_file_wiring_refuses() {
         .find(|l| l.contains(" settings "))
         .unwrap_or_default()
         .to_owned();
-    assert!(line.contains("refuses to start"), "{line}");
+    assert!(line.contains("--no-contain` refuses to start"), "{line}");
+    assert!(
+        line.contains("a boxed run neither reads nor edits it"),
+        "{line}"
+    );
     assert!(!line.contains("still passes the guard"), "{line}");
-    let run = sb.run(&[
-        "persona",
-        "run",
-        "flows/checkout.md",
-        "--harness",
-        "claude",
-        "--harness-bin",
-        claude.to_str().unwrap(),
-    ]);
+    let run_with = |extra: &[&str]| {
+        let mut args = vec![
+            "persona",
+            "run",
+            "flows/checkout.md",
+            "--harness",
+            "claude",
+            "--harness-bin",
+            claude.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        sb.run(&args)
+    };
+    let run = run_with(&["--no-contain"]);
     assert_eq!(code(&run), Some(2), "{}", stderr(&run));
     assert!(stdout(&run).contains("setup_failed"), "{}", stdout(&run));
     assert_eq!(
@@ -579,6 +588,10 @@ fn doctor_and_run_agree_on_a_settings_file_wiring_refuses() {
         refused,
         "left byte for byte"
     );
+    // Boxed, the run never edits the file, so it does not refuse it either.
+    let run = run_with(&[]);
+    assert_eq!(code(&run), Some(0), "{}", stderr(&run));
+    assert_eq!(std::fs::read(sb.settings()).unwrap(), refused);
 
     // Control: a file Claude skips for one invalid field but wiring can edit. Doctor says the
     // run still guards through --settings, and the run does start and finish clean.

@@ -211,7 +211,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 Status::Ok,
                 match kind {
                     Harness::Claude => format!(
-                        "guard not wired in {} (a persona run wires it for its duration)",
+                        "guard not wired in {} (a `--no-contain` persona run wires it for its duration; a boxed run passes the guard with `--settings` and leaves this file alone)",
                         shown(&target)
                     ),
                     Harness::Codex => format!(
@@ -307,8 +307,9 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                         continue;
                     };
                     let problems = claude_settings_problems(&text);
-                    // The file the run wires must also be one wiring can edit; otherwise the run
-                    // refuses to start (README "Refuse, don't repair"), whatever --settings does.
+                    // The file a `--no-contain` run wires must also be one wiring can edit;
+                    // otherwise that run refuses to start (README "Refuse, don't repair"),
+                    // whatever --settings does. A boxed run leaves the file alone.
                     let refused = if file == wired_file {
                         crate::harness::check_wirable(Harness::Claude, &ctx).err()
                     } else {
@@ -320,7 +321,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                             "settings",
                             Status::Problem,
                             format!(
-                                "{}: {}. Claude Code skips the whole file (silently under -p), and `persona run --harness claude` refuses to start (exit 2, setup_failed): wiring never edits a file it cannot parse ({})",
+                                "{}: {}. Claude Code skips the whole file (silently under -p), and `persona run --harness claude --no-contain` refuses to start (exit 2, setup_failed): wiring never edits a file it cannot parse ({}); a boxed run neither reads nor edits it",
                                 shown(&file),
                                 if problems.is_empty() { "unexpected shape".to_owned() } else { problems.join("; ") },
                                 output_first_line(&why.to_string())

@@ -92,12 +92,16 @@ fn crash_then_recover_in(sb: Sandbox, harness: &str, step: &str) {
                 "{step}: the run's copy {} is wired",
                 copy.display()
             );
-        } else {
+        } else if sb.unboxed {
             assert_ne!(
                 sb.snapshot(),
                 before,
                 "{step}: the crash must have left the guard wired"
             );
+        } else {
+            // A boxed Claude run wires no file of the user's (the guard comes through
+            // `--settings`): the crash leaves every byte of theirs as it was.
+            assert_eq!(sb.snapshot(), before, "{step}: a user file changed");
         }
     }
     if step != "locked" {
@@ -186,12 +190,20 @@ fn claude_crash_after_active_written() {
     crash_then_recover("claude", "active-written");
 }
 #[test]
-fn claude_crash_after_project_settings_wired() {
+fn claude_crash_after_wired() {
     crash_then_recover("claude", "wired");
+}
+#[test]
+fn claude_crash_after_project_settings_wired_unboxed() {
+    crash_then_recover_in(Sandbox::unboxed(), "claude", "wired");
 }
 #[test]
 fn claude_crash_after_settings_file_written() {
     crash_then_recover("claude", "settings-written");
+}
+#[test]
+fn claude_crash_after_settings_file_written_unboxed() {
+    crash_then_recover_in(Sandbox::unboxed(), "claude", "settings-written");
 }
 #[test]
 fn claude_crash_after_launch() {
@@ -214,6 +226,10 @@ fn claude_crash_mid_unwire() {
     crash_then_recover("claude", "mid-unwire");
 }
 #[test]
+fn claude_crash_mid_unwire_unboxed() {
+    crash_then_recover_in(Sandbox::unboxed(), "claude", "mid-unwire");
+}
+#[test]
 fn codex_crash_after_config_wired() {
     crash_then_recover("codex", "wired");
 }
@@ -228,7 +244,8 @@ fn codex_crash_mid_unwire() {
 
 #[test]
 fn the_next_run_recovers_a_crashed_one_itself() {
-    let sb = Sandbox::with_user_files();
+    // Unboxed: a boxed Claude run wires nothing of the user's for the next run to restore.
+    let sb = Sandbox::unboxed();
     sb.set_script(&script_for("wired"));
     let before = sb.snapshot();
     let mut child = sb.spawn_paused("claude", "wired");

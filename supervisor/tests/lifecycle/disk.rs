@@ -40,36 +40,50 @@ fn checkout_stream(sb: &Sandbox, harness: &str) -> PathBuf {
 }
 
 // Per run: ACTIVE.json as first written (file + directory), ACTIVE.json's worker pid (its file,
-// not its directory: 1), the journal (1), run.json (2). Claude adds the user's settings file
-// wired (2) and restored (2) and the wiring record (2). Codex touches no user file: the run
-// wires its own copy of the configuration in the run directory, which is removed at the end and
-// needs no sync. findings.md adds its file's fsync (its directory is run.json's).
-fn without_answer(harness: &str) -> u64 {
+// not its directory: 1), the journal (1), run.json (2). A `--no-contain` Claude run adds the
+// user's settings file wired (2) and restored (2) and the wiring record (2). A boxed Claude run
+// touches no user file (the guard comes through `--settings`), nor does Codex: the run wires its
+// own copy of the configuration in the run directory, which is removed at the end and needs no
+// sync. findings.md adds its file's fsync (its directory is run.json's).
+fn without_answer(harness: &str, sb: &Sandbox) -> u64 {
     match harness {
-        "claude" => 12,
+        "claude" if sb.unboxed => 12,
         _ => 6,
     }
 }
 
+/// Boxed, both harnesses; and Claude `--no-contain`, the one run that edits a user file.
+fn sandboxes() -> [(&'static str, Sandbox); 3] {
+    [
+        ("claude", Sandbox::with_user_files()),
+        ("claude", Sandbox::unboxed()),
+        ("codex", Sandbox::with_user_files()),
+    ]
+}
+
 #[test]
 fn a_run_without_an_answer_waits_on_the_disk_only_for_the_users_file_and_the_record() {
-    for harness in ["claude", "codex"] {
-        let sb = Sandbox::with_user_files();
+    for (harness, sb) in sandboxes() {
         sb.set_script("@exit 0\n");
-        assert_eq!(fsyncs(&sb, harness), without_answer(harness), "{harness}");
+        assert_eq!(
+            fsyncs(&sb, harness),
+            without_answer(harness, &sb),
+            "{harness}, unboxed: {}",
+            sb.unboxed
+        );
     }
 }
 
 #[test]
 fn a_run_with_findings_adds_one_fsync_for_findings_md() {
-    for harness in ["claude", "codex"] {
-        let sb = Sandbox::with_user_files();
+    for (harness, sb) in sandboxes() {
         let stream = checkout_stream(&sb, harness);
         sb.set_script(&format!("@stream {}\n", stream.display()));
         assert_eq!(
             fsyncs(&sb, harness),
-            without_answer(harness) + 1,
-            "{harness}"
+            without_answer(harness, &sb) + 1,
+            "{harness}, unboxed: {}",
+            sb.unboxed
         );
         assert!(
             sb.run_dir().join("findings.md").exists(),

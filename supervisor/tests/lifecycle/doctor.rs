@@ -33,7 +33,8 @@ fn problems(v: &serde_json::Value) -> Vec<String> {
 
 #[test]
 fn doctor_finds_a_crashed_run_and_its_wiring_then_is_healthy_after_recover() {
-    let sb = Sandbox::with_user_files();
+    // Unboxed: a boxed Claude run leaves no wiring of its own in the project for doctor to find.
+    let sb = Sandbox::unboxed();
     sb.set_script("@sleep 60000\n");
     let (code, v) = doctor(&sb);
     assert_eq!(code, 0, "{v}");

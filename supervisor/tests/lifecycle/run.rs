@@ -18,7 +18,17 @@ fn clean_claude_script() -> String {
 
 #[test]
 fn claude_run_wires_during_and_leaves_only_the_run_dir_after() {
-    let sb = Sandbox::with_user_files();
+    claude_run_wires_during_and_leaves(Sandbox::with_user_files());
+}
+
+#[test]
+fn claude_run_wires_during_and_leaves_only_the_run_dir_after_unboxed() {
+    claude_run_wires_during_and_leaves(Sandbox::unboxed());
+}
+
+/// Boxed, the guard's one layer is the `--settings` file and the user's `.claude/settings.json`
+/// is not touched even during the run; `--no-contain`, the guard is wired in both.
+fn claude_run_wires_during_and_leaves(sb: Sandbox) {
     sb.set_script(&clean_claude_script());
     let before = sb.snapshot();
     let child = sb
@@ -28,7 +38,7 @@ fn claude_run_wires_during_and_leaves_only_the_run_dir_after() {
         .spawn()
         .unwrap();
 
-    // During: ACTIVE.json names the run and its worker; the guard is wired in both places.
+    // During: ACTIVE.json names the run and its worker; the guard is wired.
     wait_for(10, "the worker to start", || sb.record().exists());
     wait_for(10, "worker_pid in ACTIVE.json", || {
         active_worker_pid(&sb).is_some()
@@ -40,9 +50,14 @@ fn claude_run_wires_during_and_leaves_only_the_run_dir_after() {
     assert_eq!(active["harness"], "claude");
     assert_eq!(active["flow_path"], sb.flow().display().to_string());
     assert_eq!(active["supervisor_pid"], child.id());
-    assert_eq!(active["wiring"][0]["tag"], "leopold-persona-guard");
     let settings = std::fs::read_to_string(sb.project.join(".claude/settings.json")).unwrap();
-    assert!(settings.contains("persona guard"), "{settings}");
+    if sb.unboxed {
+        assert_eq!(active["wiring"][0]["tag"], "leopold-persona-guard");
+        assert!(settings.contains("persona guard"), "{settings}");
+    } else {
+        assert_eq!(active["wiring"], serde_json::json!([]), "{active}");
+        assert_eq!(sb.snapshot(), before, "a boxed run changed a user file");
+    }
     let gs = active["guard_settings"].as_str().unwrap().to_owned();
     assert!(std::fs::read_to_string(&gs)
         .unwrap()
@@ -341,7 +356,9 @@ fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_c
 
 #[test]
 fn a_settings_file_wiring_refuses_stops_the_run_with_exit_2_and_leaves_it_byte_for_byte() {
-    let sb = Sandbox::with_user_files();
+    // Only a `--no-contain` run edits the project's settings file (a boxed one passes the guard
+    // with `--settings`: `a_boxed_claude_run_leaves_a_settings_file_it_could_not_wire_alone`).
+    let sb = Sandbox::unboxed();
     std::fs::write(
         sb.project.join(".claude/settings.json"),
         "{\"hooks\": [1, 2,\n",
@@ -368,6 +385,39 @@ fn a_settings_file_wiring_refuses_stops_the_run_with_exit_2_and_leaves_it_byte_f
     let rj = sb.run_json();
     assert_eq!(rj["end"]["outcome"], "setup_failed");
     assert_eq!(rj["end"]["exit_code"], 2);
+}
+
+#[test]
+fn a_boxed_claude_run_leaves_a_settings_file_it_could_not_wire_alone() {
+    let sb = Sandbox::with_user_files();
+    std::fs::write(
+        sb.project.join(".claude/settings.json"),
+        "{\"hooks\": [1, 2,\n",
+    )
+    .unwrap();
+    sb.set_script(&clean_claude_script());
+    let before = sb.snapshot();
+    let out = sb.run_cmd("claude", &[]).output().unwrap();
+    // The box never shows the worker the project, so the file is neither read nor edited: the
+    // guard comes through `--settings`, and the run goes on.
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(sb.snapshot(), before);
+    let rj = sb.run_json();
+    assert_eq!(rj["end"]["outcome"], "clean");
+    assert_eq!(rj["wiring"], serde_json::json!([]));
+    let argv = sb.worker_record()["argv"].clone();
+    assert!(
+        argv.as_array().unwrap().iter().any(|a| a
+            .as_str()
+            .is_some_and(|a| a.ends_with("guard-settings.json"))),
+        "{argv}"
+    );
 }
 
 #[test]

@@ -639,7 +639,23 @@ fn scenario_crash(h: Harness) {
         .expect("worker_pid in ACTIVE.json") as u32;
     assert!(alive(worker));
     match h {
-        Harness::Claude => assert_ne!(w.settings_bytes(), before, "the guard is wired mid-run"),
+        Harness::Claude => {
+            // Boxed, the guard comes through the run's `--settings` file; the user's
+            // `.claude/settings.json` is never edited, not even mid-run.
+            assert_eq!(
+                w.settings_bytes(),
+                before,
+                "the user's settings.json changed"
+            );
+            assert_eq!(active["wiring"], serde_json::json!([]), "{active}");
+            let gs = active["guard_settings"].as_str().expect("guard_settings");
+            assert!(
+                std::fs::read_to_string(gs)
+                    .unwrap()
+                    .contains("leopold-persona-guard"),
+                "{gs}"
+            );
+        }
         Harness::Codex => {
             // Wired in the run's own copy of the configuration; the user's file never changes.
             assert_eq!(w.settings_bytes(), before, "the user's config.toml changed");

@@ -162,15 +162,27 @@ fn active_state(
         supervisor_pid: std::process::id(),
         worker_pid: None,
         started_at: started_at.to_owned(),
-        wiring: vec![WiringEntry {
-            harness: plan.kind,
-            file: ctx.settings_path(plan.kind),
-            tag: harness::TAG.into(),
-        }],
+        wiring: wires_a_settings_file(plan)
+            .then(|| WiringEntry {
+                harness: plan.kind,
+                file: ctx.settings_path(plan.kind),
+                tag: harness::TAG.into(),
+            })
+            .into_iter()
+            .collect(),
         guard_settings,
         browser: browser.map(|p| p.state.clone()),
         end: None,
     }
+}
+
+/// Whether the run wires the guard into a settings file (and unwires it at the end): Codex into
+/// the run's own copy of the configuration; Claude into the project's `.claude/settings.json`
+/// only with `--no-contain`. A boxed Claude worker never sees the project (the box holds none of
+/// it), so its one layer is the `--settings` file: a boxed Claude run edits no file of the
+/// user's, and waits on the disk for none.
+fn wires_a_settings_file(plan: &Plan) -> bool {
+    plan.kind == Harness::Codex || plan.bwrap.is_none()
 }
 
 /// What step 4 set up for the rest of the run.
@@ -395,8 +407,8 @@ fn record_active(
     Ok((started, st))
 }
 
-/// Step 5: for Codex, the run's own configuration (a copy of the user's); wires the guard,
-/// writes the `--settings` file. (The proof that the wired command denies runs alongside:
+/// Step 5: for Codex, the run's own configuration (a copy of the user's); wires the guard (for
+/// Claude only with `--no-contain`: [`wires_a_settings_file`]), writes the `--settings` file. (The proof that the wired command denies runs alongside:
 /// [`proof::start_proof`].)
 fn wire(
     plan: &Plan,
@@ -413,14 +425,16 @@ fn wire(
             plan.bwrap.is_none(),
         )?;
     }
-    let outcome = harness::wire(plan.kind, &started.ctx)?;
-    tracing::debug!(
-        changed = outcome.changed,
-        "wired {}",
-        outcome.record.file.display()
-    );
-    for w in &outcome.warnings {
-        out.warn(w);
+    if wires_a_settings_file(plan) {
+        let outcome = harness::wire(plan.kind, &started.ctx)?;
+        tracing::debug!(
+            changed = outcome.changed,
+            "wired {}",
+            outcome.record.file.display()
+        );
+        for w in &outcome.warnings {
+            out.warn(w);
+        }
     }
     timings.mark("wired");
     pause_point("wired");

@@ -72,32 +72,38 @@ impl Teardown<'_> {
         let out = self.out;
         let ctx = self.ctx;
         let target = ctx.settings_path(plan.kind);
-        let unwired = harness::unwire(plan.kind, ctx)
-            .map(|u| {
-                for w in &u.warnings {
-                    out.warn(w);
-                }
-                u.changed()
-            })
-            .or_else(|e| {
-                // Wiring refused the file (malformed, not UTF-8, ...) and it carries nothing of
-                // ours: there is nothing to undo but wiring's own record of the attempt.
-                let ours = std::fs::read(&target)
-                    .map(|b| {
-                        b.windows(harness::TAG.len())
-                            .any(|w| w == harness::TAG.as_bytes())
-                    })
-                    .unwrap_or(false);
-                if ours {
-                    return Err(e);
-                }
-                let record = ctx.record_path(plan.kind);
-                let _ = std::fs::remove_file(&record);
-                if let Some(dir) = record.parent() {
-                    let _ = std::fs::remove_dir(dir);
-                }
-                Ok(false)
-            });
+        // Nothing to unwire when the run wired no settings file (a boxed Claude run).
+        let wired = !self.st.wiring.is_empty();
+        let unwired = if !wired {
+            Ok(false)
+        } else {
+            harness::unwire(plan.kind, ctx)
+                .map(|u| {
+                    for w in &u.warnings {
+                        out.warn(w);
+                    }
+                    u.changed()
+                })
+                .or_else(|e| {
+                    // Wiring refused the file (malformed, not UTF-8, ...) and it carries nothing of
+                    // ours: there is nothing to undo but wiring's own record of the attempt.
+                    let ours = std::fs::read(&target)
+                        .map(|b| {
+                            b.windows(harness::TAG.len())
+                                .any(|w| w == harness::TAG.as_bytes())
+                        })
+                        .unwrap_or(false);
+                    if ours {
+                        return Err(e);
+                    }
+                    let record = ctx.record_path(plan.kind);
+                    let _ = std::fs::remove_file(&record);
+                    if let Some(dir) = record.parent() {
+                        let _ = std::fs::remove_dir(dir);
+                    }
+                    Ok(false)
+                })
+        };
         if let Err(e) = unwired {
             self.out.error(&format!(
                 "{e:#}\nthe guard is still wired; ACTIVE.json is kept so that `leopold persona recover --project {}` can finish the cleanup",
@@ -105,7 +111,9 @@ impl Teardown<'_> {
             ));
             return Ok(RunExit::CONFIG);
         }
-        tracing::info!("unwired {}", target.display());
+        if wired {
+            tracing::info!("unwired {}", target.display());
+        }
         if plan.kind == harness::Harness::Codex {
             // The run's copy of the user's configuration, and its login entry, go with it.
             harness::run_home::remove_codex_copy(&ctx.codex_home);
