@@ -531,6 +531,10 @@ impl Parallelism {
     /// Lines per batch: enough that handing one over costs little per line, few enough that the
     /// batches in flight stay a few MiB whatever the journal's size.
     const BATCH_LINES: usize = 2048;
+    /// A batch also ends once it holds this many bytes (plus at most one line, itself at most
+    /// [`MAX_LINE`]): long lines cannot make the batches in flight grow past
+    /// `2 x threads + 2` batches of at most 5 MiB each.
+    const BATCH_BYTES: usize = 1 << 20;
 
     fn new(threads: Option<NonZeroUsize>) -> Parallelism {
         let workers = threads
@@ -574,8 +578,20 @@ fn read_batch<R: BufRead>(lines: &mut LineReader<'_, R>, max: usize) -> io::Resu
         data: Vec::new(),
         lines: Vec::with_capacity(expected),
     };
-    while batch.lines.len() < max {
-        let Some((_, line, hash)) = lines.next_line()? else {
+    if let Some(e) = lines.pending_error.take() {
+        return Err(e);
+    }
+    while batch.lines.len() < max && batch.data.len() < Parallelism::BATCH_BYTES {
+        let next = match lines.next_line() {
+            Ok(n) => n,
+            // The lines read before the error are judged first, as a sequential read would.
+            Err(e) if !batch.lines.is_empty() => {
+                lines.pending_error = Some(e);
+                break;
+            }
+            Err(e) => return Err(e),
+        };
+        let Some((_, line, hash)) = next else {
             break;
         };
         let raw = match line {
@@ -592,7 +608,9 @@ fn read_batch<R: BufRead>(lines: &mut LineReader<'_, R>, max: usize) -> io::Resu
             } => {
                 if batch.data.is_empty() {
                     // Room for a batch of lines like the first, so it rarely grows.
-                    batch.data.reserve((bytes.len() + 1).min(4096) * expected);
+                    batch.data.reserve(
+                        ((bytes.len() + 1).min(4096) * expected).min(Parallelism::BATCH_BYTES),
+                    );
                 }
                 batch.data.extend_from_slice(bytes);
                 if cr {
@@ -666,12 +684,11 @@ fn run_workers<R: BufRead>(
             in_flight.push_back(next);
             next = (next + 1) % workers;
         };
-        // Closing the queues ends the workers once they are empty.
+        // Closing the queues ends the workers once they are empty; what was read before an error
+        // is reported before it, as a sequential read would.
         drop(queues);
-        if read.is_ok() {
-            while let Some(w) = in_flight.pop_front() {
-                take(w, merge, on_event);
-            }
+        while let Some(w) = in_flight.pop_front() {
+            take(w, merge, on_event);
         }
         read
     })
@@ -1139,6 +1156,8 @@ struct LineReader<'r, R> {
     /// Hash only the lines over [`MAX_LINE`] (whose bytes are not kept): the caller hashes the
     /// others from the bytes it is given.
     hash_only_long: bool,
+    /// An error met after a batch's first line, returned by the next [`read_batch`].
+    pending_error: Option<io::Error>,
 }
 
 impl<'r, R: BufRead> LineReader<'r, R> {
@@ -1149,6 +1168,7 @@ impl<'r, R: BufRead> LineReader<'r, R> {
             line_no: 0,
             hasher: hash.then(LineHasher::default),
             hash_only_long: false,
+            pending_error: None,
         }
     }
 
@@ -1337,6 +1357,77 @@ mod tests {
             let whole = replay_with(&text, par(1, usize::MAX));
             proptest::prop_assert_eq!(&whole, &replay_with(&text, par(1, batch)));
             proptest::prop_assert_eq!(&whole, &replay_with(&text, par(workers, batch)));
+        }
+    }
+
+    #[test]
+    fn a_batch_of_long_lines_ends_at_its_byte_cap() {
+        let line = format!("{{\"x\":\"{}\"}}\n", "a".repeat(100 << 10));
+        let text = line.repeat(40);
+        let mut r = std::io::Cursor::new(text.as_bytes());
+        let mut lines = LineReader::new(&mut r, false);
+        let batch = read_batch(&mut lines, Parallelism::BATCH_LINES)
+            .unwrap()
+            .unwrap();
+        assert!(batch.lines.len() < 40, "{} lines", batch.lines.len());
+        assert!(
+            batch.data.len() < Parallelism::BATCH_BYTES + line.len(),
+            "{} bytes",
+            batch.data.len()
+        );
+    }
+
+    /// Gives `ok` bytes of `data`, then fails.
+    struct FailsAfter<'a> {
+        data: &'a [u8],
+        ok: usize,
+    }
+
+    impl io::Read for FailsAfter<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.ok == 0 {
+                return Err(io::Error::other("disk gone"));
+            }
+            let n = buf.len().min(self.ok).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            self.ok -= n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn what_was_read_before_an_io_error_is_still_reported() {
+        let lines = journal_lines(true);
+        let mut text = lines.join(&b'\n');
+        text.push(b'\n');
+        // The error comes right after line 6: lines 2 to 6 hold violations to report.
+        let cut = lines[..6].iter().map(|l| l.len() + 1).sum::<usize>();
+        let (_, expected) = replay_with(&text[..cut], par(1, usize::MAX));
+        assert!(
+            expected
+                .iter()
+                .any(|e| matches!(e, ReplayEvent::Violation { .. })),
+            "{expected:?}"
+        );
+        let flow = Flow::load(&golden("flow.md")).unwrap();
+        for p in [par(1, usize::MAX), par(1, 2), par(3, 2)] {
+            let mut reader = BufReader::with_capacity(
+                64,
+                FailsAfter {
+                    data: &text,
+                    ok: cut,
+                },
+            );
+            let mut lines = LineReader::new(&mut reader, true);
+            let path = Path::new("j");
+            let (header, hash) = read_header(&mut lines, path).unwrap();
+            let mut events = vec![];
+            let r = replay_lines(&flow, &header, hash, &mut lines, path, p, &mut |e| {
+                events.push(e)
+            });
+            assert!(matches!(r, Err(ReplayError::Read { .. })), "{p:?}");
+            assert_eq!(events, expected, "{p:?}");
         }
     }
 

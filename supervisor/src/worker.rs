@@ -156,22 +156,12 @@ pub fn check_extra_args(kind: Harness, extra: &[String]) -> Result<(), String> {
                     return Err(format!("`{flag}` makes Claude Code skip hooks: the guard would not run"))
                 }
                 "--settings" => {
+                    // Claude keeps one `--settings`: a second could replace the guard's, which
+                    // in the box is the guard's only layer.
                     let v = next().unwrap_or_default();
-                    let text = if v.trim_start().starts_with('{') {
-                        v.clone()
-                    } else {
-                        std::fs::read_to_string(&v).unwrap_or_default()
-                    };
-                    if text.contains("disableAllHooks") || text.contains("allowManagedHooksOnly") {
-                        return Err(format!(
-                            "`--settings {v}` sets disableAllHooks/allowManagedHooksOnly: the guard would not run"
-                        ));
-                    }
-                    if text.contains("permissions") || text.contains("defaultMode") {
-                        return Err(format!(
-                            "`--settings {v}` sets permissions or a defaultMode: the worker is offered the browser tools and nothing else"
-                        ));
-                    }
+                    return Err(format!(
+                        "`--settings {v}`: Leopold passes its own `--settings` file, which carries the guard, and Claude Code keeps only one: the guard could be replaced"
+                    ));
                 }
                 "--setting-sources" => {
                     return Err("`--setting-sources` changes which settings (and hooks) load; Leopold passes `--setting-sources project` and the guard itself".into())
@@ -529,6 +519,11 @@ mod tests {
         assert!(
             check_extra_args(Harness::Claude, &s(&["--model", "x", "--max-turns", "3"])).is_ok()
         );
+        // Even a harmless-looking settings file: it could take the place of the guard's.
+        let e = check_extra_args(Harness::Claude, &s(&["--settings", "{\"model\":\"x\"}"]))
+            .unwrap_err();
+        assert!(e.contains("carries the guard"), "{e}");
+        assert!(check_extra_args(Harness::Claude, &s(&["--settings=/tmp/s.json"])).is_err());
     }
 
     #[test]

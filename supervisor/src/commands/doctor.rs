@@ -241,7 +241,13 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 );
                 // A Codex run wires its own copy, never the user's file: tagged handlers there
                 // are the user's (by hand) or an older version's leftovers, run or no run.
-                if holder.is_some() && kind == Harness::Claude {
+                // The live run's own wiring is the file its ACTIVE.json names (a `--no-contain`
+                // Claude run); a boxed run wires no file of the user's.
+                let the_runs = holder.is_some()
+                    && kind == Harness::Claude
+                    && <state::ActiveState as state::StateFile>::read(&paths.active())
+                        .is_ok_and(|st| st.wiring.iter().any(|w| w.file == target));
+                if the_runs {
                     out.push(f(scope, "wired", Status::Ok, msg, None));
                 } else if crate::harness::wired_by_hand(kind, &ctx) {
                     out.push(f(

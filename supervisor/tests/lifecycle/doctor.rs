@@ -231,3 +231,44 @@ fn a_crashed_codex_run_leaves_the_users_config_alone_and_an_older_orphan_is_stil
     let (code, v) = doctor(&sb);
     assert_eq!(code, 0, "{v}");
 }
+
+#[test]
+fn during_a_boxed_claude_run_a_tagged_handler_in_the_project_is_not_called_the_runs() {
+    let sb = Sandbox::with_user_files();
+    sb.set_script("@sleep 60000\n");
+    // An orphan: a crashed `--no-contain` run's wiring, say. A boxed run wires nothing there.
+    let project = sb.project.display().to_string();
+    let fake = fake_worker().display().to_string();
+    let wire = sb
+        .leopold(&[
+            "persona",
+            "wire",
+            "--harness",
+            "claude",
+            "--project",
+            &project,
+            "--harness-bin",
+            &fake,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(wire.status.code(), Some(0), "{}", stderr(&wire));
+    let mut child = sb.spawn_paused("claude", "launched");
+    let (_, v) = doctor(&sb);
+    let wired = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["scope"] == "claude" && f["check"] == "wired")
+        .unwrap()
+        .clone();
+    // Wired by hand, and the boxed run's ACTIVE.json names no file of the project's: a note.
+    assert_eq!(wired["status"], "note", "{wired}");
+    assert!(
+        wired["message"].as_str().unwrap().contains("by hand"),
+        "{wired}"
+    );
+    signal(child.id(), "KILL");
+    let _ = child.wait();
+    assert_eq!(sb.recover().status.code(), Some(0));
+}

@@ -222,9 +222,12 @@ async fn lifecycle(
         Err(e) => return run.setup_failed(format!("{e:#}")),
     };
     if let Err(e) = wire(&plan, &started, out, timings) {
+        // The proof's guard is done (joined) before teardown frees the lock and ACTIVE.json.
+        drop(proof);
         return run.setup_failed(format!("{e:#}"));
     }
     if let Some(sig) = signals.pending().await {
+        drop(proof);
         return run.finish(Ending::early(
             RunOutcome::Interrupted,
             format!("{} before launch", sig.as_str()),

@@ -30,8 +30,8 @@ pub fn probe_host(flow: &leopold_flows::Flow) -> Option<&'static str> {
 ///
 /// The command runs on a thread of its own from the moment ACTIVE.json exists (all it reads),
 /// while the run wires and builds the box; [`Proof::verdict`] waits for its answer before the
-/// worker is spawned. A proof dropped unjudged (the run stopped before) is still waited for: no
-/// guard process outlives the supervisor's set-up.
+/// worker is spawned. A proof dropped unjudged (the run stopped before) is still waited for, and
+/// the run drops it before its teardown: no proof outlives the run's lock.
 pub fn start_proof(plan: &Plan) -> anyhow::Result<Proof> {
     start(
         &plan.flow,
