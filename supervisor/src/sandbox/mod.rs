@@ -255,6 +255,10 @@ pub fn prefetch_system_args() {
     let _ = std::thread::Builder::new()
         .name("leopold-box-etc".into())
         .spawn(|| {
+            // Lowest priority: on a machine with few cores the walk waits for the run's own
+            // work (ACTIVE.json, the guard's proof), not the other way round. Failing to lower
+            // it changes nothing but the timing.
+            let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
             std::sync::LazyLock::force(&SYSTEM_ARGS);
         });
 }
