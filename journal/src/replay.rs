@@ -476,11 +476,6 @@ fn replay_lines<R: BufRead>(
         };
         chain.broken(&mut s, 1, problem.to_owned(), on_event);
     }
-    if s.chained {
-        // The workers hash every line they judge; the reader hashes only the lines it does not
-        // hand over whole (those over [`MAX_LINE`]).
-        lines.hash_only_long = true;
-    }
     let mut merge = Merge {
         s,
         chain,
@@ -494,12 +489,25 @@ fn replay_lines<R: BufRead>(
     };
     let workers = par.workers.get();
     if workers == 1 {
+        // One thread: each line is hashed as it is read and judged in the reader's own buffer,
+        // with no batch to copy it into.
         let mut validator = Validator::new(flow);
-        while let Some(batch) = read_batch(lines, par.batch_lines).map_err(read_error(path))? {
-            let judged = judge.batch(&mut validator, &batch);
-            merge.batch(batch.first_line, judged, on_event);
+        while let Some((line_no, line, hash)) = lines.next_line().map_err(read_error(path))? {
+            let what = match line {
+                Line::TooLong => What::TooLong,
+                Line::Bytes {
+                    bytes, terminated, ..
+                } => judge.line(&mut validator, line_no, bytes, terminated),
+            };
+            let hash = hash.unwrap_or(GENESIS);
+            merge.line(line_no, Judged { hash, what }, on_event);
         }
     } else {
+        if merge.s.chained {
+            // The workers hash every line they judge; the reader hashes only the lines it does
+            // not hand over whole (those over [`MAX_LINE`]).
+            lines.hash_only_long = true;
+        }
         run_workers(
             &judge,
             workers,
@@ -866,57 +874,61 @@ impl Merge {
         judged: Vec<Judged>,
         on_event: &mut dyn FnMut(ReplayEvent),
     ) {
-        let s = &mut self.s;
         for (line_no, j) in (first_line..).zip(judged) {
-            // Every line is a link, whatever it holds: a blank or malformed line breaks the chain
-            // at the line after it.
-            let prev = std::mem::replace(&mut self.chain.last, j.hash);
-            match j.what {
-                What::TooLong => {
-                    self.expected_seq = None;
-                    report_too_long(s, line_no, on_event);
+            self.line(line_no, j, on_event);
+        }
+    }
+
+    fn line(&mut self, line_no: u64, j: Judged, on_event: &mut dyn FnMut(ReplayEvent)) {
+        let s = &mut self.s;
+        // Every line is a link, whatever it holds: a blank or malformed line breaks the chain at
+        // the line after it.
+        let prev = std::mem::replace(&mut self.chain.last, j.hash);
+        match j.what {
+            What::TooLong => {
+                self.expected_seq = None;
+                report_too_long(s, line_no, on_event);
+            }
+            What::Blank => {
+                // The writer never writes one: in a chained journal it is a line that links to
+                // nothing.
+                if self.chain.on {
+                    self.chain.check(s, line_no, prev, &Link::Absent, on_event);
                 }
-                What::Blank => {
-                    // The writer never writes one: in a chained journal it is a line that links
-                    // to nothing.
-                    if self.chain.on {
-                        self.chain.check(s, line_no, prev, &Link::Absent, on_event);
-                    }
-                }
-                What::Torn => {
-                    s.torn_last_line = true;
-                    on_event(ReplayEvent::Torn { line: line_no });
-                }
-                What::Malformed { error, link } => {
-                    self.expected_seq = None;
-                    report_malformed(s, line_no, &error, on_event);
-                    if self.chain.on {
-                        self.chain.check(s, line_no, prev, &link, on_event);
-                    }
-                }
-                What::Action {
-                    seq,
-                    link,
-                    denied,
-                    changed,
-                    violation,
-                } => {
+            }
+            What::Torn => {
+                s.torn_last_line = true;
+                on_event(ReplayEvent::Torn { line: line_no });
+            }
+            What::Malformed { error, link } => {
+                self.expected_seq = None;
+                report_malformed(s, line_no, &error, on_event);
+                if self.chain.on {
                     self.chain.check(s, line_no, prev, &link, on_event);
-                    if let Some(expected) = self.expected_seq.filter(|e| *e != seq) {
-                        s.seq_gaps += 1;
-                        on_event(ReplayEvent::SeqGap {
-                            line: line_no,
-                            expected,
-                            found: seq,
-                        });
-                    }
-                    self.expected_seq = seq.checked_add(1);
-                    if let Some(ev) = changed {
-                        s.verdicts_changed += 1;
-                        on_event(*ev);
-                    }
-                    tally(s, denied, violation.map(|v| *v), on_event);
                 }
+            }
+            What::Action {
+                seq,
+                link,
+                denied,
+                changed,
+                violation,
+            } => {
+                self.chain.check(s, line_no, prev, &link, on_event);
+                if let Some(expected) = self.expected_seq.filter(|e| *e != seq) {
+                    s.seq_gaps += 1;
+                    on_event(ReplayEvent::SeqGap {
+                        line: line_no,
+                        expected,
+                        found: seq,
+                    });
+                }
+                self.expected_seq = seq.checked_add(1);
+                if let Some(ev) = changed {
+                    s.verdicts_changed += 1;
+                    on_event(*ev);
+                }
+                tally(s, denied, violation.map(|v| *v), on_event);
             }
         }
     }
