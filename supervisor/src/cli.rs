@@ -111,7 +111,9 @@ pub enum PersonaCommand {
     /// the project's harness settings say (Claude `--tools ""`, `--setting-sources project`,
     /// `--permission-mode default`; Codex `-s read-only`, the shell, web search and sub-agents
     /// off). A Codex run wires the guard into its own copy of the user's `config.toml`
-    /// (`<run dir>/scratch/.codex`), never the user's file. README "Only the browser", "Wiring".
+    /// (`<run dir>/scratch/.codex`), never the user's file; a boxed Claude run passes it with its
+    /// own `--settings` file and edits no file of the user's (with `--no-contain`, the project's
+    /// `.claude/settings.json` is wired too). README "Only the browser", "Wiring".
     Run(RunArgs),
     /// The PreToolUse hook: reads the harness payload on stdin; exit 0 allows, exit 2 denies.
     ///
