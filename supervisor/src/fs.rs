@@ -221,6 +221,12 @@ fn sync_file(file: &fs::File) -> io::Result<()> {
     file.sync_all()
 }
 
+/// Makes a [`Durability::Whole`] write of `path` [`Durability::Durable`]: syncs its directory,
+/// so that the rename survives a power loss too. For a caller with other work to start first.
+pub(crate) fn sync_dir_of(path: &Path) {
+    sync_dir(path.parent().unwrap_or(Path::new(".")));
+}
+
 /// Makes the rename itself durable. Best effort: some filesystems refuse to fsync a directory.
 fn sync_dir(dir: &Path) {
     if let Ok(d) = fs::File::open(dir) {

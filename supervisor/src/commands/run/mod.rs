@@ -221,6 +221,9 @@ async fn lifecycle(
         Ok(p) => p,
         Err(e) => return run.setup_failed(format!("{e:#}")),
     };
+    // ACTIVE.json survives a power loss before any file is wired: after a reboot recovery finds
+    // the run. The proof's guard runs meanwhile.
+    crate::fs::sync_dir_of(&plan.paths.active());
     if let Err(e) = wire(&plan, &started, out, timings) {
         // The proof's guard is done (joined) before teardown frees the lock and ACTIVE.json.
         drop(proof);
@@ -393,7 +396,9 @@ fn record_active(
         guard_settings.clone(),
         provisioned.as_ref(),
     );
-    st.write_atomic(&plan.paths.active())?;
+    // Whole, not yet Durable: the caller starts the guard's proof (which reads the file) and
+    // then syncs the directory, before anything of the user's changes.
+    st.write_as(&plan.paths.active(), state::Durability::Whole)?;
     let _ = lock.update(&LockHolder {
         flow: Some(format!("{} (run {run_id})", plan.flow.name)),
         ..holder.clone()
