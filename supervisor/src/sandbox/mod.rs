@@ -246,11 +246,13 @@ fn trial_box(bwrap: &Path) -> Result<(), String> {
 }
 
 /// [`system_args`], computed once per process: by [`prefetch_system_args`]'s thread while the
-/// run writes its files, or by the first box built.
+/// run waits for the guard's proof, or by the first box built.
 static SYSTEM_ARGS: std::sync::LazyLock<Vec<OsString>> = std::sync::LazyLock::new(walk_system);
 
 /// Starts computing the box's system binds (a walk of `/etc`, a few milliseconds) on a thread of
-/// its own, so a run that waits on the disk for its files does not also wait for the walk.
+/// its own, so a run that waits for the guard's proof and on the disk does not also wait for the
+/// walk. `persona run` starts it once ACTIVE.json is written: a core is free then (the
+/// supervisor waits), where beside the writing of ACTIVE.json it slowed that down.
 pub fn prefetch_system_args() {
     let _ = std::thread::Builder::new()
         .name("leopold-box-etc".into())

@@ -105,9 +105,6 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     };
     // 1. Everything resolved before any side effect; errors here exit 2 via main.
     let plan = plan::plan(&args)?;
-    if plan.bwrap.is_some() {
-        crate::sandbox::prefetch_system_args();
-    }
     timings.mark("planned");
 
     // 2. The lock. Busy: say who holds it and touch nothing else.
@@ -221,6 +218,9 @@ async fn lifecycle(
         Ok(p) => p,
         Err(e) => return run.setup_failed(format!("{e:#}")),
     };
+    if plan.bwrap.is_some() {
+        crate::sandbox::prefetch_system_args();
+    }
     // ACTIVE.json survives a power loss before any file is wired: after a reboot recovery finds
     // the run. The proof's guard runs meanwhile.
     crate::fs::sync_dir_of(&plan.paths.active());
