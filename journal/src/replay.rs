@@ -493,14 +493,8 @@ fn replay_lines<R: BufRead>(
         // with no batch to copy it into.
         let mut validator = Validator::new(flow);
         while let Some((line_no, line, hash)) = lines.next_line().map_err(read_error(path))? {
-            let what = match line {
-                Line::TooLong => What::TooLong,
-                Line::Bytes {
-                    bytes, terminated, ..
-                } => judge.line(&mut validator, line_no, bytes, terminated),
-            };
-            let hash = hash.unwrap_or(GENESIS);
-            merge.line(line_no, Judged { hash, what }, on_event);
+            let judged = judge.judged(&mut validator, line_no, line, hash);
+            merge.line(line_no, judged, on_event);
         }
     } else {
         if merge.s.chained {
@@ -763,27 +757,42 @@ impl Judge<'_> {
         let mut start = 0;
         let mut out = Vec::with_capacity(batch.lines.len());
         for (line_no, raw) in (batch.first_line..).zip(&batch.lines) {
-            let judged = if let Some(hash) = raw.too_long {
-                Judged {
-                    hash: hash.unwrap_or(GENESIS),
-                    what: What::TooLong,
-                }
-            } else {
-                let whole = &batch.data[start..raw.end];
-                let bytes = &whole[..whole.len() - usize::from(raw.cr)];
-                Judged {
-                    hash: if self.chained {
-                        JournalHash::of_line(whole)
-                    } else {
-                        GENESIS
-                    },
-                    what: self.line(validator, line_no, bytes, raw.terminated),
+            let (line, hash) = match raw.too_long {
+                Some(hash) => (Line::TooLong, hash),
+                None => {
+                    let whole = &batch.data[start..raw.end];
+                    let line = Line::Bytes {
+                        bytes: &whole[..whole.len() - usize::from(raw.cr)],
+                        terminated: raw.terminated,
+                        cr: raw.cr,
+                    };
+                    (line, self.chained.then(|| JournalHash::of_line(whole)))
                 }
             };
             start = raw.end;
-            out.push(judged);
+            out.push(self.judged(validator, line_no, line, hash));
         }
         out
+    }
+
+    /// One line as read, with its hash when the chain needs one.
+    fn judged(
+        &self,
+        validator: &mut Validator<'_>,
+        line_no: u64,
+        line: Line<'_>,
+        hash: Option<JournalHash>,
+    ) -> Judged {
+        let what = match line {
+            Line::TooLong => What::TooLong,
+            Line::Bytes {
+                bytes, terminated, ..
+            } => self.line(validator, line_no, bytes, terminated),
+        };
+        Judged {
+            hash: hash.unwrap_or(GENESIS),
+            what,
+        }
     }
 
     fn line(
