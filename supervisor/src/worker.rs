@@ -158,7 +158,8 @@ pub fn check_extra_args(kind: Harness, extra: &[String]) -> Result<(), String> {
                 "--settings" => {
                     // Claude keeps one `--settings`: a second could replace the guard's, which
                     // in the box is the guard's only layer.
-                    let v = next().unwrap_or_default();
+                    // Inline settings may carry a URL (an `apiKeyHelper` command): hosts only.
+                    let v = crate::redact::strip_urls(&next().unwrap_or_default());
                     return Err(format!(
                         "`--settings {v}`: Leopold passes its own `--settings` file, which carries the guard, and Claude Code keeps only one: the guard could be replaced"
                     ));
@@ -524,6 +525,15 @@ mod tests {
             .unwrap_err();
         assert!(e.contains("carries the guard"), "{e}");
         assert!(check_extra_args(Harness::Claude, &s(&["--settings=/tmp/s.json"])).is_err());
+        let e = check_extra_args(
+            Harness::Claude,
+            &s(&[
+                "--settings",
+                "{\"apiKeyHelper\":\"curl https://u:tok@keys.example/k\"}",
+            ]),
+        )
+        .unwrap_err();
+        assert!(!e.contains("://") && !e.contains("tok"), "{e}");
     }
 
     #[test]
