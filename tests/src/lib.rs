@@ -204,12 +204,16 @@ pub fn capture(name: &str) -> PathBuf {
 
 /// Reads a JSON-lines file; a missing file is an empty list (nothing was logged).
 ///
+/// Tests poll logs that live processes are still appending to, and a reader can see a write
+/// half done: a last line without its newline is still in flight and is left for the next read.
+///
 /// # Panics
-/// A line that is not JSON: a log a test reads must be whole.
+/// A whole line (one that ends in a newline) that is not JSON: a log a test reads must be whole.
 pub fn read_jsonl(path: &Path) -> Vec<Value> {
     match std::fs::read_to_string(path) {
         Ok(text) => text
-            .lines()
+            .split_inclusive('\n')
+            .filter_map(|l| l.strip_suffix('\n'))
             .filter(|l| !l.trim().is_empty())
             .map(|l| {
                 serde_json::from_str(l)
@@ -929,7 +933,7 @@ impl Drop for ModelServer {
 
 #[cfg(test)]
 mod tests {
-    use super::{Harness, HarnessKit};
+    use super::{read_jsonl, Harness, HarnessKit};
 
     fn args(a: &[&str]) -> Option<(usize, Vec<Harness>)> {
         Harness::bench_args(a.iter().map(|s| (*s).to_owned()), 3)
@@ -951,5 +955,24 @@ mod tests {
         ] {
             assert_eq!(args(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn read_jsonl_leaves_a_line_still_being_written_and_refuses_a_whole_bad_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("log.jsonl");
+        std::fs::write(&p, "{\"a\":1}\r\n\n{\"b\":2}\n{\"c\":").unwrap();
+        let got = read_jsonl(&p);
+        assert_eq!(
+            got,
+            vec![serde_json::json!({"a":1}), serde_json::json!({"b":2})]
+        );
+        std::fs::write(&p, "{\"a\":1}\n{\"c\":\n").unwrap();
+        let torn = std::panic::catch_unwind(|| read_jsonl(&p));
+        assert!(
+            torn.is_err(),
+            "a whole line that is not JSON must fail the test"
+        );
+        assert!(read_jsonl(&dir.path().join("missing")).is_empty());
     }
 }

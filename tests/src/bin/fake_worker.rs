@@ -221,7 +221,9 @@ fn result(v: serde_json::Value) {
         .create(true)
         .open(p)
     {
-        let _ = writeln!(f, "{v}");
+        // One write per line: `writeln!` on a `File` writes piece by piece, and a test may
+        // read the file while this process still appends.
+        let _ = f.write_all(format!("{v}\n").as_bytes());
     }
 }
 

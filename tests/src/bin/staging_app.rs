@@ -143,7 +143,8 @@ async fn serve(
     {
         let line = serde_json::json!({"method": method, "path": path, "host": host});
         let mut f = log.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = writeln!(f, "{line}");
+        // One write per line: the test reads this log while requests still arrive.
+        let _ = f.write_all(format!("{line}\n").as_bytes());
         let _ = f.flush();
     }
     let (status, headers, body) = respond(&method, &path, port);
