@@ -125,6 +125,14 @@ impl Observer {
         self
     }
 
+    /// Where the guard's events of this run begin in the events file, once known (after the
+    /// guard's proof, whose own denial is not the worker's).
+    pub fn events_from(&mut self, offset: u64) {
+        if let Some((_, o)) = &mut self.events {
+            *o = offset;
+        }
+    }
+
     /// Learns of the gateway's denials: a call the gateway refused is journaled as a denial
     /// (with its reason), not as what the stream shows (a call and its error result).
     pub fn with_gateway(mut self, shared: Arc<Mutex<crate::gateway::Shared>>) -> Observer {

@@ -51,13 +51,14 @@ pub fn harness_context(project: &Path) -> anyhow::Result<crate::harness::Context
     )?)
 }
 
-/// Test-only: pause at a named step (write a marker file, then sleep until killed). Steps, in
-/// order: `locked`, `active-written`, `wired`, `settings-written` (Claude), `launched`,
-/// `mid-stream` (after the first journaled action), `mid-unwire` (unwired, not yet archived).
+/// Test-only: pause at a named step (write a marker file, then sleep until killed, or until the
+/// test removes the marker: then the run goes on). Steps, in order: `locked`, `active-written`,
+/// `wired`, `settings-written` (Claude), `launched`, `mid-stream` (after the first journaled
+/// action), `mid-unwire` (unwired, not yet archived).
 const PAUSE_AT_ENV: &str = "__LEOPOLD_PAUSE_AT";
 const PAUSE_MARKER_ENV: &str = "__LEOPOLD_PAUSE_MARKER";
 
-/// Pauses here if a test asked for it. Never returns in that case: the test SIGKILLs us.
+/// Pauses here if a test asked for it, until the test SIGKILLs us or removes the marker.
 pub fn pause_point(step: &str) {
     let Ok(want) = std::env::var(PAUSE_AT_ENV) else {
         return;
@@ -65,10 +66,15 @@ pub fn pause_point(step: &str) {
     if want != step {
         return;
     }
-    if let Ok(marker) = std::env::var(PAUSE_MARKER_ENV) {
-        let _ = std::fs::write(&marker, format!("{step} {}\n", std::process::id()));
+    let Ok(marker) = std::env::var(PAUSE_MARKER_ENV) else {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    };
+    if std::fs::write(&marker, format!("{step} {}\n", std::process::id())).is_err() {
+        return;
     }
-    loop {
-        std::thread::sleep(Duration::from_secs(3600));
+    while Path::new(&marker).exists() {
+        std::thread::sleep(Duration::from_millis(10));
     }
 }

@@ -921,6 +921,12 @@ impl Boxed {
         cmd
     }
 
+    /// Lets the worker reach its model (and the guard's events land): once the guard's proof has
+    /// answered ([`RunBox`]).
+    pub fn open(&self) {
+        self.run_box.open();
+    }
+
     /// What the relay refused during the run, for the summary.
     pub fn refusals(&self) -> Option<String> {
         use std::sync::atomic::Ordering;

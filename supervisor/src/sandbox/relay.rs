@@ -21,9 +21,15 @@ const MAX_EVENT: usize = 16 * 1024;
 
 /// One run's box, outside half. Dropping it stops the relay tasks and removes the socket
 /// directory.
+///
+/// The relay starts shut: the worker may start while the guard's proof still runs, and
+/// connections to the model (and the guard's events) wait until [`RunBox::open`]. A worker's
+/// tool calls come from the model's answers, so none can happen before the guard is proven; a
+/// box dropped shut (the proof failed) passed nothing.
 pub struct RunBox {
     pub spec: super::BoxSpec,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    gate: tokio::sync::watch::Sender<bool>,
     /// CONNECT requests to anything but the endpoint, refused.
     pub refused: Arc<AtomicUsize>,
     /// Events from the event socket that were not guard events, dropped.
@@ -59,17 +65,39 @@ impl RunBox {
         })?;
         let refused = Arc::new(AtomicUsize::new(0));
         let dropped_events = Arc::new(AtomicUsize::new(0));
+        let (gate, shut) = tokio::sync::watch::channel(false);
         let tasks = vec![
-            tokio::spawn(relay_model(model, spec.endpoint.clone(), refused.clone())),
-            tokio::spawn(receive_events(events, events_file, dropped_events.clone())),
+            tokio::spawn(relay_model(
+                model,
+                spec.endpoint.clone(),
+                refused.clone(),
+                shut.clone(),
+            )),
+            tokio::spawn(receive_events(
+                events,
+                events_file,
+                dropped_events.clone(),
+                shut,
+            )),
         ];
         Ok(RunBox {
             spec,
             tasks,
+            gate,
             refused,
             dropped_events,
         })
     }
+
+    /// Lets the held connections to the model, and the guard's events, through.
+    pub fn open(&self) {
+        self.gate.send_replace(true);
+    }
+}
+
+/// Waits until the run opens the relay; `false` when the run ended first.
+async fn opened(gate: &mut tokio::sync::watch::Receiver<bool>) -> bool {
+    gate.wait_for(|open| *open).await.is_ok()
 }
 
 impl Drop for RunBox {
@@ -82,12 +110,21 @@ impl Drop for RunBox {
     }
 }
 
-async fn relay_model(listener: UnixListener, endpoint: Endpoint, refused: Arc<AtomicUsize>) {
+async fn relay_model(
+    listener: UnixListener,
+    endpoint: Endpoint,
+    refused: Arc<AtomicUsize>,
+    gate: tokio::sync::watch::Receiver<bool>,
+) {
     while let Ok((conn, _)) = listener.accept().await {
         let endpoint = endpoint.clone();
         let refused = refused.clone();
+        let mut gate = gate.clone();
         tokio::spawn(async move {
-            let _ = relay_one(conn, &endpoint, &refused).await;
+            // Accepted at once (the worker sees a slow answer, not a refusal), relayed once open.
+            if opened(&mut gate).await {
+                let _ = relay_one(conn, &endpoint, &refused).await;
+            }
         });
     }
 }
@@ -146,7 +183,17 @@ async fn relay_one(
 /// Appends the guard's event lines to `events.jsonl`, one whole `write` each (`O_APPEND`), as the
 /// guard does itself when it is not boxed. Only guard events are kept: the worker can send to
 /// this socket too, and must not add anything else to the project's record.
-async fn receive_events(sock: UnixDatagram, file: PathBuf, dropped: Arc<AtomicUsize>) {
+async fn receive_events(
+    sock: UnixDatagram,
+    file: PathBuf,
+    dropped: Arc<AtomicUsize>,
+    mut gate: tokio::sync::watch::Receiver<bool>,
+) {
+    // Nothing from the box lands in events.jsonl before the proof's own event: the run's events
+    // start after it. Datagrams sent meanwhile wait in the socket.
+    if !opened(&mut gate).await {
+        return;
+    }
     let mut buf = vec![0u8; MAX_EVENT + 1];
     while let Ok(n) = sock.recv(&mut buf).await {
         match event_line(&buf[..n]) {

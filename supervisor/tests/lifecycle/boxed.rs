@@ -63,6 +63,17 @@ fn plant(sb: &Sandbox) {
     std::fs::write(sb.home.join(".bashrc"), "# my bashrc\n").unwrap();
 }
 
+/// The sandbox's Codex configuration with its model provider at `127.0.0.1:<port>` (Claude's
+/// endpoint is `ANTHROPIC_BASE_URL`, set on the command).
+fn codex_model_at(sb: &Sandbox, port: u16) {
+    std::fs::write(
+        sb.codex_home.join("config.toml"),
+        format!("{CODEX_CONFIG}\nmodel_provider = \"mock\"\n[model_providers.mock]\nname = \"mock\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n")
+            .replace("[mcp_servers.other]\ncommand = \"x\"\n", ""),
+    )
+    .unwrap();
+}
+
 fn results_for<'a>(lines: &'a [serde_json::Value], op: &str) -> Vec<&'a serde_json::Value> {
     lines.iter().filter(|l| l["op"] == op).collect()
 }
@@ -78,12 +89,7 @@ fn nothing_gets_out(harness: &str) {
     let f = forbidden.port;
     let after = sb.kit().join("after-run.txt");
     if harness == "codex" {
-        std::fs::write(
-            sb.codex_home.join("config.toml"),
-            format!("{CODEX_CONFIG}\nmodel_provider = \"mock\"\n[model_providers.mock]\nname = \"mock\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n", model.port)
-                .replace("[mcp_servers.other]\ncommand = \"x\"\n", ""),
-        )
-        .unwrap();
+        codex_model_at(&sb, model.port);
     }
     let targets = [
         sb.project.join("src/app.js"),
@@ -227,6 +233,108 @@ fn claude_nothing_gets_out_of_the_box() {
 #[test]
 fn codex_nothing_gets_out_of_the_box() {
     nothing_gets_out("codex");
+}
+
+/// The boxed worker starts while the guard's proof still runs, and its model waits for the
+/// proof's answer. Here the proof fails (the guard command's binary is moved away once ACTIVE.json
+/// names the run, as a broken install would leave it) while the worker goes for its model at once:
+/// the endpoint sees no connection at all, the worker is stopped mid-request, the run ends
+/// `setup_failed` with exit 2, and nothing of it is left. The positive control, the same worker
+/// with the guard in place, reaches the endpoint.
+fn a_failed_proof_stops_the_boxed_worker_before_its_model(harness: &str) {
+    let run = |move_the_guard: bool| {
+        let sb = Sandbox::with_user_files();
+        let model = Witness::start();
+        if harness == "codex" {
+            codex_model_at(&sb, model.port);
+        }
+        let reached = sb.kit().join("past-the-model.txt");
+        sb.set_script(&format!(
+            "@get http://127.0.0.1:{}/v1/first\n@write {}\n@exit 0\n",
+            model.port,
+            reached.display()
+        ));
+        // A private copy of leopold: the guard command the run wires (and proves) is its path.
+        let copy = sb.root.join("bin/leopold");
+        std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+        std::fs::copy(LEOPOLD, &copy).unwrap();
+        let before = sb.snapshot();
+        let child = sb
+            .persona_run_command(&copy, harness, &[])
+            .env(
+                "ANTHROPIC_BASE_URL",
+                format!("http://127.0.0.1:{}", model.port),
+            )
+            .env("MOCK_API_KEY", "none")
+            .env("__LEOPOLD_PAUSE_AT", "active-written")
+            .env("__LEOPOLD_PAUSE_MARKER", sb.marker())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for(15, "the supervisor to pause at active-written", || {
+            sb.marker().exists()
+        });
+        let active: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(sb.active()).unwrap()).unwrap();
+        let run_id = active["run_id"].as_str().unwrap().to_owned();
+        if move_the_guard {
+            // The running supervisor keeps its own file (the box binds it by its new name).
+            std::fs::rename(&copy, copy.with_extension("moved-away")).unwrap();
+        }
+        std::fs::remove_file(sb.marker()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let err = stderr(&out);
+        assert!(processes_of_run(&run_id).is_empty(), "{err}");
+        assert!(!sb.active().exists(), "{err}");
+        assert_eq!(sb.snapshot(), before, "project and HOME byte-identical");
+        (out, sb, model, reached)
+    };
+
+    let (out, sb, model, reached) = run(true);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{}{err}", stdout(&out));
+    assert!(
+        err.contains("the wired guard did not deny") && err.contains("exit 127"),
+        "{err}"
+    );
+    assert_eq!(sb.run_json()["end"]["outcome"], "setup_failed");
+    // The worker ran (it recorded its start) and went for its model: held, then stopped.
+    assert!(sb.worker_record()["pid"].is_u64(), "the worker started");
+    assert!(
+        model.seen().is_empty(),
+        "the model was reached: {:?}",
+        model.seen()
+    );
+    assert!(
+        results_for(&sb.results_lines(), "get").is_empty(),
+        "the model request was answered: {:?}",
+        sb.results_lines()
+    );
+    assert!(
+        !reached.exists(),
+        "the worker went on past its model request"
+    );
+
+    let (out, sb, model, reached) = run(false);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        model.seen().iter().any(|l| l.starts_with("GET /v1/first")),
+        "{:?}",
+        model.seen()
+    );
+    assert_eq!(results_for(&sb.results_lines(), "get")[0]["ok"], true);
+    assert!(reached.exists());
+}
+
+#[test]
+fn claude_a_failed_proof_stops_the_boxed_worker_before_its_model() {
+    a_failed_proof_stops_the_boxed_worker_before_its_model("claude");
+}
+
+#[test]
+fn codex_a_failed_proof_stops_the_boxed_worker_before_its_model() {
+    a_failed_proof_stops_the_boxed_worker_before_its_model("codex");
 }
 
 /// A remote https endpoint: the box has a CONNECT proxy that the supervisor holds to the one

@@ -213,7 +213,8 @@ async fn lifecycle(
         out,
     };
     // From here on every way out goes through `run`: unwire, archive, release.
-    // The guard's proof runs while the run wires and builds the box; launch waits for it.
+    // The guard's proof runs while the run wires and builds the box; the worker (unboxed) or
+    // its model (boxed) waits for it.
     let proof = match proof::start_proof(&plan) {
         Ok(p) => p,
         Err(e) => return run.setup_failed(format!("{e:#}")),
@@ -241,6 +242,7 @@ async fn lifecycle(
         mut observer,
         boxed,
         gateway,
+        proof,
     } = match launch(&plan, &started, proof, timings) {
         Ok(launched) => launched,
         Err(msg) => return run.setup_failed(msg),
@@ -250,14 +252,25 @@ async fn lifecycle(
     // The pid only matters while this boot lasts (recovery kills a crashed run's worker by it),
     // so the rename need not survive a power loss; the file must stay whole, since recovery
     // refuses an unreadable ACTIVE.json: `Whole`, one fsync and no directory sync.
-    if let Err(e) = run
+    let recorded = run
         .st
         .write_as(&plan.paths.active(), state::Durability::Whole)
-    {
-        // Recovery could not find this worker by its recorded pid: stop it now.
-        let _ = crate::os::signal_group(pgid, libc::SIGKILL);
-        let _ = child.wait().await;
-        return run.setup_failed(format!("{e:#}"));
+        .map_err(|e| format!("{e:#}"));
+    // A boxed worker started beside the proof; its model waits for the guard's answer.
+    let proved = match proof {
+        Some(p) => settle(p, &plan, &mut observer, timings),
+        None => Ok(()),
+    };
+    if let Err(msg) = recorded.and(proved) {
+        // Recovery could not find this worker by its recorded pid, or the guard is not proven
+        // (the worker reached no model yet): stop it now.
+        stop_before_supervision(&mut child, pgid).await;
+        drop(gateway);
+        drop(boxed);
+        return run.setup_failed(msg);
+    }
+    if let Some(b) = &boxed {
+        b.open();
     }
     let run_id = &started.run_id;
     out.info(&format!(
@@ -339,6 +352,24 @@ async fn lifecycle(
     })?;
     timings.mark("unwired");
     Ok(code)
+}
+
+/// Stops a worker the run will not supervise, and waits for its whole tree: the leader, then
+/// the end of its stdout, which every process of the box holds until the kernel has ended the
+/// box's PID namespace (bounded: a process that let go of stdout is killed by the namespace all
+/// the same).
+async fn stop_before_supervision(child: &mut tokio::process::Child, pgid: u32) {
+    use tokio::io::AsyncReadExt as _;
+    let _ = crate::os::signal_group(pgid, libc::SIGKILL);
+    let _ = child.wait().await;
+    if let Some(mut stdout) = child.stdout.take() {
+        let mut sink = Vec::new();
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            stdout.read_to_end(&mut sink),
+        )
+        .await;
+    }
 }
 
 /// Step 3: recovers a crashed earlier run, lock held.
@@ -499,11 +530,15 @@ struct Launched {
     observer: Observer,
     boxed: Option<crate::sandbox::Boxed>,
     gateway: Option<crate::gateway::Gateway>,
+    /// A boxed run's proof, still running: the worker started beside it, and the box lets it
+    /// reach its model only once the guard has denied ([`crate::sandbox::RunBox`]).
+    proof: Option<proof::Proof>,
 }
 
-/// Step 6: creates the journal (before the worker exists: nothing it does goes unrecorded),
-/// once the guard's proof has answered; then starts the gateway and the worker, in the box unless
-/// `--no-contain`. `Err` is the setup failure to report.
+/// Step 6: creates the journal (before the worker exists: nothing it does goes unrecorded); then
+/// starts the gateway and the worker, in the box unless `--no-contain`. Unboxed, the guard's
+/// proof has answered before the worker starts; boxed, it is handed back still running
+/// ([`Launched::proof`]). `Err` is the setup failure to report.
 fn launch(
     plan: &Plan,
     started: &Started,
@@ -542,21 +577,24 @@ fn launch(
         guard_settings: started.guard_settings.as_deref(),
         extra: &extra,
     };
-    // The proof's own denial lands in events.jsonl: the run's events start after it.
-    proof.verdict().map_err(|e| format!("{e:#}"))?;
-    timings.mark("proved");
-    let events_offset = std::fs::metadata(plan.paths.events())
-        .map(|m| m.len())
-        .unwrap_or(0);
     let mut observer = Observer::new(
         plan.kind,
         &plan.flow,
         &started.run_dir.join("journal.jsonl"),
         &started.run_id,
         &plan.paths.events(),
-        events_offset,
+        0,
     )
     .map_err(|e| format!("{e:#}"))?;
+    // Without the box nothing holds the worker back from its model: the guard is proven before
+    // it starts. In the box the worker starts meanwhile and its model waits ([`Launched::proof`]).
+    let proof = match &plan.bwrap {
+        Some(_) => Some(proof),
+        None => {
+            settle(proof, plan, &mut observer, timings)?;
+            None
+        }
+    };
     let mut cmd = worker::worker_command(&spec, &started.run_id);
     if plan.kind == Harness::Codex {
         // Unboxed, the run's own configuration is the worker's (the box sets it itself).
@@ -625,5 +663,24 @@ fn launch(
         observer,
         boxed,
         gateway,
+        proof,
     })
+}
+
+/// Waits for the guard's proof; from then on the run's events are the worker's (the proof's own
+/// denial lands in events.jsonl before them).
+fn settle(
+    proof: proof::Proof,
+    plan: &Plan,
+    observer: &mut Observer,
+    timings: &mut Timings,
+) -> Result<(), String> {
+    proof.verdict().map_err(|e| format!("{e:#}"))?;
+    timings.mark("proved");
+    observer.events_from(
+        std::fs::metadata(plan.paths.events())
+            .map(|m| m.len())
+            .unwrap_or(0),
+    );
+    Ok(())
 }

@@ -1,5 +1,5 @@
 //! Step 5's proof: the guard, as wired, denies an off-allowlist navigation before the worker
-//! starts.
+//! starts, or, in the box, before the worker can reach its model.
 
 use std::io::Write as _;
 use std::time::Duration;
@@ -30,8 +30,10 @@ pub fn probe_host(flow: &leopold_flows::Flow) -> Option<&'static str> {
 ///
 /// The command runs on a thread of its own from the moment ACTIVE.json exists (all it reads),
 /// while the run wires and builds the box; [`Proof::verdict`] waits for its answer before the
-/// worker is spawned. A proof dropped unjudged (the run stopped before) is still waited for, and
-/// the run drops it before its teardown: no proof outlives the run's lock.
+/// worker is spawned, or, in the box, before the worker may reach its model (the box holds
+/// that connection: no model answer, no tool call). A proof dropped unjudged (the run stopped
+/// before) is still waited for, and the run drops it before its teardown: no proof outlives the
+/// run's lock.
 pub fn start_proof(plan: &Plan) -> anyhow::Result<Proof> {
     start(
         &plan.flow,
@@ -77,7 +79,7 @@ impl Proof {
         match self.thread.take().map(std::thread::JoinHandle::join) {
             Some(Ok(verdict)) => verdict,
             _ => anyhow::bail!(
-                "the guard's proof stopped without a verdict: refusing to start the worker"
+                "the guard's proof stopped without a verdict: stopping the run before the worker acts"
             ),
         }
     }
@@ -116,12 +118,12 @@ fn run_proof(command: &str, project: &std::path::Path, payload: &str) -> anyhow:
     match status {
         Some(s) if s.code() == Some(2) => Ok(()),
         Some(s) => anyhow::bail!(
-            "the wired guard did not deny an off-allowlist navigation ({}; stderr: {:?}): refusing to start the worker\n(command: {command})\n(hint: run `leopold doctor`)",
+            "the wired guard did not deny an off-allowlist navigation ({}; stderr: {:?}): stopping the run before the worker acts\n(command: {command})\n(hint: run `leopold doctor`)",
             describe_status(&s),
             stderr.trim(),
         ),
         None => anyhow::bail!(
-            "the wired guard did not answer within {}s: refusing to start the worker\n(command: {command})",
+            "the wired guard did not answer within {}s: stopping the run before the worker acts\n(command: {command})",
             PROOF_TIMEOUT.as_secs(),
         ),
     }
@@ -153,7 +155,7 @@ mod tests {
         assert!(e.contains("did not deny") && e.contains("exit 0"), "{e}");
         let e = format!("{:#}", prove("echo broken >&2; exit 1").unwrap_err());
         assert!(
-            e.contains("broken") && e.contains("refusing to start the worker"),
+            e.contains("broken") && e.contains("stopping the run before the worker acts"),
             "{e}"
         );
     }
