@@ -66,7 +66,11 @@ impl Timings {
     }
 
     pub fn mark(&mut self, name: &'static str) {
-        let now = Instant::now();
+        self.mark_at(name, Instant::now());
+    }
+
+    /// A step that ended at `now`, as [`Timings::mark`] records it.
+    pub fn mark_at(&mut self, name: &'static str, now: Instant) {
         let since_start = now - self.start;
         tracing::info!(
             step = name,
@@ -211,6 +215,7 @@ async fn lifecycle(
         st,
         lock: Some(lock),
         out,
+        steps: Vec::new(),
     };
     // From here on every way out goes through `run`: unwire, archive, release.
     // The guard's proof runs while the run wires and builds the box; the worker (unboxed) or
@@ -306,6 +311,7 @@ async fn lifecycle(
     // The gateway and the relay stop; the box's socket directory goes with them.
     drop(gateway);
     drop(boxed);
+    timings.mark("box_stopped");
 
     // Chromium runs in a session of its own (Playwright starts it detached): whatever of the
     // browser outlived the worker's group carries the run's id.
@@ -350,6 +356,9 @@ async fn lifecycle(
             .map(str::to_owned),
         journal_hash: Some(observer.journal_hash()),
     })?;
+    for (step, at) in std::mem::take(&mut run.steps) {
+        timings.mark_at(step, at);
+    }
     timings.mark("unwired");
     Ok(code)
 }

@@ -17,6 +17,9 @@ pub struct Teardown<'a> {
     pub st: ActiveState,
     pub lock: Option<RunLock>,
     pub out: &'a Reporter,
+    /// When [`Teardown::finish`] archived the run and released the project, for the run's
+    /// timings (`__LEOPOLD_TIMINGS`).
+    pub steps: Vec<(&'static str, std::time::Instant)>,
 }
 
 /// How the run ended, for [`Teardown::finish`].
@@ -162,9 +165,12 @@ impl Teardown<'_> {
             journal_hash: journal_hash.clone(),
         });
         fin.write_atomic(&run_dir.join("run.json"))?;
+        self.steps.push(("archived", std::time::Instant::now()));
         std::fs::remove_file(plan.paths.active())
             .with_context(|| format!("cannot remove {}", plan.paths.active().display()))?;
         drop(self.lock.take());
+        // The project is as it was and free for the next run; the report comes after.
+        self.steps.push(("released", std::time::Instant::now()));
         let rel = crate::project::shown(&run_dir);
         // report.html (and --junit), from the run directory now that run.json is final.
         for w in crate::report::after_run(&run_dir, &plan.flow, plan.junit.as_deref()) {
