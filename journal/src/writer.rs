@@ -88,6 +88,40 @@ pub enum WriteError {
     },
 }
 
+/// A journal's `fdatasync` under way ([`JournalWriter::sync_in_background`]). Dropped unwaited,
+/// it still waits: no sync outlives its owner.
+#[derive(Debug)]
+pub struct PendingSync {
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+    path: PathBuf,
+}
+
+impl PendingSync {
+    /// Waits for the sync.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::Append`] with the path: the sync failed, or its thread panicked.
+    pub fn wait(mut self) -> Result<(), WriteError> {
+        let done = match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(r)) => r,
+            _ => Err(std::io::Error::other("the journal's sync thread stopped")),
+        };
+        done.map_err(|source| WriteError::Append {
+            path: self.path.clone(),
+            source,
+        })
+    }
+}
+
+impl Drop for PendingSync {
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// An open journal, append-only.
 #[derive(Debug)]
 pub struct JournalWriter {
@@ -166,6 +200,29 @@ impl JournalWriter {
         self.file.sync_data().map_err(|source| WriteError::Append {
             path: self.path.clone(),
             source,
+        })
+    }
+
+    /// [`JournalWriter::sync`] on a thread of its own (the same file, through a second handle):
+    /// the caller goes on with what does not need the journal on disk, then waits with
+    /// [`PendingSync::wait`]. Two waits on the disk side by side cost about one.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::Append`] with the path, when the thread or the handle cannot be had.
+    pub fn sync_in_background(&self) -> Result<PendingSync, WriteError> {
+        let err = |source| WriteError::Append {
+            path: self.path.clone(),
+            source,
+        };
+        let file = self.file.try_clone().map_err(err)?;
+        let thread = std::thread::Builder::new()
+            .name("leopold-journal-sync".into())
+            .spawn(move || file.sync_data())
+            .map_err(err)?;
+        Ok(PendingSync {
+            thread: Some(thread),
+            path: self.path.clone(),
         })
     }
 

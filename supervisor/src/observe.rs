@@ -81,6 +81,8 @@ pub struct Observer {
     gateway: Option<Arc<Mutex<crate::gateway::Shared>>>,
     /// Calls of the gateway's servers the stream shows as having reached a server, by tool.
     stream_calls: BTreeMap<String, u64>,
+    /// The journal's last sync, under way.
+    pending_sync: Option<leopold_journal::PendingSync>,
 }
 
 impl Observer {
@@ -114,6 +116,7 @@ impl Observer {
             last_event: std::time::Instant::now(),
             gateway: None,
             stream_calls: BTreeMap::new(),
+            pending_sync: None,
         })
     }
 
@@ -214,9 +217,17 @@ impl Observer {
         self.merge_guard_denials(&mut batch)?;
         let events = self.adapter.finish();
         self.absorb(0, events, &mut batch)?;
-        // The record across a power loss: one fdatasync at the end of the stream.
-        self.sync_journal()?;
+        // The record across a power loss: one fdatasync at the end of the stream, under way
+        // while the run stops the box and writes run.json ([`Observer::take_sync`]).
+        self.pending_sync = Some(self.writer.sync_in_background()?);
+        crate::fs::note_sync();
         Ok(batch)
+    }
+
+    /// The end of the stream's journal sync ([`Observer::finish`]), for the teardown to wait on
+    /// before it releases the project.
+    pub fn take_sync(&mut self) -> Option<leopold_journal::PendingSync> {
+        self.pending_sync.take()
     }
 
     /// The journal's `fdatasync`, counted with the supervisor's own (it happens in the journal

@@ -249,18 +249,13 @@ fn trial_box(bwrap: &Path) -> Result<(), String> {
 /// run waits for the guard's proof, or by the first box built.
 static SYSTEM_ARGS: std::sync::LazyLock<Vec<OsString>> = std::sync::LazyLock::new(walk_system);
 
-/// Starts computing the box's system binds (a walk of `/etc`, a few milliseconds) on a thread of
-/// its own, so a run that waits for the guard's proof and on the disk does not also wait for the
-/// walk. `persona run` starts it once ACTIVE.json is written: a core is free then (the
-/// supervisor waits), where beside the writing of ACTIVE.json it slowed that down.
+/// Starts computing the box's system binds (a walk of `/etc`, a few milliseconds of system
+/// calls) on a thread of its own, so that a run does not wait for it on top of the disk and the
+/// guard's proof: `persona run` starts it once ACTIVE.json is written.
 pub fn prefetch_system_args() {
     let _ = std::thread::Builder::new()
         .name("leopold-box-etc".into())
         .spawn(|| {
-            // Lowest priority: on a machine with few cores the walk waits for the run's own
-            // work (ACTIVE.json, the guard's proof), not the other way round. Failing to lower
-            // it changes nothing but the timing.
-            let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
             std::sync::LazyLock::force(&SYSTEM_ARGS);
         });
 }

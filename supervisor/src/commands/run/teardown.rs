@@ -40,6 +40,8 @@ pub struct Ending {
     /// The journal's chain head, from the writer; `None` before the worker ran (then read from
     /// the journal file, if the run got that far).
     pub journal_hash: Option<String>,
+    /// The journal's last sync, under way: waited for before the project is released.
+    pub journal_sync: Option<leopold_journal::PendingSync>,
 }
 
 impl Ending {
@@ -56,6 +58,7 @@ impl Ending {
             gateway_mismatches: Vec::new(),
             answer: None,
             journal_hash: None,
+            journal_sync: None,
         }
     }
 }
@@ -164,13 +167,25 @@ impl Teardown<'_> {
             gateway_mismatches: end.gateway_mismatches.clone(),
             journal_hash: journal_hash.clone(),
         });
-        fin.write_atomic(&run_dir.join("run.json"))?;
+        // Whole here, its directory synced below: run.json is written while the journal's last
+        // sync is still under way, and the project is released once both files are on disk.
+        let run_json = run_dir.join("run.json");
+        fin.write_as(&run_json, state::Durability::Whole)?;
+        if let Some(sync) = end.journal_sync {
+            if let Err(e) = sync.wait() {
+                self.out.warn(&format!("journal: {e:#}"));
+            }
+        }
         self.steps.push(("archived", std::time::Instant::now()));
         std::fs::remove_file(plan.paths.active())
             .with_context(|| format!("cannot remove {}", plan.paths.active().display()))?;
         drop(self.lock.take());
         // The project is as it was and free for the next run; the report comes after.
         self.steps.push(("released", std::time::Instant::now()));
+        // run.json's name across a power loss (and findings.md's, in the same folder). Lost
+        // before this, recovery finds ACTIVE.json (its removal is not durable before either)
+        // and archives the run as crashed.
+        crate::fs::sync_dir_of(&run_json);
         let rel = crate::project::shown(&run_dir);
         // report.html (and --junit), from the run directory now that run.json is final.
         for w in crate::report::after_run(&run_dir, &plan.flow, plan.junit.as_deref()) {
