@@ -65,6 +65,17 @@ impl RecoveryReport {
     }
 }
 
+/// How far recovery looks for `--settings` files left by runs that are over.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Sweep {
+    /// Every run directory (`persona recover`): a run's own teardown removes its file, so one is
+    /// left only where a teardown could not (a warning said so) or its ACTIVE.json was lost.
+    EveryRun,
+    /// Only when a crashed run was found (`persona run`): a run's start must not grow with the
+    /// project's history, one `stat` per earlier run.
+    AfterCrash,
+}
+
 /// Recovery proper; the caller holds the run lock.
 ///
 /// # Errors
@@ -74,6 +85,7 @@ impl RecoveryReport {
 pub fn recover_locked(
     paths: &PersonaPaths,
     ctx: &harness::Context,
+    sweep: Sweep,
 ) -> anyhow::Result<RecoveryReport> {
     let mut report = RecoveryReport::default();
     let active = paths.active();
@@ -195,7 +207,11 @@ pub fn recover_locked(
         }
     }
     // `--settings` files of runs that are over.
-    if let Ok(dir) = std::fs::read_dir(paths.runs()) {
+    let sweep = sweep == Sweep::EveryRun || report.crashed_run.is_some();
+    if let Some(dir) = sweep
+        .then(|| std::fs::read_dir(paths.runs()).ok())
+        .flatten()
+    {
         for entry in dir.flatten() {
             let gs = entry.path().join("guard-settings.json");
             if gs.exists() && std::fs::remove_file(&gs).is_ok() {

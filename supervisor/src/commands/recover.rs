@@ -6,7 +6,7 @@ use crate::cli::ProjectArgs;
 use crate::exit::RunExit;
 use crate::output::{outln, Failure};
 use crate::project::shown;
-use crate::recovery::recover_locked;
+use crate::recovery::{recover_locked, Sweep};
 use crate::state::{self, LockHolder, PersonaPaths, RunLock, TryLock};
 
 pub fn recover(args: ProjectArgs) -> Result<ExitCode, Failure> {
@@ -29,7 +29,7 @@ pub fn recover(args: ProjectArgs) -> Result<ExitCode, Failure> {
             )));
         }
     };
-    let report = recover_locked(&paths, &ctx)?;
+    let report = recover_locked(&paths, &ctx, Sweep::EveryRun)?;
     drop(lock);
     if report.is_empty() {
         outln!("leopold: nothing to recover in {}", shown(&project));

@@ -562,3 +562,28 @@ fn verbose_traces_each_step_on_stderr_and_keeps_json_stdout_clean() {
     assert_eq!(quiet.status.code(), Some(0), "{}", stderr(&quiet));
     assert!(!stderr(&quiet).contains("step="), "{}", stderr(&quiet));
 }
+
+#[test]
+fn a_settings_file_an_ended_run_left_is_swept_by_recover_and_not_by_every_run_start() {
+    // A run's own teardown removes its `--settings` file; one is left only where it could not
+    // (it warned) or its ACTIVE.json was lost. A run's start does not read every earlier run's
+    // folder for it (its cost would grow with the project's history): `persona recover` does.
+    let sb = Sandbox::with_user_files();
+    let stale = sb
+        .persona_dir()
+        .join("runs/an-ended-run/guard-settings.json");
+    std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
+    std::fs::write(&stale, "{}\n").unwrap();
+    sb.set_script("@exit 0\n");
+    let out = sb.run_cmd("claude", &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stale.exists(), "a run's start read an earlier run's folder");
+    let rec = sb.recover();
+    assert_eq!(rec.status.code(), Some(0), "{}", stderr(&rec));
+    assert!(!stale.exists(), "{}", stdout(&rec));
+    assert!(
+        stdout(&rec).contains("guard-settings.json"),
+        "{}",
+        stdout(&rec)
+    );
+}

@@ -392,7 +392,11 @@ async fn stop_before_supervision(child: &mut tokio::process::Child, pgid: u32) {
 
 /// Step 3: recovers a crashed earlier run, lock held.
 fn recover(plan: &Plan, out: &Reporter, timings: &mut Timings) -> anyhow::Result<()> {
-    let report = crate::recovery::recover_locked(&plan.paths, &plan.ctx)?;
+    let report = crate::recovery::recover_locked(
+        &plan.paths,
+        &plan.ctx,
+        crate::recovery::Sweep::AfterCrash,
+    )?;
     tracing::debug!(crashed_run = ?report.crashed_run, lines = report.lines().len(), "recovery");
     timings.mark("recovered");
     for line in report.lines() {
