@@ -218,20 +218,23 @@ async fn lifecycle(
         steps: Vec::new(),
     };
     // From here on every way out goes through `run`: unwire, archive, release.
-    // The guard's proof runs while the run wires and builds the box; the worker (unboxed) or
-    // its model (boxed) waits for it.
-    let proof = match proof::start_proof(&plan) {
-        Ok(p) => p,
-        Err(e) => return run.setup_failed(format!("{e:#}")),
+    // Unboxed, the guard's proof runs while the run wires, and the worker waits for it. Boxed,
+    // it starts once the worker is spawned, and the worker's model waits for it (`launch`):
+    // what the spawn waits for last is the box's walk of `/etc` (a few milliseconds of system
+    // calls), and the proof's two process starts beside it slowed the run's own steps down.
+    // (Started beside the writing of ACTIVE.json, the walk slowed that down: 0.8 -> 3 ms.)
+    let proof = match &plan.bwrap {
+        Some(_) => {
+            crate::sandbox::prefetch_system_args();
+            None
+        }
+        None => match proof::start_proof(&plan) {
+            Ok(p) => Some(p),
+            Err(e) => return run.setup_failed(format!("{e:#}")),
+        },
     };
-    // The box's walk of `/etc` (a few milliseconds of system calls) is what a boxed worker's
-    // spawn waits for last. Started beside the writing of ACTIVE.json it slowed that down
-    // (seen: 0.8 -> 3 ms); from here it has a core, the proof yielding to it.
-    if plan.bwrap.is_some() {
-        crate::sandbox::prefetch_system_args();
-    }
     // ACTIVE.json survives a power loss before any file is wired: after a reboot recovery finds
-    // the run and unwires. The proof's guard runs meanwhile. A run that wires no file (a boxed
+    // the run and unwires. An unboxed run's proof runs meanwhile. A run that wires no file (a boxed
     // Claude run) leaves nothing for recovery to undo after a reboot (no process survives one,
     // and its own files are in its run directory), so it does not wait on the disk for that:
     // its `Whole` write is there whole or not at all.
@@ -269,9 +272,10 @@ async fn lifecycle(
         .st
         .write_as(&plan.paths.active(), state::Durability::Whole)
         .map_err(|e| format!("{e:#}"));
-    // A boxed worker started beside the proof; its model waits for the guard's answer.
+    // A boxed worker runs beside the proof; its model waits for the guard's answer.
     let proved = match proof {
-        Some(p) => settle(p, &plan, &mut observer, timings),
+        Some(Ok(p)) => settle(p, &plan, &mut observer, timings),
+        Some(Err(e)) => Err(e),
         None => Ok(()),
     };
     if let Err(msg) = recorded.and(proved) {
@@ -552,19 +556,21 @@ struct Launched {
     observer: Observer,
     boxed: Option<crate::sandbox::Boxed>,
     gateway: Option<crate::gateway::Gateway>,
-    /// A boxed run's proof, still running: the worker started beside it, and the box lets it
-    /// reach its model only once the guard has denied ([`crate::sandbox::RunBox`]).
-    proof: Option<proof::Proof>,
+    /// A boxed run's proof, started once the worker was: the box lets the worker reach its
+    /// model only once the guard has denied ([`crate::sandbox::RunBox`]). `Err`: it could not
+    /// start (the setup failure to report).
+    proof: Option<Result<proof::Proof, String>>,
 }
 
 /// Step 6: creates the journal (before the worker exists: nothing it does goes unrecorded); then
 /// starts the gateway and the worker, in the box unless `--no-contain`. Unboxed, the guard's
-/// proof has answered before the worker starts; boxed, it is handed back still running
-/// ([`Launched::proof`]). `Err` is the setup failure to report.
+/// proof (`proof`, started by the caller) has answered before the worker starts; boxed, it is
+/// started once the worker is, and handed back running ([`Launched::proof`]). `Err` is the
+/// setup failure to report.
 fn launch(
     plan: &Plan,
     started: &Started,
-    proof: proof::Proof,
+    proof: Option<proof::Proof>,
     timings: &mut Timings,
 ) -> Result<Launched, String> {
     let provisioned = started.provisioned.as_ref();
@@ -609,14 +615,10 @@ fn launch(
     )
     .map_err(|e| format!("{e:#}"))?;
     // Without the box nothing holds the worker back from its model: the guard is proven before
-    // it starts. In the box the worker starts meanwhile and its model waits ([`Launched::proof`]).
-    let proof = match &plan.bwrap {
-        Some(_) => Some(proof),
-        None => {
-            settle(proof, plan, &mut observer, timings)?;
-            None
-        }
-    };
+    // it starts.
+    if let Some(p) = proof {
+        settle(p, plan, &mut observer, timings)?;
+    }
     let mut cmd = worker::worker_command(&spec, &started.run_id);
     if plan.kind == Harness::Codex {
         // Unboxed, the run's own configuration is the worker's (the box sets it itself).
@@ -680,6 +682,10 @@ fn launch(
         .map_err(|e| format!("cannot start the worker {}: {e}", plan.bin.display()))?;
     tracing::debug!(pgid = child.id(), "worker {} started", plan.bin.display());
     timings.mark("worker_spawned");
+    // In the box, the proof runs beside the worker; its model waits ([`Launched::proof`]).
+    let proof = boxed
+        .is_some()
+        .then(|| proof::start_proof(plan).map_err(|e| format!("{e:#}")));
     Ok(Launched {
         child,
         observer,

@@ -28,28 +28,24 @@ pub fn probe_host(flow: &leopold_flows::Flow) -> Option<&'static str> {
 /// project and requires exit 2: a guard that is wired but cannot run (bad path, broken binary,
 /// unreadable ACTIVE.json) is caught before the worker starts.
 ///
-/// The command runs on a thread of its own from the moment ACTIVE.json exists (all it reads),
-/// while the run wires and builds the box; [`Proof::verdict`] waits for its answer before the
-/// worker is spawned, or, in the box, before the worker may reach its model (the box holds
-/// that connection: no model answer, no tool call). A proof dropped unjudged (the run stopped
-/// before) is still waited for, and the run drops it before its teardown: no proof outlives the
-/// run's lock.
+/// The command runs on a thread of its own: without the box from the moment ACTIVE.json exists
+/// (all it reads), while the run wires, and [`Proof::verdict`] waits for its answer before the
+/// worker is spawned; in the box from the moment the worker is spawned, and the verdict comes
+/// before the worker may reach its model (the box holds that connection: no model answer, no
+/// tool call). A proof dropped unjudged (the run stopped before) is still waited for, and the
+/// run drops it before its teardown: no proof outlives the run's lock.
 pub fn start_proof(plan: &Plan) -> anyhow::Result<Proof> {
     start(
         &plan.flow,
         plan.ctx.guard_command.clone(),
         plan.paths.project.clone(),
-        plan.bwrap.is_some(),
     )
 }
 
-/// `background`: the worker does not wait for the verdict (a boxed run), so the proof runs at
-/// the lowest priority.
 fn start(
     flow: &leopold_flows::Flow,
     command: String,
     project: std::path::PathBuf,
-    background: bool,
 ) -> anyhow::Result<Proof> {
     let host =
         probe_host(flow).context("the flow allows every probe host; cannot prove the guard")?;
@@ -65,7 +61,7 @@ fn start(
     .to_string();
     let thread = std::thread::Builder::new()
         .name("leopold-proof".into())
-        .spawn(move || run_proof(&command, &project, &payload, background))
+        .spawn(move || run_proof(&command, &project, &payload))
         .context("cannot start a thread to prove the wired guard")?;
     Ok(Proof {
         thread: Some(thread),
@@ -97,19 +93,8 @@ impl Drop for Proof {
     }
 }
 
-fn run_proof(
-    command: &str,
-    project: &std::path::Path,
-    payload: &str,
-    background: bool,
-) -> anyhow::Result<()> {
+fn run_proof(command: &str, project: &std::path::Path, payload: &str) -> anyhow::Result<()> {
     use std::io::Read as _;
-    if background {
-        // The worker does not wait for it (its model does): the run's own steps go first on a
-        // machine with few cores. The shell and the guard inherit the thread's priority.
-        // Failing to lower it changes nothing but the timing.
-        let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
-    }
     // `/bin/sh`, as Node's `shell: true` runs a hook: no search of PATH (a failed exec per entry
     // before the shell is found).
     let mut child = std::process::Command::new("/bin/sh")
@@ -158,14 +143,9 @@ mod tests {
 
     fn prove(command: &str) -> anyhow::Result<()> {
         let dir = tempfile::tempdir().unwrap();
-        start(
-            &checkout(),
-            command.to_owned(),
-            dir.path().to_path_buf(),
-            false,
-        )
-        .unwrap()
-        .verdict()
+        start(&checkout(), command.to_owned(), dir.path().to_path_buf())
+            .unwrap()
+            .verdict()
     }
 
     #[test]
@@ -189,7 +169,7 @@ mod tests {
             seen.display(),
             seen.display()
         );
-        start(&checkout(), cmd, dir.path().to_path_buf(), false)
+        start(&checkout(), cmd, dir.path().to_path_buf())
             .unwrap()
             .verdict()
             .unwrap();
@@ -207,7 +187,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let done = dir.path().join("done");
         let cmd = format!("sleep 0.3; touch '{}'; exit 2", done.display());
-        let proof = start(&checkout(), cmd, dir.path().to_path_buf(), false).unwrap();
+        let proof = start(&checkout(), cmd, dir.path().to_path_buf()).unwrap();
         drop(proof);
         // Dropping returned only once the guard had exited: nothing of it is left running.
         assert!(done.exists());
