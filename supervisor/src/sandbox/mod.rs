@@ -246,12 +246,12 @@ fn trial_box(bwrap: &Path) -> Result<(), String> {
 }
 
 /// [`system_args`], computed once per process: by [`prefetch_system_args`]'s thread while the
-/// run waits for the guard's proof, or by the first box built.
+/// run writes its files and starts the gateway, or by the first box built.
 static SYSTEM_ARGS: std::sync::LazyLock<Vec<OsString>> = std::sync::LazyLock::new(walk_system);
 
 /// Starts computing the box's system binds (a walk of `/etc`, a few milliseconds of system
-/// calls) on a thread of its own, so that a run does not wait for it on top of the disk and the
-/// guard's proof: `persona run` starts it once ACTIVE.json is written.
+/// calls) on a thread of its own, so that a run does not wait for it on top of the disk:
+/// `persona run` starts it once ACTIVE.json is written (beside that write it slowed it down).
 pub fn prefetch_system_args() {
     let _ = std::thread::Builder::new()
         .name("leopold-box-etc".into())
