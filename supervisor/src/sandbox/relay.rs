@@ -25,7 +25,8 @@ const MAX_EVENT: usize = 16 * 1024;
 /// The relay starts shut: the worker may start while the guard's proof still runs, and
 /// connections to the model (and the guard's events) wait until [`RunBox::open`]. A worker's
 /// tool calls come from the model's answers, so none can happen before the guard is proven; a
-/// box dropped shut (the proof failed) passed nothing.
+/// box dropped shut (the proof failed) passed nothing to the model. (The MCP sockets are the
+/// gateway's: it judges every call on its own, proof or not.)
 pub struct RunBox {
     pub spec: super::BoxSpec,
     tasks: Vec<tokio::task::JoinHandle<()>>,
