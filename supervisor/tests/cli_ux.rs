@@ -29,6 +29,21 @@ struct Sandbox {
     project: PathBuf,
 }
 
+/// The arguments of [`Sandbox::run_checkout`].
+fn checkout_args<'a>(bin: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "persona",
+        "run",
+        "flows/checkout.md",
+        "--harness",
+        "claude",
+        "--harness-bin",
+        bin,
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 fn sandbox() -> Sandbox {
     let tmp = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(tmp.path()).unwrap();
@@ -61,6 +76,11 @@ impl Sandbox {
 
     fn run(&self, args: &[&str]) -> Output {
         self.run_in(&self.project, args)
+    }
+
+    /// `persona run flows/checkout.md --harness claude --harness-bin <bin> <extra…>`.
+    fn run_checkout(&self, bin: &str, extra: &[&str]) -> Output {
+        self.run(&checkout_args(bin, extra))
     }
 
     /// A fake `claude`: `--version` says 2.1.332; otherwise it prints [`STREAM`] and exits 0.
@@ -162,18 +182,7 @@ fn a_closed_stdout_is_not_an_error_and_the_command_still_does_its_work() {
     assert!(!sb.settings().exists(), "unwire finished too");
     // A run with nobody reading still runs, journals and unwires.
     let claude = sb.fake_claude();
-    let out = with_closed_stdout(
-        &sb,
-        &[
-            "persona",
-            "run",
-            "flows/checkout.md",
-            "--harness",
-            "claude",
-            "--harness-bin",
-            claude.to_str().unwrap(),
-        ],
-    );
+    let out = with_closed_stdout(&sb, &checkout_args(claude.to_str().unwrap(), &[]));
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
     assert!(!sb.settings().exists());
     assert!(!sb.project.join(".leopold/persona/ACTIVE.json").exists());
@@ -199,16 +208,7 @@ fn a_missing_flow_is_one_clear_error_with_exit_2_and_json_under_json() {
 fn every_json_command_prints_its_errors_in_the_one_shape() {
     let sb = sandbox();
     // persona run: harness not found (with a valid flow).
-    let out = sb.run(&[
-        "persona",
-        "run",
-        "flows/checkout.md",
-        "--harness",
-        "claude",
-        "--harness-bin",
-        "/nonexistent/claude",
-        "--json",
-    ]);
+    let out = sb.run_checkout("/nonexistent/claude", &["--json"]);
     let e = json_error(&out);
     assert!(e["message"].as_str().unwrap().contains("not found"), "{e}");
     assert!(!e["hints"].as_array().unwrap().is_empty(), "{e}");
@@ -258,16 +258,7 @@ fn a_busy_project_is_exit_4_with_a_json_error() {
     }
     assert!(ready.exists(), "flock did not take the lock");
     let claude = sb.fake_claude();
-    let out = sb.run(&[
-        "persona",
-        "run",
-        "flows/checkout.md",
-        "--harness",
-        "claude",
-        "--harness-bin",
-        claude.to_str().unwrap(),
-        "--json",
-    ]);
+    let out = sb.run_checkout(claude.to_str().unwrap(), &["--json"]);
     let group = rustix::process::Pid::from_raw(holder.id() as i32).unwrap();
     let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     let _ = holder.wait();
@@ -330,15 +321,7 @@ fn a_non_executable_harness_is_not_executable_not_missing() {
     let sb = sandbox();
     let file = sb.root.join("claude-noexec");
     std::fs::write(&file, "#!/bin/sh\n").unwrap();
-    let out = sb.run(&[
-        "persona",
-        "run",
-        "flows/checkout.md",
-        "--harness",
-        "claude",
-        "--harness-bin",
-        file.to_str().unwrap(),
-    ]);
+    let out = sb.run_checkout(file.to_str().unwrap(), &[]);
     assert_eq!(code(&out), Some(2));
     assert!(
         stderr(&out).contains("is not executable"),
@@ -347,15 +330,7 @@ fn a_non_executable_harness_is_not_executable_not_missing() {
     );
     assert!(!stderr(&out).contains("not found"), "{}", stderr(&out));
     // Control: a path that does not exist is "not found".
-    let out = sb.run(&[
-        "persona",
-        "run",
-        "flows/checkout.md",
-        "--harness",
-        "claude",
-        "--harness-bin",
-        "/nonexistent/claude",
-    ]);
+    let out = sb.run_checkout("/nonexistent/claude", &[]);
     assert!(stderr(&out).contains("not found"), "{}", stderr(&out));
 }
 
@@ -363,15 +338,7 @@ fn a_non_executable_harness_is_not_executable_not_missing() {
 fn a_run_summary_counts_in_the_singular_for_one() {
     let sb = sandbox();
     let claude = sb.fake_claude();
-    let out = sb.run(&[
-        "persona",
-        "run",
-        "flows/checkout.md",
-        "--harness",
-        "claude",
-        "--harness-bin",
-        claude.to_str().unwrap(),
-    ]);
+    let out = sb.run_checkout(claude.to_str().unwrap(), &[]);
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
@@ -421,15 +388,7 @@ fn from_a_subfolder_the_repository_root_is_the_project() {
     assert!(flows.join(shown).join("journal.jsonl").exists(), "{text}");
 
     // From the root itself the same directory is shown relative.
-    let out = sb.run(&[
-        "persona",
-        "run",
-        "flows/checkout.md",
-        "--harness",
-        "claude",
-        "--harness-bin",
-        claude.to_str().unwrap(),
-    ]);
+    let out = sb.run_checkout(claude.to_str().unwrap(), &[]);
     let text = stdout(&out);
     assert!(text.contains("; see .leopold/persona/runs/"), "{text}");
 }
@@ -497,15 +456,7 @@ fn hand_wiring_is_a_note_for_doctor_and_survives_recover_and_runs() {
         wired,
         "recover kept it"
     );
-    let out = sb.run(&[
-        "persona",
-        "run",
-        "flows/checkout.md",
-        "--harness",
-        "claude",
-        "--harness-bin",
-        claude.to_str().unwrap(),
-    ]);
+    let out = sb.run_checkout(claude.to_str().unwrap(), &[]);
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
     assert_eq!(
         std::fs::read(sb.settings()).unwrap(),
@@ -567,19 +518,7 @@ fn doctor_and_run_agree_on_a_settings_file_wiring_refuses() {
         "{line}"
     );
     assert!(!line.contains("still passes the guard"), "{line}");
-    let run_with = |extra: &[&str]| {
-        let mut args = vec![
-            "persona",
-            "run",
-            "flows/checkout.md",
-            "--harness",
-            "claude",
-            "--harness-bin",
-            claude.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        sb.run(&args)
-    };
+    let run_with = |extra: &[&str]| sb.run_checkout(claude.to_str().unwrap(), extra);
     let run = run_with(&["--no-contain"]);
     assert_eq!(code(&run), Some(2), "{}", stderr(&run));
     assert!(stdout(&run).contains("setup_failed"), "{}", stdout(&run));
@@ -607,15 +546,7 @@ fn doctor_and_run_agree_on_a_settings_file_wiring_refuses() {
         line.contains("still passes the guard with --settings"),
         "{line}"
     );
-    let run = sb.run(&[
-        "persona",
-        "run",
-        "flows/checkout.md",
-        "--harness",
-        "claude",
-        "--harness-bin",
-        claude.to_str().unwrap(),
-    ]);
+    let run = sb.run_checkout(claude.to_str().unwrap(), &[]);
     assert_eq!(code(&run), Some(0), "{}", stderr(&run));
     assert_eq!(std::fs::read(sb.settings()).unwrap(), skipped);
 }
