@@ -224,13 +224,7 @@ fn a_violating_run_writes_a_report_chromium_renders_and_a_junit_failure() {
     std::fs::create_dir_all(dir.join("browser/output")).unwrap();
     std::fs::write(dir.join("browser/output/page-shot.png"), png()).unwrap();
     let out = wait_output(child, 30);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 1);
     assert!(
         stdout(&out).contains("report.html"),
         "the run names its report: {}",
@@ -323,13 +317,7 @@ fn a_clean_run_is_a_passing_junit_case_and_its_report_says_clean() {
         .output()
         .unwrap();
     // Codex's adapter ignores Claude lines: a clean run with no action. The point is the shape.
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 0);
     let xml = std::fs::read_to_string(&junit).unwrap();
     let doc = parse_xml(&xml);
     assert_eq!(doc.count("testcase"), 1);

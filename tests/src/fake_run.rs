@@ -382,6 +382,15 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Requires `o` to have exited with `code`; the message shows both streams.
+///
+/// # Panics
+/// Any other exit, or none (a signal).
+#[track_caller]
+pub fn assert_exit_code(o: &Output, code: i32) {
+    assert_eq!(o.status.code(), Some(code), "{}{}", stdout(o), stderr(o));
+}
+
 /// An output's stdout as text.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

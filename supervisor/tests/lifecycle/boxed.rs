@@ -142,13 +142,7 @@ fn nothing_gets_out(harness: &str) {
         .env("GITHUB_TOKEN", "planted-github-token")
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 0);
     let results = sb.results_lines();
 
     // Positive controls: the adversary ran, reached the model endpoint, wrote its scratch.
@@ -436,13 +430,7 @@ fn a_sigkilled_supervisor_takes_the_whole_box_with_it() {
     assert!(forbidden.seen().is_empty(), "{:?}", forbidden.seen());
 
     let out = sb.recover();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 0);
     assert_eq!(sb.snapshot(), before);
     assert!(!sb.active().exists());
     assert!(

@@ -255,13 +255,7 @@ fn the_next_run_recovers_a_crashed_one_itself() {
 
     sb.set_script(&navigate_action());
     let out = sb.run_cmd("claude", &[]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 0);
     assert!(
         stdout(&out).contains("recovered: crashed run"),
         "{}",

@@ -328,13 +328,7 @@ fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_c
     );
     let before = sb.snapshot();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 0);
     assert_eq!(sb.snapshot(), before);
     let j = sb.journal();
     let outcomes: Vec<&str> = j[1..]
@@ -367,13 +361,7 @@ fn a_settings_file_wiring_refuses_stops_the_run_with_exit_2_and_leaves_it_byte_f
     sb.set_script("@exit 0\n");
     let before = sb.snapshot();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 2);
     assert!(
         stderr(&out).contains("settings.json"),
         "names the file: {}",
@@ -400,13 +388,7 @@ fn a_boxed_claude_run_leaves_a_settings_file_it_could_not_wire_alone() {
     let out = sb.run_cmd("claude", &[]).output().unwrap();
     // The box never shows the worker the project, so the file is neither read nor edited: the
     // guard comes through `--settings`, and the run goes on.
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 0);
     assert_eq!(sb.snapshot(), before);
     let rj = sb.run_json();
     assert_eq!(rj["end"]["outcome"], "clean");
@@ -432,13 +414,7 @@ fn codex_denials_leave_no_stream_item_and_are_merged_from_the_guards_events() {
     );
     let before = sb.snapshot();
     let out = sb.run_cmd("codex", &[]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 0);
     assert_eq!(sb.snapshot(), before);
     let j = sb.journal();
     let seen: Vec<(String, String)> = j[1..]

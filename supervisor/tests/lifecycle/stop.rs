@@ -33,13 +33,7 @@ fn an_off_allowlist_call_that_reached_the_tool_stops_the_worker_exit_1() {
     let before = sb.snapshot();
     let t = Instant::now();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 1);
     assert!(
         t.elapsed() < Duration::from_secs(10),
         "stopped, not waited out: {:?}",
@@ -83,13 +77,7 @@ fn an_irreversible_click_stops_a_worker_that_ignores_sigterm_exit_1() {
     let before = sb.snapshot();
     let t = Instant::now();
     let out = sb.run_cmd("codex", &[]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 1);
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     assert_clean_after(&sb, &before);
     let j = sb.journal();
@@ -126,13 +114,7 @@ fn sigint_during_a_run_cleans_up_fully() {
     let g = sb.grandchild_pid().expect("the grandchild's pid");
     signal(child.id(), "INT");
     let out = wait_output(child, 15);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 3);
     assert_clean_after(&sb, &before);
     assert!(!sb.proc_alive(g), "the whole group is stopped");
     let rj = sb.run_json();
