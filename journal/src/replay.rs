@@ -1319,17 +1319,25 @@ mod tests {
     }
 
     fn replay_with(text: &[u8], par: Parallelism) -> (ReplaySummary, Vec<ReplayEvent>) {
+        let (s, events) = replay_from(&mut std::io::Cursor::new(text), par);
+        (s.unwrap(), events)
+    }
+
+    /// Replays what `reader` yields (the golden flow, the header first): the outcome, and every
+    /// event reported on the way.
+    fn replay_from<R: BufRead>(
+        reader: &mut R,
+        par: Parallelism,
+    ) -> (Result<ReplaySummary, ReplayError>, Vec<ReplayEvent>) {
         let flow = Flow::load(&golden("flow.md")).unwrap();
-        let mut reader = std::io::Cursor::new(text);
-        let mut lines = LineReader::new(&mut reader, true);
+        let mut lines = LineReader::new(reader, true);
         let path = Path::new("j");
         let (header, hash) = read_header(&mut lines, path).unwrap();
         let mut events = vec![];
-        let s = replay_lines(&flow, &header, hash, &mut lines, path, par, &mut |e| {
+        let r = replay_lines(&flow, &header, hash, &mut lines, path, par, &mut |e| {
             events.push(e)
-        })
-        .unwrap();
-        (s, events)
+        });
+        (r, events)
     }
 
     fn par(workers: usize, batch_lines: usize) -> Parallelism {
@@ -1431,7 +1439,6 @@ mod tests {
                 .any(|e| matches!(e, ReplayEvent::Violation { .. })),
             "{expected:?}"
         );
-        let flow = Flow::load(&golden("flow.md")).unwrap();
         for p in [par(1, usize::MAX), par(1, 2), par(3, 2)] {
             let mut reader = BufReader::with_capacity(
                 64,
@@ -1440,13 +1447,7 @@ mod tests {
                     ok: cut,
                 },
             );
-            let mut lines = LineReader::new(&mut reader, true);
-            let path = Path::new("j");
-            let (header, hash) = read_header(&mut lines, path).unwrap();
-            let mut events = vec![];
-            let r = replay_lines(&flow, &header, hash, &mut lines, path, p, &mut |e| {
-                events.push(e)
-            });
+            let (r, events) = replay_from(&mut reader, p);
             assert!(matches!(r, Err(ReplayError::Read { .. })), "{p:?}");
             assert_eq!(events, expected, "{p:?}");
         }
