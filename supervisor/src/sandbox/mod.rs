@@ -307,10 +307,16 @@ fn walk_system() -> Vec<OsString> {
 fn root_only(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let below = judge(dir, &mut out);
-    let (mine, theirs): (Vec<_>, Vec<_>) =
-        below.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
-    let walk_all = |dirs: &[(usize, PathBuf)], out: &mut Vec<PathBuf>| {
-        for (_, d) in dirs {
+    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+    for (i, d) in below.into_iter().enumerate() {
+        if i % 2 == 0 {
+            mine.push(d)
+        } else {
+            theirs.push(d)
+        }
+    }
+    let walk_all = |dirs: &[PathBuf], out: &mut Vec<PathBuf>| {
+        for d in dirs {
             walk(d, 1, out);
         }
     };
