@@ -87,14 +87,14 @@ pub struct Observer {
 
 impl Observer {
     /// Creates the journal (its header line) before the worker exists: nothing it does goes
-    /// unrecorded. `events_offset` is where the guard's events of this run begin.
+    /// unrecorded. The guard's events are read from the start of `events_path` until
+    /// [`Observer::events_from`] says where this run's begin.
     pub fn new(
         harness: Harness,
         flow: &Flow,
         journal: &Path,
         run_id: &str,
         events_path: &Path,
-        events_offset: u64,
     ) -> anyhow::Result<Observer> {
         let header = JournalHeader::new(
             run_id,
@@ -109,7 +109,7 @@ impl Observer {
             harness,
             adapter: Adapter::new(harness).with_tool_results(),
             writer,
-            events: (harness == Harness::Codex).then(|| (events_path.to_path_buf(), events_offset)),
+            events: (harness == Harness::Codex).then(|| (events_path.to_path_buf(), 0)),
             refs: None,
             refs_warned: false,
             answer: None,
@@ -426,7 +426,6 @@ mod tests {
             &dir.path().join("journal.jsonl"),
             "r1",
             &dir.path().join("events.jsonl"),
-            0,
         )
         .unwrap()
         .with_ref_map(RefTracker::new(&state, dir.path()));

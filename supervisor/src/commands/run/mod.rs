@@ -611,7 +611,6 @@ fn launch(
         &started.run_dir.join("journal.jsonl"),
         &started.run_id,
         &plan.paths.events(),
-        0,
     )
     .map_err(|e| format!("{e:#}"))?;
     // Without the box nothing holds the worker back from its model: the guard is proven before
