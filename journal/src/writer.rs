@@ -88,6 +88,14 @@ pub enum WriteError {
     },
 }
 
+/// An I/O error on the journal at `path`, as [`WriteError::Append`].
+fn appending(path: &Path) -> impl Fn(io::Error) -> WriteError + '_ {
+    move |source| WriteError::Append {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 /// A journal's `fdatasync` under way ([`JournalWriter::sync_in_background`]). Dropped unwaited,
 /// it still waits: no sync outlives its owner.
 #[derive(Debug)]
@@ -107,10 +115,7 @@ impl PendingSync {
             Some(Ok(r)) => r,
             _ => Err(std::io::Error::other("the journal's sync thread stopped")),
         };
-        done.map_err(|source| WriteError::Append {
-            path: self.path.clone(),
-            source,
-        })
+        done.map_err(appending(&self.path))
     }
 }
 
@@ -197,10 +202,7 @@ impl JournalWriter {
     ///
     /// [`WriteError::Append`] with the path.
     pub fn sync(&self) -> Result<(), WriteError> {
-        self.file.sync_data().map_err(|source| WriteError::Append {
-            path: self.path.clone(),
-            source,
-        })
+        self.file.sync_data().map_err(appending(&self.path))
     }
 
     /// [`JournalWriter::sync`] on a thread of its own (the same file, through a second handle):
@@ -211,15 +213,11 @@ impl JournalWriter {
     ///
     /// [`WriteError::Append`] with the path, when the thread or the handle cannot be had.
     pub fn sync_in_background(&self) -> Result<PendingSync, WriteError> {
-        let err = |source| WriteError::Append {
-            path: self.path.clone(),
-            source,
-        };
-        let file = self.file.try_clone().map_err(err)?;
+        let file = self.file.try_clone().map_err(appending(&self.path))?;
         let thread = std::thread::Builder::new()
             .name("leopold-journal-sync".into())
             .spawn(move || file.sync_data())
-            .map_err(err)?;
+            .map_err(appending(&self.path))?;
         Ok(PendingSync {
             thread: Some(thread),
             path: self.path.clone(),
@@ -228,25 +226,17 @@ impl JournalWriter {
 
     fn write_line<T: Serialize>(&mut self, value: &T) -> Result<(), WriteError> {
         self.buf.clear();
-        serde_json::to_writer(&mut self.buf, value).map_err(|e| WriteError::Append {
-            path: self.path.clone(),
-            source: io::Error::other(e),
-        })?;
-        let head =
-            crate::chain::link(&mut self.buf, &self.head).map_err(|e| WriteError::Append {
-                path: self.path.clone(),
-                source: io::Error::other(e),
-            })?;
+        serde_json::to_writer(&mut self.buf, value)
+            .map_err(|e| appending(&self.path)(io::Error::other(e)))?;
+        let head = crate::chain::link(&mut self.buf, &self.head)
+            .map_err(|e| appending(&self.path)(io::Error::other(e)))?;
         self.buf.push(b'\n');
         // One write call for the whole line: with O_APPEND the kernel places it at the end in one
         // piece. `write_all` only loops if the kernel wrote short (disk full), which leaves a torn
         // last line that replay skips.
         self.file
             .write_all(&self.buf)
-            .map_err(|source| WriteError::Append {
-                path: self.path.clone(),
-                source,
-            })?;
+            .map_err(appending(&self.path))?;
         self.head = head;
         Ok(())
     }
