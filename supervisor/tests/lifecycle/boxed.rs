@@ -535,3 +535,66 @@ fn a_unix_socket_in_the_project_is_not_reachable_from_the_box() {
         "a socket outside the box was reached: {reached:?}"
     );
 }
+
+/// The box's view of `/etc` comes from listings cached between runs (README "Running a
+/// persona", step 5): a file `chmod`ed to root-only after a run, in a folder whose listing the
+/// cache holds (a `chmod` changes no folder's key), is hidden from the next run's worker all the
+/// same. The worker reads it in both runs; the second read must fail.
+#[test]
+#[allow(clippy::print_stderr)]
+fn a_file_made_root_only_between_two_runs_is_hidden_from_the_next() {
+    if !rustix::process::geteuid().is_root() {
+        let why = "this test writes a folder in /etc: run the suite as root (CI does)";
+        assert!(std::env::var_os("CI").is_none_or(|v| v.is_empty()), "{why}");
+        eprintln!("\n*** SKIPPED: {why}\n");
+        return;
+    }
+    let sb = Sandbox::with_user_files();
+    let folder = Path::new("/etc").join(format!(
+        "leopold-test-{}-{}",
+        std::process::id(),
+        sb.root.file_name().unwrap().to_string_lossy()
+    ));
+    struct Remove<'a>(&'a Path);
+    impl Drop for Remove<'_> {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(self.0);
+        }
+    }
+    std::fs::create_dir(&folder).unwrap();
+    let _remove = Remove(&folder);
+    let file = folder.join("token");
+    std::fs::write(&file, "readable for now\n").unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // A listing is cached only for a folder left alone for 2 s.
+    std::thread::sleep(Duration::from_millis(2200));
+    sb.set_script(&format!("@read {}\n@exit 0\n", file.display()));
+
+    assert_exit_code(&sb.run_cmd("claude", &[]).output().unwrap(), 0);
+    let cache: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(sb.root.join("cache/leopold/etc-listing.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        cache["dirs"][folder.to_str().unwrap()]["names"],
+        "token/",
+        "the first run cached the folder's listing"
+    );
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_exit_code(&sb.run_cmd("claude", &[]).output().unwrap(), 0);
+
+    let reads = sb.results_lines();
+    let reads = results_for(&reads, "read");
+    assert_eq!(reads.len(), 2, "{reads:?}");
+    assert_eq!(
+        reads[0]["ok"], true,
+        "world-readable, in the box: {}",
+        reads[0]
+    );
+    assert_eq!(
+        reads[1]["ok"], false,
+        "root-only since the first run, hidden: {}",
+        reads[1]
+    );
+}

@@ -341,8 +341,9 @@ pub(crate) fn assert_files_unchanged(
     let mut before = before.clone();
     before.remove(&events);
     // The run lock is the supervisor's, left (unlocked) by design; the runs/ folder appears; and
-    // the supervisor caches the harness's `--version` answer and the box's trial build in the
-    // user's cache folder (README "Running a persona", step 1), outside the box.
+    // the supervisor caches the harness's `--version` answer, the box's trial build and the
+    // listings of `/etc` in the user's cache folder (README "Running a persona", steps 1 and 5),
+    // outside the box.
     let cache = w.sb.home.join(".cache");
     for supervisor_own in [
         w.sb.persona_dir().join("run.lock"),
@@ -350,6 +351,7 @@ pub(crate) fn assert_files_unchanged(
         w.sb.project.join(".leopold"),
         cache.join("leopold").join("harness-versions.json"),
         cache.join("leopold").join("box-probe.json"),
+        cache.join("leopold").join("etc-listing.json"),
         cache.join("leopold"),
         cache.clone(),
     ] {

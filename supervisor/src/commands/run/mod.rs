@@ -220,7 +220,7 @@ async fn lifecycle(
     // From here on every way out goes through `run`: unwire, archive, release.
     // Unboxed, the guard's proof runs while the run wires, and the worker waits for it. Boxed,
     // it starts once the worker is spawned, and the worker's model waits for it (`launch`):
-    // what the spawn waits for last is the box's walk of `/etc` (a few milliseconds of system
+    // what the spawn waits for last is the box's walk of `/etc` (a millisecond of system
     // calls), and the proof's two process starts beside it slowed the run's own steps down.
     // (Started beside the writing of ACTIVE.json, the walk slowed that down: 0.8 -> 3 ms.)
     let proof = match &plan.bwrap {
