@@ -186,6 +186,13 @@ fn wires_a_settings_file(plan: &Plan) -> bool {
     plan.kind == Harness::Codex || plan.bwrap.is_none()
 }
 
+/// Whether the file [`wires_a_settings_file`] wires is the user's own (Claude's project
+/// `.claude/settings.json`, with `--no-contain`), rather than the run's copy of Codex's
+/// configuration.
+fn wires_a_users_file(plan: &Plan) -> bool {
+    plan.kind == Harness::Claude && plan.bwrap.is_none()
+}
+
 /// What step 4 set up for the rest of the run.
 struct Started {
     run_id: String,
@@ -233,15 +240,19 @@ async fn lifecycle(
             Err(e) => return run.setup_failed(format!("{e:#}")),
         },
     };
-    // ACTIVE.json survives a power loss before any file is wired: after a reboot recovery finds
-    // the run and unwires. An unboxed run's proof runs meanwhile. A run that wires no file (a boxed
-    // Claude run) leaves nothing for recovery to undo after a reboot (no process survives one,
-    // and its own files are in its run directory), so it does not wait on the disk for that:
-    // its `Whole` write is there whole or not at all.
-    if wires_a_settings_file(&plan) {
-        crate::fs::sync_dir_of(&plan.paths.active());
-    }
-    if let Err(e) = wire(&plan, &started, out, timings) {
+    // ACTIVE.json survives a power loss before a file of the user's is wired: after a reboot
+    // recovery finds the run and unwires. Its folder is synced beside the wiring record's own
+    // writes, and the user's file is renamed only once both are on disk (`wire`). A run that
+    // wires no file of the user's (a boxed Claude run; a Codex run, whose wiring is its own copy
+    // of the configuration in its run directory) leaves nothing for recovery to undo after a
+    // reboot (no process survives one, and its own files are in its run directory), so it does
+    // not wait on the disk for that: its `Whole` write is there whole or not at all.
+    let active_synced = if wires_a_users_file(&plan) {
+        Synced::dir_of(plan.paths.active())
+    } else {
+        Synced::done()
+    };
+    if let Err(e) = wire(&plan, &started, out, timings, active_synced) {
         // The proof's guard is done (joined) before teardown frees the lock and ACTIVE.json.
         drop(proof);
         return run.setup_failed(format!("{e:#}"));
@@ -472,14 +483,54 @@ fn record_active(
     Ok((started, st))
 }
 
+/// A folder's sync running on a thread of its own, waited for by [`Synced::wait`] or when
+/// dropped.
+struct Synced(Option<std::thread::JoinHandle<()>>);
+
+impl Synced {
+    /// Syncs the folder of `path` on a thread (here, if none can be started).
+    fn dir_of(path: PathBuf) -> Synced {
+        let theirs = path.clone();
+        match std::thread::Builder::new()
+            .name("leopold-sync".into())
+            .spawn(move || crate::fs::sync_dir_of(&theirs))
+        {
+            Ok(h) => Synced(Some(h)),
+            Err(_) => {
+                crate::fs::sync_dir_of(&path);
+                Synced(None)
+            }
+        }
+    }
+
+    fn done() -> Synced {
+        Synced(None)
+    }
+
+    fn wait(&mut self) {
+        if let Some(h) = self.0.take() {
+            // A panic there is a sync not made: the caller goes on as after a failed fsync.
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Synced {
+    fn drop(&mut self) {
+        self.wait();
+    }
+}
+
 /// Step 5: for Codex, the run's own configuration (a copy of the user's); wires the guard (for
-/// Claude only with `--no-contain`: [`wires_a_settings_file`]), writes the `--settings` file. (The proof that the wired command denies runs alongside:
-/// [`proof::start_proof`].)
+/// Claude only with `--no-contain`: [`wires_a_settings_file`]), writes the `--settings` file.
+/// The user's file is renamed into place only once `active_synced` is done. (The proof that the
+/// wired command denies runs alongside: [`proof::start_proof`].)
 fn wire(
     plan: &Plan,
     started: &Started,
     out: &Reporter,
     timings: &mut Timings,
+    mut active_synced: Synced,
 ) -> anyhow::Result<()> {
     let guard_settings = started.guard_settings.as_deref();
     if plan.kind == Harness::Codex {
@@ -491,7 +542,8 @@ fn wire(
         )?;
     }
     if wires_a_settings_file(plan) {
-        let outcome = harness::wire(plan.kind, &started.ctx)?;
+        let outcome =
+            harness::wire_with_hook(plan.kind, &started.ctx, &mut |_| active_synced.wait())?;
         tracing::debug!(
             changed = outcome.changed,
             "wired {}",
