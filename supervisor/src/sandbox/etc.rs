@@ -18,6 +18,11 @@
 //! another (a rename, a mount over it) has another device or inode. A cache that cannot be read,
 //! is of another version or for another root is ignored and rewritten, without fsync (a cache
 //! lost to a power loss costs one full walk).
+//!
+//! Whoever can write the cache can leave a name out of a listing, and so a root-only file in
+//! the box's view: the cache is trusted as the rest of the user's `~/.cache/leopold` is, which
+//! already holds code the run executes (the provisioned browser's Playwright MCP). The worker
+//! cannot reach it: the box holds none of the user's home.
 
 use std::collections::HashMap;
 use std::fs::Metadata;
