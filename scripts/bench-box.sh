@@ -12,6 +12,8 @@ cd "$(dirname "$0")/.."
 n="${1:-50}"
 cargo build --release -q -p leopold -p leopold-tests --bin leopold --bin leopold-fake-worker
 target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+# What every BENCHMARKS.md table states: the command, the commit, the date, the load.
+echo "command: scripts/bench-box.sh $n; commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!*.md' || echo ' (+ uncommitted changes)'); date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 python3 - "$n" "$target_dir/release" "$PWD/flows/checkout.md" <<'PY'
 import json, os, statistics, subprocess, sys, tempfile, time
 n, bindir, flow = int(sys.argv[1]), sys.argv[2], sys.argv[3]
@@ -50,3 +52,4 @@ for key, label in (("planned", "start -> planned (incl. box probe)"), ("spawn", 
     b, u = res["boxed"][key], res["no-contain"][key]
     print(f"{label:34} {med(b):8.2f} (p90 {p90(b):6.2f}) {med(u):8.2f} (p90 {p90(u):6.2f}) {med(b) - med(u):+9.2f}  ms")
 PY
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -12,6 +12,8 @@ cd "$(dirname "$0")/.."
 n="${1:-500}"
 cargo build --release -q -p leopold -p leopold-tests --bin leopold --bin leopold-fake-worker --bin leopold-stub-browser
 target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+# What every BENCHMARKS.md table states: the command, the commit, the date, the load.
+echo "command: scripts/bench-gateway.sh $n; commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!*.md' || echo ' (+ uncommitted changes)'); date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 python3 - "$n" "$target_dir/release" "$PWD/flows/checkout.md" <<'PY'
 import json, os, statistics, subprocess, sys, tempfile
 n, bindir, flow = int(sys.argv[1]), sys.argv[2], sys.argv[3]
@@ -43,3 +45,4 @@ print(f"{'through the gateway':28} {med(g)/1000:8.3f}  {p90(g)/1000:8.3f}  ms")
 print(f"{'direct to the server':28} {med(d)/1000:8.3f}  {p90(d)/1000:8.3f}  ms")
 print(f"{'gateway adds':28} {(med(g)-med(d))/1000:+8.3f}  {(p90(g)-p90(d))/1000:+8.3f}  ms   (ratio of medians {med(g)/med(d):.2f})")
 PY
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
