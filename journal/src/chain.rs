@@ -172,6 +172,61 @@ pub fn head_of<R: BufRead>(mut reader: R) -> io::Result<Option<JournalHash>> {
     Ok(head)
 }
 
+/// What [`check_lines`] found of a chained file's links.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ChainCheck {
+    /// Lines read (a torn last line counts).
+    pub lines: u64,
+    /// Lines whose `prev` is not the hash of the line before (or that carry none).
+    pub breaks: u64,
+    /// The first of them: its line number and what is wrong with it.
+    pub first_break: Option<(u64, String)>,
+    /// The hash of the last line: the chain's head; `None` for an empty file.
+    pub head: Option<JournalHash>,
+}
+
+/// Checks every link of a file written with [`link`] from [`GENESIS`] on, line 1 included (the
+/// supervisor's gateway record: no header, every line a JSON object with `prev` as its last key).
+/// Streams, one line in memory at a time.
+///
+/// # Errors
+///
+/// The reader's I/O errors.
+pub fn check_lines<R: BufRead>(mut reader: R) -> io::Result<ChainCheck> {
+    #[derive(serde::Deserialize)]
+    struct Prev<'a> {
+        #[serde(borrow, default)]
+        prev: Option<&'a str>,
+    }
+    let mut out = ChainCheck::default();
+    let mut expected = GENESIS;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        out.lines += 1;
+        let problem = match serde_json::from_slice::<Prev<'_>>(&line) {
+            Ok(Prev { prev: Some(p) }) if expected.matches_hex(p) => None,
+            Ok(Prev { prev: Some(_) }) => Some("its `prev` is not the hash of the line before"),
+            Ok(Prev { prev: None }) => Some("it carries no `prev`"),
+            Err(_) => Some("it is not a JSON object with a string `prev`"),
+        };
+        if let Some(problem) = problem {
+            out.breaks += 1;
+            out.first_break
+                .get_or_insert((out.lines, problem.to_owned()));
+        }
+        expected = JournalHash::of_line(&line);
+        out.head = Some(expected);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,6 +245,60 @@ mod tests {
         assert!("abc".parse::<JournalHash>().is_err());
         assert!(hex.replace('a', "g").parse::<JournalHash>().is_err());
         assert_eq!(GENESIS.to_string(), "0".repeat(64));
+    }
+
+    /// Lines linked as the gateway writes them.
+    fn chained(objects: &[&str]) -> Vec<Vec<u8>> {
+        let mut prev = GENESIS;
+        objects
+            .iter()
+            .map(|o| {
+                let mut line = o.as_bytes().to_vec();
+                prev = link(&mut line, &prev).unwrap();
+                line
+            })
+            .collect()
+    }
+
+    fn check(lines: &[Vec<u8>]) -> ChainCheck {
+        let mut text = lines.join(&b'\n');
+        text.push(b'\n');
+        check_lines(io::Cursor::new(text)).unwrap()
+    }
+
+    #[test]
+    fn every_link_of_a_chained_file_is_checked_from_line_one() {
+        let lines = chained(&[r#"{"seq":1}"#, r#"{"seq":2}"#, r#"{"seq":3}"#]);
+        let intact = check(&lines);
+        assert_eq!(
+            (intact.lines, intact.breaks, intact.first_break),
+            (3, 0, None)
+        );
+        assert_eq!(intact.head, Some(JournalHash::of_line(&lines[2])));
+        assert_eq!(check_lines(io::Cursor::new(Vec::new())).unwrap().head, None);
+
+        // A line edited: the link after it breaks (the edited line's own link still holds).
+        let mut edited = lines.clone();
+        edited[1] = String::from_utf8(edited[1].clone())
+            .unwrap()
+            .replace("\"seq\":2", "\"seq\":9")
+            .into_bytes();
+        let c = check(&edited);
+        assert_eq!((c.breaks, c.first_break.map(|b| b.0)), (1, Some(3)));
+        // Removed, moved, or a first line that does not start from genesis.
+        let c = check(&[lines[0].clone(), lines[2].clone()]);
+        assert_eq!(c.first_break.map(|b| b.0), Some(2));
+        let c = check(&[lines[1].clone(), lines[0].clone(), lines[2].clone()]);
+        assert_eq!(c.first_break.map(|b| b.0), Some(1));
+        // A line with no `prev`, or not JSON.
+        let c = check(&[lines[0].clone(), b"{\"seq\":2}".to_vec()]);
+        assert_eq!(c.first_break, Some((2, "it carries no `prev`".into())));
+        let c = check(&[lines[0].clone(), b"not json".to_vec()]);
+        assert_eq!(c.breaks, 1);
+        // A tail cut off leaves a valid, shorter chain: only a head kept elsewhere tells.
+        let c = check(&lines[..2]);
+        assert_eq!(c.breaks, 0);
+        assert_ne!(c.head, intact.head);
     }
 
     #[test]

@@ -76,7 +76,14 @@ pub struct RunEndInfo {
     /// The chain's head when the run ended.
     #[serde(default)]
     pub journal_hash: Option<String>,
+    /// The gateway record's chain head when the run ended ([`GATEWAY_RECORD`]).
+    #[serde(default)]
+    pub gateway_hash: Option<String>,
 }
+
+/// The gateway's record in a run directory, beside the journal: hash-chained from its first
+/// line ([`crate::chain::check_lines`]). Replay checks it when it is there.
+pub const GATEWAY_RECORD: &str = "gateway.jsonl";
 
 impl RunInfo {
     /// The recorded head, wherever it is.
@@ -151,6 +158,21 @@ pub enum ReplayEvent {
         /// The journal's head; `None` for a version 1 (unchained) journal.
         found: Option<String>,
     },
+    /// A line of the gateway's record ([`GATEWAY_RECORD`]) that does not link to the line
+    /// before: the first of them (the summary counts them all).
+    GatewayChainBreak {
+        /// 1-based line of the gateway record.
+        line: u64,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The gateway record ends on another hash than the one `run.json` recorded (or is gone).
+    GatewayHeadMismatch {
+        /// The recorded head.
+        expected: String,
+        /// The record's head as it is now; `None` when the record is missing or empty.
+        found: Option<String>,
+    },
     /// The verdict recorded in the journal differs from today's (the flow changed, or `--flow`).
     VerdictChanged {
         /// 1-based line.
@@ -200,8 +222,15 @@ pub struct ReplaySummary {
     /// The first of them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chain_broken_at: Option<u64>,
-    /// Heads checked (`--expect`, `run.json`) and found different.
+    /// Heads checked (`--expect`, `run.json`, the gateway record's) and found different.
     pub head_mismatches: u64,
+    /// Lines of the gateway record beside the journal (0 when there is none).
+    pub gateway_lines: u64,
+    /// The gateway record's chain head, when there is a record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gateway_hash: Option<String>,
+    /// Lines of the gateway record that do not link to the line before.
+    pub gateway_chain_breaks: u64,
     /// Raw streams: event types not known to the adapter, with counts.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub unknown_types: std::collections::BTreeMap<String, u64>,
@@ -211,7 +240,11 @@ impl ReplaySummary {
     /// 0 clean, 1 violations or a record that was tampered with (a broken chain, a head other
     /// than the one expected), 2 malformed lines or `seq` gaps and nothing of exit 1.
     pub fn exit_code(&self) -> u8 {
-        if self.violations > 0 || self.chain_breaks > 0 || self.head_mismatches > 0 {
+        if self.violations > 0
+            || self.chain_breaks > 0
+            || self.gateway_chain_breaks > 0
+            || self.head_mismatches > 0
+        {
             1
         } else if self.malformed > 0 || self.seq_gaps > 0 {
             2
@@ -340,7 +373,52 @@ pub fn replay(
     if let Some(recorded) = run_info.as_ref().and_then(RunInfo::recorded_head) {
         check_head(&mut s, "run.json", recorded, on_event);
     }
+    if let Some(dir) = journal.parent() {
+        let recorded = run_info
+            .as_ref()
+            .and_then(|r| r.end.as_ref())
+            .and_then(|e| e.gateway_hash.as_deref());
+        check_gateway_record(&mut s, &dir.join(GATEWAY_RECORD), recorded, on_event)?;
+    }
     Ok(s)
+}
+
+/// Checks the gateway record's chain, and its head against the one `run.json` recorded.
+fn check_gateway_record(
+    s: &mut ReplaySummary,
+    path: &Path,
+    recorded: Option<&str>,
+    on_event: &mut dyn FnMut(ReplayEvent),
+) -> Result<(), ReplayError> {
+    let found = match File::open(path) {
+        Ok(f) => {
+            let check = crate::chain::check_lines(BufReader::with_capacity(256 << 10, f))
+                .map_err(read_error(path))?;
+            s.gateway_lines = check.lines;
+            s.gateway_chain_breaks = check.breaks;
+            s.gateway_hash = check.head.map(|h| h.to_string());
+            if let Some((line, problem)) = check.first_break {
+                on_event(ReplayEvent::GatewayChainBreak { line, problem });
+            }
+            check.head
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(read_error(path)(e)),
+    };
+    if let Some(expected) = recorded {
+        let matches = match (&found, expected.parse::<JournalHash>()) {
+            (Some(f), Ok(e)) => *f == e,
+            _ => false,
+        };
+        if !matches {
+            s.head_mismatches += 1;
+            on_event(ReplayEvent::GatewayHeadMismatch {
+                expected: expected.chars().take(80).collect(),
+                found: found.map(|h| h.to_string()),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn open(path: &Path) -> Result<BufReader<File>, ReplayError> {

@@ -166,6 +166,9 @@ pub fn recover_locked(
                 gateway_mismatches: Vec::new(),
                 // As recovery found the journal: what a later replay `--expect`s.
                 journal_hash: crate::observe::journal_head_of_file(&run_dir.join("journal.jsonl")),
+                gateway_hash: crate::observe::journal_head_of_file(
+                    &run_dir.join(crate::gateway::RECORD_FILE),
+                ),
             });
             st.write_atomic(&run_json)?;
         }

@@ -161,6 +161,11 @@ pub struct RunEnd {
     /// "Journal"): what `persona replay --expect` checks. Absent for a run without a journal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_hash: Option<String>,
+    /// The head of the gateway record's hash chain (`gateway.jsonl`, README "The gateway") when
+    /// the run ended: what `persona replay` checks that file against. Absent when the gateway
+    /// recorded nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_hash: Option<String>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -166,3 +166,79 @@ fn a_seq_gap_is_reported_and_exit_2() {
     );
     assert!(out.contains("1 seq gap"), "{out}");
 }
+
+/// The gateway's record beside the journal (`gateway.jsonl`, hash-chained from its first line)
+/// is checked too: its links, and its head against the one run.json recorded. Edited, cut or
+/// removed, it is reported as tampered and the exit is 1.
+#[test]
+fn the_gateway_record_beside_the_journal_is_checked_link_by_link_and_against_its_head() {
+    use leopold_journal::chain::{link, JournalHash};
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::copy(golden("clean.jsonl"), run.join("journal.jsonl")).unwrap();
+    let mut prev = leopold_journal::GENESIS;
+    let lines: Vec<String> = (1..=3)
+        .map(|seq| {
+            let mut l =
+                format!(r#"{{"event":"call","seq":{seq},"tool":"browser_snapshot"}}"#).into_bytes();
+            prev = link(&mut l, &prev).unwrap();
+            String::from_utf8(l).unwrap()
+        })
+        .collect();
+    let head: JournalHash = prev;
+    let write = |ls: &[String]| {
+        std::fs::write(run.join("gateway.jsonl"), ls.join("\n") + "\n").unwrap();
+    };
+    std::fs::write(
+        run.join("run.json"),
+        format!(r#"{{"end":{{"gateway_hash":"{head}"}}}}"#),
+    )
+    .unwrap();
+    let flow = golden("flow.md");
+    let flow = flow.to_str().unwrap();
+    let shown = run.join("gateway.jsonl").display().to_string();
+
+    write(&lines);
+    let (code, out, err) = replay(&["--flow", flow], &run);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "replay: gateway record (3 lines): hash chain intact; gateway_hash {head}"
+        )),
+        "{out}"
+    );
+
+    // Line 2 edited: line 3's link breaks.
+    let mut edited = lines.clone();
+    edited[1] = edited[1].replace("browser_snapshot", "browser_evaluate");
+    write(&edited);
+    let (code, out, _) = replay(&["--flow", flow], &run);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "{shown}:3: tampered: its `prev` is not the hash of the line before"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("the gateway record's hash chain broken"),
+        "{out}"
+    );
+
+    // The last line cut off: the chain holds, the head recorded in run.json does not.
+    write(&lines[..2]);
+    let (code, out, _) = replay(&["--flow", flow], &run);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!("{shown}: tampered: the gateway record ends on "))
+            && out.contains(&format!("not on {head} (run.json)")),
+        "{out}"
+    );
+
+    // Removed.
+    std::fs::remove_file(run.join("gateway.jsonl")).unwrap();
+    let (code, out, _) = replay(&["--flow", flow], &run);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("and the record is gone or empty"), "{out}");
+}

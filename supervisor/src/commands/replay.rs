@@ -78,6 +78,9 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
                 summary.chain_broken_at.unwrap_or(0)
             );
         }
+        if summary.gateway_chain_breaks > 0 {
+            line += ", the gateway record's hash chain broken";
+        }
         if summary.head_mismatches > 0 {
             line += ", head differs from the one expected";
         }
@@ -102,6 +105,20 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
                 (None, _) => "replay: unchained journal (version 1, written before the hash chain): no tamper evidence".to_owned(),
             };
             writeln!(out, "{chain}")?;
+            if let Some(h) = &summary.gateway_hash {
+                let n = summary.gateway_chain_breaks;
+                let state = if n == 0 {
+                    "hash chain intact".to_owned()
+                } else {
+                    format!("hash chain BROKEN ({n} broken link{})", plural(n))
+                };
+                writeln!(
+                    out,
+                    "replay: gateway record ({} line{}): {state}; gateway_hash {h}",
+                    summary.gateway_lines,
+                    plural(summary.gateway_lines)
+                )?;
+            }
         }
         if !summary.unknown_types.is_empty() {
             let names: Vec<String> = summary
@@ -179,6 +196,24 @@ fn render(input: &str, ev: &ReplayEvent) -> String {
         } => format!(
             "{input}: cannot check the head {expected} ({from}): the journal is unchained (version 1, written before the hash chain)"
         ),
+        ReplayEvent::GatewayChainBreak { line, problem } => format!(
+            "{}:{line}: tampered: {problem} (the gateway record's hash chain breaks here: a line was edited, removed, inserted or moved)",
+            gateway_record(input)
+        ),
+        ReplayEvent::GatewayHeadMismatch {
+            expected,
+            found: Some(found),
+        } => format!(
+            "{}: tampered: the gateway record ends on {found}, not on {expected} (run.json): lines were cut from the end, the last line edited, or the record replaced",
+            gateway_record(input)
+        ),
+        ReplayEvent::GatewayHeadMismatch {
+            expected,
+            found: None,
+        } => format!(
+            "{}: tampered: run.json records the gateway record's head {expected}, and the record is gone or empty",
+            gateway_record(input)
+        ),
         ReplayEvent::VerdictChanged {
             line,
             seq,
@@ -191,6 +226,19 @@ fn render(input: &str, ev: &ReplayEvent) -> String {
         ),
         _ => format!("{input}: {ev:?}"),
     }
+}
+
+/// The gateway record beside the replayed journal (or in the replayed run directory), as shown.
+fn gateway_record(input: &str) -> String {
+    let p = std::path::Path::new(input);
+    let dir = if p.is_dir() {
+        p
+    } else {
+        p.parent().unwrap_or(std::path::Path::new(""))
+    };
+    dir.join(leopold_journal::replay::GATEWAY_RECORD)
+        .display()
+        .to_string()
 }
 
 fn verdict_text(v: &Verdict) -> String {

@@ -17,7 +17,8 @@
 //!
 //! Every call and answer is journaled in `gateway.jsonl` (tool, verdict, reason, the call
 //! reduced as events.jsonl reduces it, the page's host and title), the record the run's
-//! journal is compared with at the end ([`Shared::compare`]).
+//! journal is compared with at the end ([`Shared::compare`]); hash-chained as the journal is,
+//! its head kept in run.json, so that `persona replay` shows a line edited, removed or cut.
 
 pub mod policy;
 pub mod relay;
@@ -28,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
+use leopold_journal::JournalHash;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::{UnixListener, UnixStream};
@@ -37,7 +39,7 @@ use crate::browser::RefTracker;
 use policy::Policy;
 
 /// The gateway's own record, in the run directory.
-pub const RECORD_FILE: &str = "gateway.jsonl";
+pub const RECORD_FILE: &str = leopold_journal::replay::GATEWAY_RECORD;
 /// The longest message the gateway reads; a longer line closes the connection.
 const MAX_LINE: u64 = 32 << 20;
 
@@ -142,14 +144,34 @@ impl Shared {
 }
 
 /// `gateway.jsonl`: one line per call, one per answer. Its own small writer (one `write` per
-/// line, `O_APPEND`), apart from the journal's.
+/// line, `O_APPEND`), apart from the journal's, hash-chained as the journal is
+/// ([`leopold_journal::chain`]): each line's last key, `prev`, is the SHA-256 of the line before
+/// (64 zeros for line 1), and the run records the head (`end.gateway_hash`).
 struct Record {
     file: std::fs::File,
     seq: u64,
+    /// The hash of the last line written (the next line's `prev`).
+    last: JournalHash,
+    lines: u64,
+    /// Set once the run has taken the head ([`Gateway::seal`]): nothing is written after it.
+    sealed: bool,
 }
 
 impl Record {
+    fn new(file: std::fs::File, last: JournalHash) -> Record {
+        Record {
+            file,
+            seq: 0,
+            last,
+            lines: 0,
+            sealed: false,
+        }
+    }
+
     fn line(&mut self, mut v: Value) {
+        if self.sealed {
+            return;
+        }
         if let Some(o) = v.as_object_mut() {
             o.insert(
                 "ts".into(),
@@ -157,8 +179,15 @@ impl Record {
             );
         }
         let mut bytes = v.to_string().into_bytes();
+        let Ok(hash) = leopold_journal::chain::link(&mut bytes, &self.last) else {
+            return; // every line is built as an object
+        };
         bytes.push(b'\n');
+        // A line that did not reach the file still moves the head: replay then finds the file
+        // ending on another hash than the one recorded, which is what happened.
         let _ = self.file.write_all(&bytes);
+        self.last = hash;
+        self.lines += 1;
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -199,8 +228,20 @@ pub struct Start<'a> {
 pub struct Gateway {
     tasks: Vec<tokio::task::JoinHandle<()>>,
     pub shared: Arc<Mutex<Shared>>,
+    record: Arc<Mutex<Record>>,
     sockets: Vec<PathBuf>,
     own_dir: Option<PathBuf>,
+}
+
+impl Gateway {
+    /// Closes `gateway.jsonl` and returns its hash chain's head (the hash of its last line), once
+    /// it has one. A line the gateway would write after this (an answer to a worker already gone)
+    /// is not written: the head the run records is the record's last line.
+    pub fn seal(&self) -> Option<JournalHash> {
+        let mut r = self.record.lock().unwrap_or_else(|e| e.into_inner());
+        r.sealed = true;
+        (r.lines > 0 || r.last != leopold_journal::GENESIS).then_some(r.last)
+    }
 }
 
 /// Binds every server's socket and starts serving. Inside a tokio runtime.
@@ -219,7 +260,13 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
         .append(true)
         .open(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
-    let record = Arc::new(Mutex::new(Record { file, seq: 0 }));
+    // A record already there (the run's gateway started before) is continued, not restarted.
+    let last = std::fs::File::open(&path)
+        .ok()
+        .and_then(|f| leopold_journal::chain::head_of(std::io::BufReader::new(f)).ok())
+        .flatten()
+        .unwrap_or(leopold_journal::GENESIS);
+    let record = Arc::new(Mutex::new(Record::new(file, last)));
     let shared = Arc::new(Mutex::new(Shared {
         servers: s.servers.iter().map(|u| u.name.clone()).collect(),
         ..Shared::default()
@@ -228,6 +275,7 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
     let mut gw = Gateway {
         tasks: Vec::new(),
         shared: shared.clone(),
+        record: record.clone(),
         sockets: Vec::new(),
         own_dir,
     };
@@ -699,7 +747,7 @@ mod tests {
                     provisioned: true,
                 },
                 shared: Arc::new(Mutex::new(Shared::default())),
-                record: Arc::new(Mutex::new(Record { file, seq: 0 })),
+                record: Arc::new(Mutex::new(Record::new(file, leopold_journal::GENESIS))),
                 refs: None,
                 cwd: out.clone(),
                 run_id: "r1".into(),

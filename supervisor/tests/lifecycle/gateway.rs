@@ -118,6 +118,33 @@ fn the_gateway_refuses_what_the_guard_would_and_the_server_never_sees_it() {
             !text.contains("https://") && !text.contains("token"),
             "{text}"
         );
+        // Hash-chained from its first line, its head in run.json; `persona replay` checks both.
+        let dir = sb.run_dirs().pop().unwrap();
+        let file = std::fs::File::open(dir.join("gateway.jsonl")).unwrap();
+        let chain = leopold_journal::chain::check_lines(std::io::BufReader::new(file)).unwrap();
+        assert_eq!(
+            (chain.lines, chain.breaks),
+            (rec.len() as u64, 0),
+            "{rec:?}"
+        );
+        assert_eq!(
+            rj["end"]["gateway_hash"].as_str(),
+            Some(chain.head.unwrap().to_string().as_str()),
+            "{rj}"
+        );
+        let replay = sb
+            .leopold(&["persona", "replay", dir.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_exit_code(&replay, 0);
+        assert!(
+            stdout(&replay).contains(&format!(
+                "replay: gateway record ({} lines): hash chain intact",
+                rec.len()
+            )),
+            "{}",
+            stdout(&replay)
+        );
         // The project and HOME are as they were (the run's own record aside).
         let after = sb.snapshot();
         assert_eq!(before, after, "{harness}");

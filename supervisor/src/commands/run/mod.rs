@@ -331,6 +331,10 @@ async fn lifecycle(
     for m in &gateway_mismatches {
         out.warn(&format!("gateway record: {m}"));
     }
+    let gateway_hash = gateway
+        .as_ref()
+        .and_then(crate::gateway::Gateway::seal)
+        .map(|h| h.to_string());
     // The gateway and the relay stop; the box's socket directory goes with them.
     drop(gateway);
     drop(boxed);
@@ -378,6 +382,7 @@ async fn lifecycle(
             .filter(|a| !a.trim().is_empty())
             .map(str::to_owned),
         journal_hash: Some(observer.journal_hash()),
+        gateway_hash,
         journal_sync: observer.take_sync(),
     })?;
     for (step, at) in std::mem::take(&mut run.steps) {

@@ -40,6 +40,9 @@ pub struct Ending {
     /// The journal's chain head, from the writer; `None` before the worker ran (then read from
     /// the journal file, if the run got that far).
     pub journal_hash: Option<String>,
+    /// The gateway record's chain head, from its writer; `None` without a gateway (then read
+    /// from `gateway.jsonl`, if there is one).
+    pub gateway_hash: Option<String>,
     /// The journal's last sync, under way: waited for before the project is released.
     pub journal_sync: Option<leopold_journal::PendingSync>,
 }
@@ -58,6 +61,7 @@ impl Ending {
             gateway_mismatches: Vec::new(),
             answer: None,
             journal_hash: None,
+            gateway_hash: None,
             journal_sync: None,
         }
     }
@@ -152,6 +156,9 @@ impl Teardown<'_> {
             .journal_hash
             .clone()
             .or_else(|| crate::observe::journal_head_of_file(&journal));
+        let gateway_hash = end.gateway_hash.clone().or_else(|| {
+            crate::observe::journal_head_of_file(&run_dir.join(crate::gateway::RECORD_FILE))
+        });
         let mut fin = self.st.clone();
         fin.active = false;
         fin.end = Some(RunEnd {
@@ -166,6 +173,7 @@ impl Teardown<'_> {
             findings_not_kept: end.findings_not_kept,
             gateway_mismatches: end.gateway_mismatches.clone(),
             journal_hash: journal_hash.clone(),
+            gateway_hash: gateway_hash.clone(),
         });
         // Whole here, its directory synced below: run.json is written while the journal's last
         // sync is still under way, and the project is released once both files are on disk.
@@ -231,6 +239,7 @@ impl Teardown<'_> {
             "report": run_dir.join(crate::report::REPORT_FILE),
             "gateway_mismatches": end.gateway_mismatches,
             "journal_hash": journal_hash,
+            "gateway_hash": gateway_hash,
         }));
         Ok(code)
     }
