@@ -99,6 +99,11 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
                                 None => span.muted { "not recorded by this run" },
                             }
                         }
+                        @if let Some(h) = end.and_then(|e| e.gateway_hash.as_deref()) {
+                            // README "The gateway": the head of gateway.jsonl's hash chain.
+                            dt { "Gateway record hash" }
+                            dd #gateway-hash { code { (h) } }
+                        }
                         dt { "Run directory" } dd { code { (rec.dir.display()) } }
                     }
                 }

@@ -85,6 +85,9 @@ fn write(w: &mut Writer<Vec<u8>>, rec: &RunRecord) -> std::io::Result<()> {
                     if let Some(h) = &rec.journal_hash {
                         props.push(("journal_hash", clean(h)));
                     }
+                    if let Some(h) = end.and_then(|e| e.gateway_hash.as_deref()) {
+                        props.push(("gateway_hash", clean(h)));
+                    }
                     for (k, v) in &props {
                         w.create_element("property")
                             .with_attribute(("name", *k))

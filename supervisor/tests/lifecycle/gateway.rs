@@ -64,7 +64,8 @@ fn the_gateway_refuses_what_the_guard_would_and_the_server_never_sees_it() {
             ),
         ]));
         let before = sb.snapshot();
-        let out = run(&sb, harness, &[]);
+        let junit = sb.root.join("junit.xml");
+        let out = run(&sb, harness, &["--junit", junit.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(0), "{harness}: {}", stderr(&out));
         // The witness: only the allowed call reached the server.
         let seen = browser.seen();
@@ -131,6 +132,20 @@ fn the_gateway_refuses_what_the_guard_would_and_the_server_never_sees_it() {
             rj["end"]["gateway_hash"].as_str(),
             Some(chain.head.unwrap().to_string().as_str()),
             "{rj}"
+        );
+        // The same head in the report and in the JUnit case's properties.
+        let head = chain.head.unwrap().to_string();
+        let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+        assert!(
+            html.contains("Gateway record hash") && html.contains(&head),
+            "{harness}"
+        );
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        assert!(
+            xml.contains(&format!(
+                r#"<property name="gateway_hash" value="{head}"/>"#
+            )),
+            "{xml}"
         );
         let replay = sb
             .leopold(&["persona", "replay", dir.to_str().unwrap()])
