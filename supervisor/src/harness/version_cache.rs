@@ -81,21 +81,34 @@ fn key_of(bin: &Path, extra: &str, now: SystemTime) -> Option<Key> {
     use std::os::unix::fs::MetadataExt as _;
     let path = std::fs::canonicalize(bin).ok()?;
     let m = std::fs::metadata(&path).ok()?;
-    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    let (mtime_ns, ctime_ns) = change_times_ns(&m);
     let key = Key {
         path,
         dev: m.dev(),
         ino: m.ino(),
         size: m.size(),
-        mtime_ns: ns(m.mtime(), m.mtime_nsec()),
-        ctime_ns: ns(m.ctime(), m.ctime_nsec()),
+        mtime_ns,
+        ctime_ns,
         extra: extra.to_owned(),
     };
+    settled(mtime_ns.max(ctime_ns), now).then_some(key)
+}
+
+/// A file's mtime and ctime, in nanoseconds since the epoch.
+pub(crate) fn change_times_ns(m: &std::fs::Metadata) -> (i128, i128) {
+    use std::os::unix::fs::MetadataExt as _;
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    (ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec()))
+}
+
+/// Whether something last changed at `changed_ns` (nanoseconds since the epoch) was left alone
+/// for [`SETTLE`] before `now`: a second change within the timestamps' granularity could leave
+/// its stat unchanged, so only a settled one is trusted as a key.
+pub(crate) fn settled(changed_ns: i128, now: SystemTime) -> bool {
     let now_ns = now
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128);
-    let settled = now_ns - key.mtime_ns.max(key.ctime_ns) >= SETTLE.as_nanos() as i128;
-    settled.then_some(key)
+    now_ns - changed_ns >= SETTLE.as_nanos() as i128
 }
 
 fn secs(t: SystemTime) -> u64 {

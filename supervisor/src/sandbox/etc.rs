@@ -14,10 +14,10 @@
 //!
 //! What the cache could miss, and why it does not: a folder changed twice within the
 //! timestamps' granularity keeps its key; a listing is therefore cached only when its folder has
-//! been left alone for [`SETTLE`] (as the version cache does for binaries). A folder replaced by
-//! another (a rename, a mount over it) has another device or inode. A cache that cannot be read,
-//! is of another version or for another root is ignored and rewritten, without fsync (a cache
-//! lost to a power loss costs one full walk).
+//! been left alone for [`version_cache::SETTLE`] (as the version cache does for binaries). A
+//! folder replaced by another (a rename, a mount over it) has another device or inode. A cache
+//! that cannot be read, is of another version or for another root is ignored and rewritten,
+//! without fsync (a cache lost to a power loss costs one full walk).
 //!
 //! Whoever can write the cache can leave a name out of a listing, and so a root-only file in
 //! the box's view: the cache is trusted as the rest of the user's `~/.cache/leopold` is, which
@@ -32,7 +32,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::version_cache::SETTLE;
+use crate::harness::version_cache;
 
 /// The cache file's format version; another is ignored.
 const CACHE_VERSION: u32 = 1;
@@ -72,21 +72,18 @@ struct Key {
 
 impl Key {
     fn of(m: &Metadata) -> Key {
-        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        let (mtime_ns, ctime_ns) = version_cache::change_times_ns(m);
         Key {
             dev: m.dev(),
             ino: m.ino(),
-            mtime_ns: ns(m.mtime(), m.mtime_nsec()),
-            ctime_ns: ns(m.ctime(), m.ctime_nsec()),
+            mtime_ns,
+            ctime_ns,
         }
     }
 
     /// Whether the folder was left alone long enough before `now` for its key to be trusted.
     fn settled(&self, now: SystemTime) -> bool {
-        let now_ns = now
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as i128);
-        now_ns - self.mtime_ns.max(self.ctime_ns) >= SETTLE.as_nanos() as i128
+        version_cache::settled(self.mtime_ns.max(self.ctime_ns), now)
     }
 }
 
