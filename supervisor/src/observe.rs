@@ -22,8 +22,8 @@ use crate::state::Finding;
 /// The chain head of a journal (or of the gateway's record) on disk, for a run whose writer is
 /// gone (set-up failed, or a crash recovered): as the file is now. `None` when there is no file
 /// to read, or it is empty.
-pub fn journal_head_of_file(journal: &Path) -> Option<String> {
-    let f = std::fs::File::open(journal).ok()?;
+pub fn chain_head_of_file(file: &Path) -> Option<String> {
+    let f = std::fs::File::open(file).ok()?;
     leopold_journal::chain::head_of(std::io::BufReader::new(f))
         .ok()
         .flatten()

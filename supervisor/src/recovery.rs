@@ -165,8 +165,8 @@ pub fn recover_locked(
                 findings_not_kept: 0,
                 gateway_mismatches: Vec::new(),
                 // As recovery found the journal: what a later replay `--expect`s.
-                journal_hash: crate::observe::journal_head_of_file(&run_dir.join("journal.jsonl")),
-                gateway_hash: crate::observe::journal_head_of_file(
+                journal_hash: crate::observe::chain_head_of_file(&run_dir.join("journal.jsonl")),
+                gateway_hash: crate::observe::chain_head_of_file(
                     &run_dir.join(crate::gateway::RECORD_FILE),
                 ),
             });

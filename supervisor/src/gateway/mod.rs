@@ -150,20 +150,18 @@ impl Shared {
 struct Record {
     file: std::fs::File,
     seq: u64,
-    /// The hash of the last line written (the next line's `prev`).
-    last: JournalHash,
-    lines: u64,
+    /// The hash of the record's last line (the next line's `prev`); `None` while it has none.
+    head: Option<JournalHash>,
     /// Set once the run has taken the head ([`Gateway::seal`]): nothing is written after it.
     sealed: bool,
 }
 
 impl Record {
-    fn new(file: std::fs::File, last: JournalHash) -> Record {
+    fn new(file: std::fs::File, head: Option<JournalHash>) -> Record {
         Record {
             file,
             seq: 0,
-            last,
-            lines: 0,
+            head,
             sealed: false,
         }
     }
@@ -179,15 +177,15 @@ impl Record {
             );
         }
         let mut bytes = v.to_string().into_bytes();
-        let Ok(hash) = leopold_journal::chain::link(&mut bytes, &self.last) else {
+        let prev = self.head.unwrap_or(leopold_journal::GENESIS);
+        let Ok(hash) = leopold_journal::chain::link(&mut bytes, &prev) else {
             return; // every line is built as an object
         };
         bytes.push(b'\n');
         // A line that did not reach the file still moves the head: replay then finds the file
         // ending on another hash than the one recorded, which is what happened.
         let _ = self.file.write_all(&bytes);
-        self.last = hash;
-        self.lines += 1;
+        self.head = Some(hash);
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -240,7 +238,7 @@ impl Gateway {
     pub fn seal(&self) -> Option<JournalHash> {
         let mut r = self.record.lock().unwrap_or_else(|e| e.into_inner());
         r.sealed = true;
-        (r.lines > 0 || r.last != leopold_journal::GENESIS).then_some(r.last)
+        r.head
     }
 }
 
@@ -261,12 +259,11 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
         .open(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
     // A record already there (the run's gateway started before) is continued, not restarted.
-    let last = std::fs::File::open(&path)
+    let head = std::fs::File::open(&path)
         .ok()
         .and_then(|f| leopold_journal::chain::head_of(std::io::BufReader::new(f)).ok())
-        .flatten()
-        .unwrap_or(leopold_journal::GENESIS);
-    let record = Arc::new(Mutex::new(Record::new(file, last)));
+        .flatten();
+    let record = Arc::new(Mutex::new(Record::new(file, head)));
     let shared = Arc::new(Mutex::new(Shared {
         servers: s.servers.iter().map(|u| u.name.clone()).collect(),
         ..Shared::default()
@@ -747,7 +744,7 @@ mod tests {
                     provisioned: true,
                 },
                 shared: Arc::new(Mutex::new(Shared::default())),
-                record: Arc::new(Mutex::new(Record::new(file, leopold_journal::GENESIS))),
+                record: Arc::new(Mutex::new(Record::new(file, None))),
                 refs: None,
                 cwd: out.clone(),
                 run_id: "r1".into(),

@@ -155,9 +155,9 @@ impl Teardown<'_> {
         let journal_hash = end
             .journal_hash
             .clone()
-            .or_else(|| crate::observe::journal_head_of_file(&journal));
+            .or_else(|| crate::observe::chain_head_of_file(&journal));
         let gateway_hash = end.gateway_hash.clone().or_else(|| {
-            crate::observe::journal_head_of_file(&run_dir.join(crate::gateway::RECORD_FILE))
+            crate::observe::chain_head_of_file(&run_dir.join(crate::gateway::RECORD_FILE))
         });
         let mut fin = self.st.clone();
         fin.active = false;
