@@ -161,6 +161,8 @@ pub enum ReplayEvent {
     /// A line of the gateway's record ([`GATEWAY_RECORD`]) that does not link to the line
     /// before: the first of them (the summary counts them all).
     GatewayChainBreak {
+        /// The gateway record.
+        file: PathBuf,
         /// 1-based line of the gateway record.
         line: u64,
         /// What is wrong with it.
@@ -168,6 +170,8 @@ pub enum ReplayEvent {
     },
     /// The gateway record ends on another hash than the one `run.json` recorded (or is gone).
     GatewayHeadMismatch {
+        /// The gateway record.
+        file: PathBuf,
         /// The recorded head.
         expected: String,
         /// The record's head as it is now; `None` when the record is missing or empty.
@@ -398,7 +402,11 @@ fn check_gateway_record(
             s.gateway_chain_breaks = check.breaks;
             s.gateway_hash = check.head.map(|h| h.to_string());
             if let Some((line, problem)) = check.first_break {
-                on_event(ReplayEvent::GatewayChainBreak { line, problem });
+                on_event(ReplayEvent::GatewayChainBreak {
+                    file: path.to_path_buf(),
+                    line,
+                    problem,
+                });
             }
             check.head
         }
@@ -413,6 +421,7 @@ fn check_gateway_record(
         if !matches {
             s.head_mismatches += 1;
             on_event(ReplayEvent::GatewayHeadMismatch {
+                file: path.to_path_buf(),
                 expected: expected.chars().take(80).collect(),
                 found: found.map(|h| h.to_string()),
             });

@@ -196,23 +196,29 @@ fn render(input: &str, ev: &ReplayEvent) -> String {
         } => format!(
             "{input}: cannot check the head {expected} ({from}): the journal is unchained (version 1, written before the hash chain)"
         ),
-        ReplayEvent::GatewayChainBreak { line, problem } => format!(
+        ReplayEvent::GatewayChainBreak {
+            file,
+            line,
+            problem,
+        } => format!(
             "{}:{line}: tampered: {problem} (the gateway record's hash chain breaks here: a line was edited, removed, inserted or moved)",
-            gateway_record(input)
+            file.display()
         ),
         ReplayEvent::GatewayHeadMismatch {
+            file,
             expected,
             found: Some(found),
         } => format!(
             "{}: tampered: the gateway record ends on {found}, not on {expected} (run.json): lines were cut from the end, the last line edited, or the record replaced",
-            gateway_record(input)
+            file.display()
         ),
         ReplayEvent::GatewayHeadMismatch {
+            file,
             expected,
             found: None,
         } => format!(
             "{}: tampered: run.json records the gateway record's head {expected}, and the record is gone or empty",
-            gateway_record(input)
+            file.display()
         ),
         ReplayEvent::VerdictChanged {
             line,
@@ -226,19 +232,6 @@ fn render(input: &str, ev: &ReplayEvent) -> String {
         ),
         _ => format!("{input}: {ev:?}"),
     }
-}
-
-/// The gateway record beside the replayed journal (or in the replayed run directory), as shown.
-fn gateway_record(input: &str) -> String {
-    let p = std::path::Path::new(input);
-    let dir = if p.is_dir() {
-        p
-    } else {
-        p.parent().unwrap_or(std::path::Path::new(""))
-    };
-    dir.join(leopold_journal::replay::GATEWAY_RECORD)
-        .display()
-        .to_string()
 }
 
 fn verdict_text(v: &Verdict) -> String {
