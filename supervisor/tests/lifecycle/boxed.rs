@@ -549,23 +549,17 @@ fn a_file_made_root_only_between_two_runs_is_hidden_from_the_next() {
         eprintln!("\n*** SKIPPED: {why}\n");
         return;
     }
+    use std::os::unix::fs::PermissionsExt as _;
     let sb = Sandbox::with_user_files();
-    let folder = Path::new("/etc").join(format!(
-        "leopold-test-{}-{}",
-        std::process::id(),
-        sb.root.file_name().unwrap().to_string_lossy()
-    ));
-    struct Remove<'a>(&'a Path);
-    impl Drop for Remove<'_> {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(self.0);
-        }
-    }
-    std::fs::create_dir(&folder).unwrap();
-    let _remove = Remove(&folder);
+    // Removed when the test ends, however it ends; made listable by others (tempfile makes 0700).
+    let dir = tempfile::Builder::new()
+        .prefix("leopold-test-")
+        .tempdir_in("/etc")
+        .unwrap();
+    let folder = dir.path();
+    std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o755)).unwrap();
     let file = folder.join("token");
     std::fs::write(&file, "readable for now\n").unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     // A listing is cached only for a folder left alone for 2 s.
     std::thread::sleep(Duration::from_millis(2200));
