@@ -231,7 +231,8 @@ fn codex_nothing_gets_out_of_the_box() {
 
 /// The boxed worker starts while the guard's proof still runs, and its model waits for the
 /// proof's answer. Here the proof fails (the guard command's binary is moved away once ACTIVE.json
-/// names the run, as a broken install would leave it) while the worker goes for its model at once:
+/// names the run, as a broken install would leave it, and a program that exits 127 after a second
+/// put in its place) while the worker goes for its model at once:
 /// the endpoint sees no connection at all, the worker is stopped mid-request, the run ends
 /// `setup_failed` with exit 2, and nothing of it is left. The positive control, the same worker
 /// with the guard in place, reaches the endpoint.
@@ -273,8 +274,14 @@ fn a_failed_proof_stops_the_boxed_worker_before_its_model(harness: &str) {
             serde_json::from_str(&std::fs::read_to_string(sb.active()).unwrap()).unwrap();
         let run_id = active["run_id"].as_str().unwrap().to_owned();
         if move_the_guard {
-            // The running supervisor keeps its own file (the box binds it by its new name).
+            // The running supervisor keeps its own file (the box binds it by its new name). In
+            // its place, a guard that cannot deny, and answers only after a second: time for the
+            // boxed worker to start and go for its model (a guard that fails at once could stop
+            // the run before the box has started the worker at all).
             std::fs::rename(&copy, copy.with_extension("moved-away")).unwrap();
+            std::fs::write(&copy, "#!/bin/sh\nsleep 1\nexit 127\n").unwrap();
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
         std::fs::remove_file(sb.marker()).unwrap();
         let out = child.wait_with_output().unwrap();
