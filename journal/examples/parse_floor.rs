@@ -1,7 +1,8 @@
 //! The parse-only floor of the replay benchmark (`scripts/bench-replay.sh`): reads a journal the
-//! way `leopold persona replay` does (a 256 KiB buffered reader, lines split with `memchr`) and
-//! deserialises each action line into a struct that borrows its strings (the line checked as
-//! UTF-8 once and parsed as text, as replay parses it), and does nothing else, on one thread.
+//! way `leopold persona replay` does (1 MiB at a time into one buffer, lines split in place with
+//! `memchr`) and deserialises each action line into a struct that borrows its strings (the line
+//! checked as UTF-8 once and parsed as text, as replay parses it), and does nothing else, on one
+//! thread.
 //! No replay on one thread can be faster than this on the same file; BENCHMARKS.md reports
 //! replay's time as a ratio to it.
 //!
@@ -9,11 +10,11 @@
 //! number of actions parsed and the number that failed to parse (0 on a generated journal).
 //!
 //! With `--hash` it also does the one thing a replay of a chained journal cannot skip: the SHA-256
-//! of every line (the header's too), the same hasher fed the same way. That is a second floor, for
+//! of every line (the header's too), each line hashed whole as replay hashes it. That is a second floor, for
 //! a replay that checks the chain; the plain floor stays the parse-only one.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::io::{BufRead, BufReader};
+use std::io::Read;
 
 use leopold_journal::{ActionKind, Harness, Outcome, UrlRole};
 use serde::Deserialize;
@@ -90,61 +91,48 @@ fn main() -> std::io::Result<()> {
         eprintln!("usage: parse_floor [--hash] <JOURNAL>");
         std::process::exit(2);
     };
-    let mut hasher = Sha256::new();
+    let mut file = std::fs::File::open(path)?;
     let mut last = [0u8; 32];
-    let mut reader = BufReader::with_capacity(256 << 10, std::fs::File::open(path)?);
-    let mut buf = Vec::with_capacity(4096);
     let (mut parsed, mut failed, mut line_no) = (0u64, 0u64, 0u64);
+    // Read as replay reads: 1 MiB at a time straight into one buffer, lines split in place with
+    // `memchr`, the start of a line cut off at the end moved to the front for the next read.
+    let mut buf = vec![0u8; 1 << 20];
+    let mut end = 0;
     loop {
-        buf.clear();
-        // Lines split as replay splits them: `memchr` over the reader's buffer.
-        let mut any = false;
-        loop {
-            let chunk = reader.fill_buf()?;
-            if chunk.is_empty() {
-                break;
+        let n = file.read(&mut buf[end..])?;
+        end += n;
+        let mut rest = &buf[..end];
+        while let Some(i) = memchr::memchr(b'\n', rest) {
+            let line = &rest[..i];
+            rest = &rest[i + 1..];
+            line_no += 1;
+            if hash {
+                last = Sha256::digest(line).into();
             }
-            any = true;
-            match memchr::memchr(b'\n', chunk) {
-                Some(i) => {
-                    if hash {
-                        hasher.update(&chunk[..i]);
-                    }
-                    buf.extend_from_slice(&chunk[..i]);
-                    reader.consume(i + 1);
-                    break;
+            if line_no == 1 {
+                continue; // the header
+            }
+            // Parsed as replay parses a line: checked as UTF-8 once, whole, then parsed as text.
+            let parsed_line = match std::str::from_utf8(line) {
+                Ok(text) => serde_json::from_str::<Line<'_>>(text),
+                Err(_) => serde_json::from_slice::<Line<'_>>(line),
+            };
+            match parsed_line {
+                Ok(l) => {
+                    std::hint::black_box(&l);
+                    parsed += 1;
                 }
-                None => {
-                    let n = chunk.len();
-                    if hash {
-                        hasher.update(chunk);
-                    }
-                    buf.extend_from_slice(chunk);
-                    reader.consume(n);
-                }
+                Err(_) => failed += 1,
             }
         }
-        if !any {
-            break;
+        if n == 0 {
+            break; // a generated journal ends in a newline: nothing is left
         }
-        line_no += 1;
-        if hash {
-            last = hasher.finalize_reset().into();
-        }
-        if line_no == 1 {
-            continue; // the header
-        }
-        // Parsed as replay parses a line: checked as UTF-8 once, whole, then parsed as text.
-        let parsed_line = match std::str::from_utf8(&buf) {
-            Ok(text) => serde_json::from_str::<Line<'_>>(text),
-            Err(_) => serde_json::from_slice::<Line<'_>>(&buf),
-        };
-        match parsed_line {
-            Ok(l) => {
-                std::hint::black_box(&l);
-                parsed += 1;
-            }
-            Err(_) => failed += 1,
+        let kept = rest.len();
+        buf.copy_within(end - kept..end, 0);
+        end = kept;
+        if end == buf.len() {
+            buf.resize(2 * buf.len(), 0);
         }
     }
     std::hint::black_box(&last);
