@@ -58,11 +58,17 @@ pub(super) fn lines(bytes: &[u8]) -> impl Iterator<Item = (&[u8], bool)> {
     })
 }
 
+/// The first batch's size; each next one is twice the one before, up to the target.
+const FIRST_SIZE: usize = 64 << 10;
+
 /// Reads a journal's lines, after its header, in batches.
 pub(super) struct BatchReader<'r, R> {
     reader: &'r mut R,
     /// The bytes a batch is read to before it ends at its last whole line.
     target: usize,
+    /// The size of the next batch: the first ones are smaller, so a short journal is not read
+    /// into a MiB of zeroes.
+    size: usize,
     /// Whether a line over [`MAX_LINE`] is hashed as it streams through (a chained journal).
     hash: bool,
     /// The start of the line the last batch cut off.
@@ -80,6 +86,7 @@ impl<'r, R: Read> BatchReader<'r, R> {
         BatchReader {
             reader,
             target: target.clamp(1, MAX_LINE),
+            size: target.clamp(1, FIRST_SIZE),
             hash,
             carry: Vec::new(),
             spare: Vec::new(),
@@ -105,7 +112,8 @@ impl<'r, R: Read> BatchReader<'r, R> {
         }
         let mut buf = self.spare.pop().unwrap_or_default();
         let carried = self.carry.len();
-        let size = self.target.max(carried + 1);
+        let size = self.size.max(carried + 1);
+        self.size = (2 * self.size).min(self.target);
         if buf.len() < size {
             buf.resize(size, 0);
         }
