@@ -18,6 +18,8 @@ cargo build --quiet --release -p leopold
 cargo build --quiet --release -p leopold-journal --example gen_journal
 cp journal/tests/golden/flow.md "$out/flow.md"
 
+# What every BENCHMARKS.md table states: the command, the commit, the date, the load.
+echo "command: scripts/bench-report.sh $*; commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!*.md' || echo ' (+ uncommitted changes)'); date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 printf '%-8s %-8s %8s %8s %10s %10s\n' actions tool "wall s" "cpu s" "peak RSS" "page"
 for n in "${sizes[@]}"; do
   dir="$out/runs/run-$n"
@@ -41,4 +43,4 @@ JSON
       "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')" "$page"
   done
 done
-echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
