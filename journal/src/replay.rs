@@ -637,10 +637,11 @@ impl Parallelism {
 /// More threads than this only wait on the one reading the file.
 pub const MAX_WORKERS: usize = 8;
 
-/// Hands batches to `workers` threads in turn and merges their judgements in the order the
-/// batches were read: each thread works its own queue in order, so taking results thread by thread,
-/// round robin, is input order. At most two batches per thread are in flight, and their buffers
-/// come back to the reader: memory stays flat.
+/// Hands batches to `workers` threads and merges their judgements in the order the batches were
+/// read. Whichever thread is free takes the next batch, so a thread that shares its core with the
+/// reader, or runs on a slower one, takes fewer; the merge waits for each batch in turn. At most
+/// two batches per thread are read and not yet merged, and their buffers come back to the
+/// reader: memory stays flat.
 fn run_workers<R: Read>(
     judge: &Judge<'_>,
     workers: usize,
@@ -648,41 +649,63 @@ fn run_workers<R: Read>(
     merge: &mut Merge,
     on_event: &mut dyn FnMut(ReplayEvent),
 ) -> io::Result<()> {
-    use std::sync::mpsc;
+    use std::collections::BTreeMap;
+    use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+    use std::sync::{mpsc, Arc, Mutex, PoisonError};
     std::thread::scope(|scope| {
-        let mut queues = Vec::with_capacity(workers);
-        let mut results = Vec::with_capacity(workers);
+        let (to_workers, queue) = mpsc::sync_channel::<(u64, Batch)>(workers);
+        // Only the workers hold the queue: were they all gone, the reader's send would fail
+        // instead of waiting for them.
+        let queue = Arc::new(Mutex::new(queue));
+        let (to_merge, judged) = mpsc::channel::<(u64, std::thread::Result<Judgements>)>();
         for _ in 0..workers {
-            let (to_worker, batches) = mpsc::sync_channel::<Batch>(2);
-            let (to_merge, judged) = mpsc::channel::<Judgements>();
+            let (queue, to_merge) = (Arc::clone(&queue), to_merge.clone());
             scope.spawn(move || {
                 let mut validator = Validator::new(judge.flow);
-                for batch in batches {
-                    if to_merge.send(judge.batch(&mut validator, batch)).is_err() {
+                loop {
+                    // Held only while waiting for a batch, never while judging one.
+                    let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
+                    let Ok((n, batch)) = next else {
+                        break; // the reader is done
+                    };
+                    // A panic goes to the merge, which raises it again: the batch is not lost
+                    // with the thread, to be waited for forever.
+                    let result =
+                        catch_unwind(AssertUnwindSafe(|| judge.batch(&mut validator, batch)));
+                    let panicked = result.is_err();
+                    if to_merge.send((n, result)).is_err() || panicked {
                         break;
                     }
                 }
             });
-            queues.push(to_worker);
-            results.push(judged);
         }
-        let mut in_flight = std::collections::VecDeque::with_capacity(2 * workers);
-        let take = |worker: usize,
-                    batches: &mut BatchReader<'_, R>,
-                    merge: &mut Merge,
-                    on_event: &mut dyn FnMut(ReplayEvent)| {
-            // A worker only stops early when it panicked; the scope re-raises that panic.
-            if let Ok(judged) = results[worker].recv() {
-                if let Some(buf) = merge.batch(judged, on_event) {
+        drop((queue, to_merge));
+        // Batches judged ahead of the one the merge waits for, by number.
+        let mut ahead = BTreeMap::new();
+        let (mut sent, mut merged) = (0u64, 0u64);
+        // Waits for one judged batch and merges every batch that is next in order; `false` once
+        // no worker is left to answer (one died outside a batch: the scope raises its panic).
+        let mut take = |merged: &mut u64, batches: &mut BatchReader<'_, R>| {
+            let Ok((n, result)) = judged.recv() else {
+                return false;
+            };
+            match result {
+                Ok(j) => ahead.insert(n, j),
+                Err(panic) => resume_unwind(panic),
+            };
+            while let Some(j) = ahead.remove(merged) {
+                if let Some(buf) = merge.batch(j, on_event) {
                     batches.reuse(buf);
                 }
+                *merged += 1;
             }
+            true
         };
-        let mut next = 0;
-        let read = loop {
-            if in_flight.len() == 2 * workers {
-                if let Some(w) = in_flight.pop_front() {
-                    take(w, batches, merge, on_event);
+        let limit = 2 * workers as u64;
+        let read = 'read: loop {
+            while sent - merged >= limit {
+                if !take(&mut merged, batches) {
+                    break 'read Ok(());
                 }
             }
             let batch = match batches.next_batch() {
@@ -690,18 +713,15 @@ fn run_workers<R: Read>(
                 Ok(None) => break Ok(()),
                 Err(e) => break Err(e),
             };
-            if queues[next].send(batch).is_err() {
-                break Ok(()); // that worker panicked: the scope re-raises it
+            if to_workers.send((sent, batch)).is_err() {
+                break Ok(()); // every worker is gone: the scope raises the panic that ended them
             }
-            in_flight.push_back(next);
-            next = (next + 1) % workers;
+            sent += 1;
         };
-        // Closing the queues ends the workers once they are empty; what was read before an error
-        // is reported before it, as a sequential read would.
-        drop(queues);
-        while let Some(w) = in_flight.pop_front() {
-            take(w, batches, merge, on_event);
-        }
+        // Closing the queue ends the workers once it is empty; what was read before an error is
+        // reported before it, as a sequential read would.
+        drop(to_workers);
+        while merged < sent && take(&mut merged, batches) {}
         read
     })
 }
