@@ -1240,6 +1240,60 @@ fn user_edit(kind: Harness, text: &str) -> String {
 }
 
 #[test]
+fn the_wiring_record_is_whole_on_disk_before_the_file_is_renamed() {
+    // The record holds the file's original bytes: were the rename first, a crash between the two
+    // would leave a wired file that nothing can restore.
+    for kind in Harness::ALL {
+        let sb = sandbox();
+        let original = match kind {
+            Harness::Claude => "{\n  \"theirs\": 1\n}\n",
+            Harness::Codex => "theirs = 1\n",
+        };
+        sb.put(kind, original);
+        let record = sb.ctx.record_path(kind);
+        let mut seen = None;
+        let out = wire_with_hook(kind, &sb.ctx, &mut |_| {
+            seen = Some(fs::read_to_string(&record).map(|t| {
+                serde_json::from_str::<serde_json::Value>(&t).unwrap()["restore"]["original"]
+                    .clone()
+            }));
+        })
+        .unwrap();
+        assert!(out.changed, "{kind}");
+        let seen = seen.expect("the hook ran").expect("the record was there");
+        assert_eq!(seen, original, "{kind}: the record holds the original");
+        assert!(sb.read(kind).unwrap().contains(TAG), "{kind}: wired");
+    }
+}
+
+#[test]
+fn a_record_that_cannot_be_saved_leaves_the_file_as_it_was() {
+    for kind in Harness::ALL {
+        let sb = sandbox();
+        let original = match kind {
+            Harness::Claude => "{\n  \"theirs\": 1\n}\n",
+            Harness::Codex => "theirs = 1\n",
+        };
+        sb.put(kind, original);
+        // The record's folder is a file: the record cannot be written.
+        let wiring = sb.ctx.record_path(kind).parent().unwrap().to_path_buf();
+        fs::create_dir_all(wiring.parent().unwrap()).unwrap();
+        fs::write(&wiring, "not a folder").unwrap();
+        let mut renamed = false;
+        let err = wire_with_hook(kind, &sb.ctx, &mut |_| renamed = true).unwrap_err();
+        assert!(err.to_string().contains("wiring record"), "{kind}: {err}");
+        assert!(!renamed, "{kind}: got as far as the rename");
+        assert_eq!(sb.read(kind).unwrap(), original, "{kind}: the file changed");
+        let file = sb.file(kind);
+        assert_eq!(
+            fs::read_dir(file.parent().unwrap()).unwrap().count(),
+            1,
+            "{kind}: a temp file was left beside the file"
+        );
+    }
+}
+
+#[test]
 fn a_file_that_keeps_changing_is_left_alone_with_an_error() {
     let sb = sandbox();
     sb.put(Harness::Claude, "{}");
