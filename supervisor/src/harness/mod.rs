@@ -124,19 +124,6 @@ impl Context {
         }
     }
 
-    /// How far the wired settings file itself must reach the disk. A run's wiring lasts as long
-    /// as the run: after a power loss the file holds the wired bytes or the user's own, each
-    /// whole (it is synced before the rename), and the record, on disk before the rename,
-    /// restores either; so the rename's own directory sync protects nothing and is not waited
-    /// for. A wiring the user keeps (`by_hand`) must itself survive one. The restore at the end
-    /// is [`Self::durability`]'s: the record is removed only once it is on disk.
-    pub(crate) fn wiring_durability(&self, by_hand: bool) -> fs::Durability {
-        match self.durability() {
-            fs::Durability::Durable if !by_hand => fs::Durability::Whole,
-            d => d,
-        }
-    }
-
     /// Where `wire` records what the file was before it.
     pub fn record_path(&self, kind: Harness) -> PathBuf {
         let dir = match &self.record_dir {
@@ -676,7 +663,7 @@ pub(crate) fn wire_with_hook(
             &state,
             Some(added.text.as_bytes()),
             before_rename,
-            ctx.wiring_durability(by_hand),
+            ctx.durability(),
         )
         .map_err(io_err("write", &file))?
         {

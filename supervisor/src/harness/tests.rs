@@ -1240,30 +1240,6 @@ fn user_edit(kind: Harness, text: &str) -> String {
 }
 
 #[test]
-fn only_a_wiring_kept_by_hand_waits_for_its_rename_to_reach_the_disk() {
-    let sb = sandbox();
-    assert_eq!(
-        sb.ctx.wiring_durability(false),
-        crate::fs::Durability::Whole
-    );
-    assert_eq!(
-        sb.ctx.wiring_durability(true),
-        crate::fs::Durability::Durable
-    );
-    // The restore and the record stay durable.
-    assert_eq!(sb.ctx.durability(), crate::fs::Durability::Durable);
-    // A run's own copy of the configuration waits for nothing.
-    let run_home = Context {
-        record_dir: Some(sb.root.join("run")),
-        ..sb.ctx.clone()
-    };
-    assert_eq!(
-        run_home.wiring_durability(true),
-        crate::fs::Durability::Volatile
-    );
-}
-
-#[test]
 fn the_wiring_record_is_whole_on_disk_before_the_file_is_renamed() {
     // The record holds the file's original bytes: were the rename first, a crash between the two
     // would leave a wired file that nothing can restore.

@@ -42,14 +42,13 @@ fn checkout_stream(sb: &Sandbox, harness: &str) -> PathBuf {
 // Per run: ACTIVE.json as first written (its file: 1; and its directory when the run wires a
 // file of the user's: a `--no-contain` Claude run), ACTIVE.json's worker pid (its file, not its
 // directory: 1), the journal (1), run.json (2). A `--no-contain` Claude run adds the user's
-// settings file wired (1: the file, not its rename, which the record on disk makes moot) and
-// restored (2) and the wiring record (2). A boxed Claude run touches
+// settings file wired (2) and restored (2) and the wiring record (2). A boxed Claude run touches
 // no user file (the guard comes through `--settings`), nor does Codex: the run wires its own copy
 // of the configuration in the run directory, which is removed at the end and needs no sync.
 // findings.md adds its file's fsync (its directory is run.json's).
 fn without_answer(harness: &str, sb: &Sandbox) -> u64 {
     match harness {
-        "claude" if sb.unboxed => 11,
+        "claude" if sb.unboxed => 12,
         _ => 5,
     }
 }
