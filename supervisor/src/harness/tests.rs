@@ -1239,17 +1239,23 @@ fn user_edit(kind: Harness, text: &str) -> String {
     }
 }
 
+/// A sandbox whose `kind` settings file holds a setting of the user's, and that text.
+fn sandbox_with_their_settings(kind: Harness) -> (Sandbox, &'static str) {
+    let sb = sandbox();
+    let original = match kind {
+        Harness::Claude => "{\n  \"theirs\": 1\n}\n",
+        Harness::Codex => "theirs = 1\n",
+    };
+    sb.put(kind, original);
+    (sb, original)
+}
+
 #[test]
 fn the_wiring_record_is_whole_on_disk_before_the_file_is_renamed() {
     // The record holds the file's original bytes: were the rename first, a crash between the two
     // would leave a wired file that nothing can restore.
     for kind in Harness::ALL {
-        let sb = sandbox();
-        let original = match kind {
-            Harness::Claude => "{\n  \"theirs\": 1\n}\n",
-            Harness::Codex => "theirs = 1\n",
-        };
-        sb.put(kind, original);
+        let (sb, original) = sandbox_with_their_settings(kind);
         let record = sb.ctx.record_path(kind);
         let mut seen = None;
         let out = wire_with_hook(kind, &sb.ctx, &mut |_| {
@@ -1269,12 +1275,7 @@ fn the_wiring_record_is_whole_on_disk_before_the_file_is_renamed() {
 #[test]
 fn a_record_that_cannot_be_saved_leaves_the_file_as_it_was() {
     for kind in Harness::ALL {
-        let sb = sandbox();
-        let original = match kind {
-            Harness::Claude => "{\n  \"theirs\": 1\n}\n",
-            Harness::Codex => "theirs = 1\n",
-        };
-        sb.put(kind, original);
+        let (sb, original) = sandbox_with_their_settings(kind);
         // The record's folder is a file: the record cannot be written.
         let wiring = sb.ctx.record_path(kind).parent().unwrap().to_path_buf();
         fs::create_dir_all(wiring.parent().unwrap()).unwrap();
