@@ -31,7 +31,7 @@ use crate::validate::Validator;
 use crate::writer::{JournalHeader, JOURNAL_VERSION, UNCHAINED_JOURNAL_VERSION};
 
 mod batches;
-use batches::{Batch, BatchReader};
+use batches::{Batch, BatchReader, Lines};
 
 /// The longest line read; a longer one is reported as malformed and skipped.
 pub const MAX_LINE: usize = 4 << 20;
@@ -591,7 +591,7 @@ fn replay_lines<R: Read>(
         let mut validator = Validator::new(flow);
         while let Some(batch) = batches.next_batch().map_err(read_error(path))? {
             let judged = judge.batch(&mut validator, batch);
-            if let Some(buf) = merge.batch(judged, on_event) {
+            if let Some(buf) = merge_judged(&judge, &mut validator, &mut merge, judged, on_event) {
                 batches.reuse(buf);
             }
         }
@@ -682,6 +682,8 @@ fn run_workers<R: Read>(
         drop((queue, to_merge));
         // Batches judged ahead of the one the merge waits for, by number.
         let mut ahead = BTreeMap::new();
+        // For what a worker left of a batch of very short lines ([`MAX_JUDGED`]).
+        let mut validator = Validator::new(judge.flow);
         let (mut sent, mut merged) = (0u64, 0u64);
         // Waits for one judged batch and merges every batch that is next in order; `false` once
         // no worker is left to answer (one died outside a batch: the scope raises its panic).
@@ -694,7 +696,7 @@ fn run_workers<R: Read>(
                 Err(panic) => resume_unwind(panic),
             };
             while let Some(j) = ahead.remove(merged) {
-                if let Some(buf) = merge.batch(j, on_event) {
+                if let Some(buf) = merge_judged(judge, &mut validator, merge, j, on_event) {
                     batches.reuse(buf);
                 }
                 *merged += 1;
@@ -726,6 +728,26 @@ fn run_workers<R: Read>(
     })
 }
 
+/// Merges a judged batch, then judges and merges here whatever of it its judge left
+/// ([`MAX_JUDGED`]), so that no judgement holds more lines than that; gives back the batch's
+/// buffer.
+fn merge_judged(
+    judge: &Judge<'_>,
+    validator: &mut Validator<'_>,
+    merge: &mut Merge,
+    judged: Judgements,
+    on_event: &mut dyn FnMut(ReplayEvent),
+) -> Option<Vec<u8>> {
+    let (lines, mut done) = merge.batch(judged, on_event)?;
+    let bytes = lines.bytes();
+    while done < bytes.len() {
+        let (rest, used) = judge.lines(validator, &bytes[done..]);
+        done += used;
+        merge.batch(rest, on_event);
+    }
+    Some(lines.into_buffer())
+}
+
 /// What a worker needs to judge lines: the flow, and whether to hash them.
 struct Judge<'f> {
     flow: &'f Flow,
@@ -737,11 +759,18 @@ struct Judgements {
     lines: Vec<Judged>,
     /// The first line's `prev`, which only the merge can hold against the line before it.
     first_prev: Link,
-    /// The hash of the batch's last line (when chained; else [`GENESIS`]).
+    /// The hash of the last line judged (when chained; else [`GENESIS`]).
     last: JournalHash,
-    /// The buffer the lines were read into, to read more into.
-    buf: Option<Vec<u8>>,
+    /// The batch's lines as read, and how many of their bytes were judged: at most
+    /// [`MAX_JUDGED`] lines are, and the merge judges the rest ([`merge_judged`]). Handed back
+    /// to the reader once merged.
+    read: Option<(Lines, usize)>,
 }
+
+/// The most lines one judgement holds. A batch is a MiB of lines, usually about 3,000 of them;
+/// a MiB of empty or one-character lines (a damaged or hostile journal) would be a million
+/// judgements in memory at once, times the batches in flight.
+const MAX_JUDGED: usize = 16 << 10;
 
 /// One line judged.
 struct Judged {
@@ -811,39 +840,49 @@ impl Judge<'_> {
     /// Judges a batch's lines in order, each line's link against the line before it but the
     /// first's.
     fn batch(&self, validator: &mut Validator<'_>, batch: Batch) -> Judgements {
-        let mut out = Judgements {
-            lines: Vec::new(),
-            first_prev: Link::Absent,
-            last: GENESIS,
-            buf: None,
-        };
         match batch {
-            Batch::TooLong(hash) => {
-                out.last = hash.unwrap_or(GENESIS);
-                out.lines.push(Judged {
+            Batch::TooLong(hash) => Judgements {
+                lines: vec![Judged {
                     what: What::TooLong,
                     linked: Linked::First,
-                });
-            }
+                }],
+                first_prev: Link::Absent,
+                last: hash.unwrap_or(GENESIS),
+                read: None,
+            },
             Batch::Lines(lines) => {
-                let bytes = lines.bytes();
-                // About as many lines as a journal's usual 200 to 450 bytes make.
-                out.lines.reserve(bytes.len() / 256 + 1);
-                for (i, (whole, terminated)) in batches::lines(bytes).enumerate() {
-                    let (what, link) = self.line_read(validator, whole, terminated);
-                    let before = std::mem::replace(&mut out.last, self.hash(whole));
-                    let linked = if i == 0 {
-                        out.first_prev = link;
-                        Linked::First
-                    } else {
-                        link.against(&before)
-                    };
-                    out.lines.push(Judged { what, linked });
-                }
-                out.buf = Some(lines.into_buffer());
+                let (mut out, used) = self.lines(validator, lines.bytes());
+                out.read = Some((lines, used));
+                out
             }
         }
-        out
+    }
+
+    /// Judges the first [`MAX_JUDGED`] lines of `bytes` (whole lines, as a batch holds them),
+    /// each line's link against the line before it but the first's; and how many bytes they
+    /// took.
+    fn lines(&self, validator: &mut Validator<'_>, bytes: &[u8]) -> (Judgements, usize) {
+        let mut out = Judgements {
+            // About as many lines as a journal's usual 200 to 450 bytes make.
+            lines: Vec::with_capacity((bytes.len() / 256 + 1).min(MAX_JUDGED)),
+            first_prev: Link::Absent,
+            last: GENESIS,
+            read: None,
+        };
+        let mut used = 0;
+        for (i, (whole, terminated)) in batches::lines(bytes).take(MAX_JUDGED).enumerate() {
+            used += whole.len() + usize::from(terminated);
+            let (what, link) = self.line_read(validator, whole, terminated);
+            let before = std::mem::replace(&mut out.last, self.hash(whole));
+            let linked = if i == 0 {
+                out.first_prev = link;
+                Linked::First
+            } else {
+                link.against(&before)
+            };
+            out.lines.push(Judged { what, linked });
+        }
+        (out, used)
     }
 
     /// A line's hash, when the chain needs it.
@@ -962,12 +1001,13 @@ struct Merge {
 }
 
 impl Merge {
-    /// The next batch, in order; gives back its buffer.
+    /// The next judgement, in order; gives back the lines it was made of, and how far into them
+    /// it went.
     fn batch(
         &mut self,
         judged: Judgements,
         on_event: &mut dyn FnMut(ReplayEvent),
-    ) -> Option<Vec<u8>> {
+    ) -> Option<(Lines, usize)> {
         let first = judged.first_prev.against(&self.chain.last);
         for j in judged.lines {
             let linked = match j.linked {
@@ -977,7 +1017,7 @@ impl Merge {
             self.line(j.what, linked, on_event);
         }
         self.chain.last = judged.last;
-        judged.buf
+        judged.read
     }
 
     /// The next line.
@@ -1522,18 +1562,97 @@ mod tests {
                 .any(|e| matches!(e, ReplayEvent::Violation { .. })),
             "{expected:?}"
         );
-        for p in [WHOLE, par(1, 2), par(3, 2)] {
-            let mut reader = BufReader::with_capacity(
-                64,
-                FailsAfter {
-                    data: &text,
-                    ok: cut,
-                },
-            );
-            let (r, events) = replay_from(&mut reader, p);
-            assert!(matches!(r, Err(ReplayError::Read { .. })), "{p:?}");
-            assert_eq!(events, expected, "{p:?}");
+        // The error right after line 6's `\n`, and in the middle of line 7: the line it cuts is
+        // neither judged nor taken for a torn last line.
+        for ok in [cut, cut + lines[6].len() / 2] {
+            for p in [WHOLE, par(1, 2), par(3, 2)] {
+                let mut reader = BufReader::with_capacity(64, FailsAfter { data: &text, ok });
+                let (r, events) = replay_from(&mut reader, p);
+                assert!(matches!(r, Err(ReplayError::Read { .. })), "{ok} {p:?}");
+                assert_eq!(events, expected, "{ok} {p:?}");
+            }
         }
+    }
+
+    #[test]
+    fn a_chain_over_crlf_lines_hashes_each_line_with_its_cr() {
+        // Leopold never writes a `\r`, but a journal that went through a Windows editor has one
+        // at the end of every line; the chain is the hash of the bytes, `\r` included.
+        let mut lines = journal_lines(false);
+        let mut prev = GENESIS;
+        for l in &mut lines {
+            if l.starts_with(br#"{"leopold_journal":1"#) {
+                l.splice(..20, br#"{"leopold_journal":2"#.iter().copied());
+            }
+            crate::chain::link(l, &prev).unwrap();
+            l.push(b'\r');
+            prev = JournalHash::of_line(l);
+        }
+        let mut text = lines.join(&b'\n');
+        text.push(b'\n');
+        for p in [WHOLE, par(1, 300), par(3, 300)] {
+            let (s, _) = replay_with(&text, p);
+            assert!(s.chained, "{p:?}");
+            assert_eq!((s.chain_breaks, s.malformed), (0, 0), "{p:?}");
+            assert_eq!(s.journal_hash, Some(prev.to_string()), "{p:?}");
+        }
+        // The same lines hashed without their `\r`: every link breaks.
+        let (s, _) = replay_with(&text.replace_cr(), WHOLE);
+        assert_eq!(s.chain_breaks, (lines.len() - 1) as u64);
+    }
+
+    trait ReplaceCr {
+        /// The text with every `\r\n` a `\n`.
+        fn replace_cr(&self) -> Vec<u8>;
+    }
+
+    impl ReplaceCr for Vec<u8> {
+        fn replace_cr(&self) -> Vec<u8> {
+            let mut out = Vec::with_capacity(self.len());
+            for (i, &b) in self.iter().enumerate() {
+                if !(b == b'\r' && self.get(i + 1) == Some(&b'\n')) {
+                    out.push(b);
+                }
+            }
+            out
+        }
+    }
+
+    #[test]
+    fn a_batch_of_very_short_lines_is_judged_a_bounded_number_of_lines_at_a_time() {
+        // Between two stretches of actions, more one-character and empty lines than one
+        // judgement holds: the findings are those of one thread reading it whole, and no
+        // judgement holds more than MAX_JUDGED lines.
+        let lines = journal_lines(true);
+        let mut text = lines[..8].join(&b'\n');
+        text.push(b'\n');
+        for i in 0..(MAX_JUDGED + MAX_JUDGED / 2) {
+            text.extend_from_slice(if i % 3 == 0 { b"x\n" } else { b"\n" });
+        }
+        text.extend_from_slice(&lines[8..].join(&b'\n'));
+        text.push(b'\n');
+        let (whole, whole_events) = replay_with(&text, par(1, 64));
+        assert_eq!(
+            whole.malformed,
+            (MAX_JUDGED as u64 + MAX_JUDGED as u64 / 2).div_ceil(3)
+        );
+        assert!(whole.violations > 0);
+        for p in [WHOLE, par(2, Parallelism::BATCH_BYTES), par(3, 4096)] {
+            assert_eq!(
+                replay_with(&text, p),
+                (whole.clone(), whole_events.clone()),
+                "{p:?}"
+            );
+        }
+        let flow = Flow::load(&golden("flow.md")).unwrap();
+        let judge = Judge {
+            flow: &flow,
+            chained: true,
+        };
+        let mut validator = Validator::new(&flow);
+        let short = b"\n".repeat(MAX_JUDGED + 5);
+        let (judged, used) = judge.lines(&mut validator, &short);
+        assert_eq!((judged.lines.len(), used), (MAX_JUDGED, MAX_JUDGED));
     }
 
     #[test]

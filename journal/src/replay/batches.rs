@@ -277,12 +277,28 @@ mod tests {
     }
 
     #[test]
-    fn a_line_of_exactly_the_cap_is_kept() {
-        let mut input = vec![b'x'; MAX_LINE];
-        input.push(b'\n');
-        let batches = read_all(&input, 1 << 20);
-        let all: Vec<_> = batches.into_iter().flatten().collect();
-        assert_eq!(all.len(), 1);
-        assert_eq!(all[0].as_ref().map(|(b, _)| b.len()), Some(MAX_LINE));
+    fn a_line_of_exactly_the_cap_is_kept_its_cr_counted() {
+        // (bytes before the `\r\n`, whether a `\r` ends it, kept?)
+        for (n, cr, kept) in [
+            (MAX_LINE, false, true),
+            (MAX_LINE - 1, true, true),
+            (MAX_LINE, true, false),
+            (MAX_LINE + 1, false, false),
+        ] {
+            let mut input = vec![b'x'; n];
+            if cr {
+                input.push(b'\r');
+            }
+            input.extend_from_slice(b"\nnext\n");
+            // Read from a buffer that already grew for a line, as a reused one may have.
+            for target in [1 << 20, MAX_LINE] {
+                let all: Vec<_> = read_all(&input, target).into_iter().flatten().collect();
+                assert_eq!(all.len(), 2, "{n} {cr} {target}");
+                let first = all[0].as_ref().map(|(b, _)| b.len());
+                let expected = kept.then_some(n + usize::from(cr));
+                assert_eq!(first, expected, "{n} {cr} {target}");
+                assert_eq!(all[1], Some((b"next".to_vec(), true)), "{n} {cr} {target}");
+            }
+        }
     }
 }
