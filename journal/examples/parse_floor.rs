@@ -10,8 +10,8 @@
 //! number of actions parsed and the number that failed to parse (0 on a generated journal).
 //!
 //! With `--hash` it also does the one thing a replay of a chained journal cannot skip: the SHA-256
-//! of every line (the header's too), each line hashed whole as replay hashes it. That is a second floor, for
-//! a replay that checks the chain; the plain floor stays the parse-only one.
+//! of every line (the header's too), each line hashed whole as replay hashes it. That is a second
+//! floor, for a replay that checks the chain; the plain floor stays the parse-only one.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::Read;

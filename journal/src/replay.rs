@@ -1436,17 +1436,23 @@ mod tests {
         (s.unwrap(), events)
     }
 
-    /// Gives at most `most` bytes a read, as a pipe or a slow disk may.
-    struct Trickle<'a> {
+    /// Gives `data` at most `most` bytes a read, as a pipe or a slow disk may, and fails once
+    /// it has given `ok` bytes.
+    struct Reads<'a> {
         data: &'a [u8],
         most: usize,
+        ok: usize,
     }
 
-    impl io::Read for Trickle<'_> {
+    impl io::Read for Reads<'_> {
         fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            let n = buf.len().min(self.most).min(self.data.len());
+            if self.ok == 0 {
+                return Err(io::Error::other("disk gone"));
+            }
+            let n = buf.len().min(self.most).min(self.ok).min(self.data.len());
             buf[..n].copy_from_slice(&self.data[..n]);
             self.data = &self.data[n..];
+            self.ok -= n;
             Ok(n)
         }
     }
@@ -1523,28 +1529,14 @@ mod tests {
             proptest::prop_assert_eq!(&whole, &replay_with(&text, par(1, batch)));
             proptest::prop_assert_eq!(&whole, &replay_with(&text, par(workers, batch)));
             // Reads that stop anywhere, a line's middle included, read the same lines.
-            let mut short = BufReader::with_capacity(16, Trickle { data: &text, most: trickle });
+            let short = Reads {
+                data: &text,
+                most: trickle,
+                ok: usize::MAX,
+            };
+            let mut short = BufReader::with_capacity(16, short);
             let (s, events) = replay_from(&mut short, par(workers, batch));
             proptest::prop_assert_eq!(&whole, &(s.unwrap(), events));
-        }
-    }
-
-    /// Gives `ok` bytes of `data`, then fails.
-    struct FailsAfter<'a> {
-        data: &'a [u8],
-        ok: usize,
-    }
-
-    impl io::Read for FailsAfter<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            if self.ok == 0 {
-                return Err(io::Error::other("disk gone"));
-            }
-            let n = buf.len().min(self.ok).min(self.data.len());
-            buf[..n].copy_from_slice(&self.data[..n]);
-            self.data = &self.data[n..];
-            self.ok -= n;
-            Ok(n)
         }
     }
 
@@ -1566,7 +1558,12 @@ mod tests {
         // neither judged nor taken for a torn last line.
         for ok in [cut, cut + lines[6].len() / 2] {
             for p in [WHOLE, par(1, 2), par(3, 2)] {
-                let mut reader = BufReader::with_capacity(64, FailsAfter { data: &text, ok });
+                let fails = Reads {
+                    data: &text,
+                    most: usize::MAX,
+                    ok,
+                };
+                let mut reader = BufReader::with_capacity(64, fails);
                 let (r, events) = replay_from(&mut reader, p);
                 assert!(matches!(r, Err(ReplayError::Read { .. })), "{ok} {p:?}");
                 assert_eq!(events, expected, "{ok} {p:?}");
@@ -1597,25 +1594,9 @@ mod tests {
             assert_eq!(s.journal_hash, Some(prev.to_string()), "{p:?}");
         }
         // The same lines hashed without their `\r`: every link breaks.
-        let (s, _) = replay_with(&text.replace_cr(), WHOLE);
+        let without_cr: Vec<u8> = text.iter().copied().filter(|&b| b != b'\r').collect();
+        let (s, _) = replay_with(&without_cr, WHOLE);
         assert_eq!(s.chain_breaks, (lines.len() - 1) as u64);
-    }
-
-    trait ReplaceCr {
-        /// The text with every `\r\n` a `\n`.
-        fn replace_cr(&self) -> Vec<u8>;
-    }
-
-    impl ReplaceCr for Vec<u8> {
-        fn replace_cr(&self) -> Vec<u8> {
-            let mut out = Vec::with_capacity(self.len());
-            for (i, &b) in self.iter().enumerate() {
-                if !(b == b'\r' && self.get(i + 1) == Some(&b'\n')) {
-                    out.push(b);
-                }
-            }
-            out
-        }
     }
 
     #[test]

@@ -146,9 +146,7 @@ impl<'r, R: Read> BatchReader<'r, R> {
                     return match memchr::memrchr(b'\n', &buf[..filled]) {
                         Some(i) => {
                             self.pending_error = Some(e);
-                            let batch = self.cut(buf, i, filled);
-                            self.carry.clear();
-                            Ok(Some(batch))
+                            Ok(Some(Batch::Lines(Lines { buf, len: i + 1 })))
                         }
                         None => Err(e),
                     };
