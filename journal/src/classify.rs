@@ -218,7 +218,8 @@ pub fn playwright_page_url(result: &str) -> Option<UrlRef> {
 
 /// Whether a Playwright result (or error) says the browser refused to go where the call led:
 /// the page ended on `chrome-error://` (its title is then the refused host), or navigation
-/// failed with `net::ERR_NAME_NOT_RESOLVED`. Only a host-shaped title is kept.
+/// failed with `net::ERR_NAME_NOT_RESOLVED`, or with the errors Leopold's proxy causes for a
+/// host off the allowlist. Only a host-shaped title is kept.
 pub fn browser_blocked(text: &str) -> Option<crate::action::BrowserBlock> {
     let field = |name: &str| {
         text.lines()
@@ -244,6 +245,16 @@ pub fn browser_blocked(text: &str) -> Option<crate::action::BrowserBlock> {
     if text.contains("net::ERR_NAME_NOT_RESOLVED") {
         return Some(crate::action::BrowserBlock {
             how: "name_not_resolved".into(),
+            host: None,
+        });
+    }
+    // Leopold's proxy refuses a host off the allowlist by closing the connection (plain http)
+    // or answering the tunnel with 403 (https): Chromium names these two errors.
+    if text.contains("net::ERR_EMPTY_RESPONSE")
+        || text.contains("net::ERR_TUNNEL_CONNECTION_FAILED")
+    {
+        return Some(crate::action::BrowserBlock {
+            how: "refused_by_proxy".into(),
             host: None,
         });
     }
@@ -643,6 +654,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!((b.how.as_str(), b.host), ("name_not_resolved", None));
+        for e in [
+            "net::ERR_EMPTY_RESPONSE",
+            "net::ERR_TUNNEL_CONNECTION_FAILED",
+        ] {
+            let b = browser_blocked(&format!(
+                "### Error\nError: page.goto: {e} at http://staging.example.com/go-away"
+            ))
+            .unwrap();
+            assert_eq!((b.how.as_str(), b.host), ("refused_by_proxy", None));
+        }
         let b = browser_blocked(
             "### Error\nError: Navigation to \"http://staging.example.com/\" is interrupted by another navigation to \"chrome-error://chromewebdata/\"",
         )

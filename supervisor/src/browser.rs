@@ -19,9 +19,9 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
-use leopold_flows::{AllowEntry, Flow};
 use leopold_guard::browser::{
     parse_snapshot_line, BrowserState, RefEntry, RefMapFile, REF_MAP_VERSION,
 };
@@ -48,72 +48,28 @@ pub struct BrowserBins {
     pub chromium: PathBuf,
 }
 
-/// Chromium's `--host-resolver-rules` for a flow, and the allowlisted names they leave
-/// unreachable (with why).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResolverRules {
-    pub rules: String,
-    pub unreachable: Vec<String>,
-}
-
-/// Host names that are safe inside Chromium's rule list: a comma or space would split a rule,
-/// `*` and `?` are wildcards there.
-fn rule_safe(host: &str) -> bool {
-    !host.is_empty()
-        && host.bytes().all(|b| {
-            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'_')
-        })
-}
-
-/// Builds the resolver rules. Chromium checks `EXCLUDE` before any `MAP` (seen: an excluded
-/// name is never mapped), so an allowlisted name that would also cover a mapped host is not
-/// excluded: the mapped host wins, and the entry's other subdomains stay unreachable (fail
-/// closed) and are reported.
-pub fn resolver_rules(flow: &Flow) -> ResolverRules {
-    let mut rules: Vec<String> = flow
-        .hosts
-        .iter()
-        .map(|m| format!("MAP {} {}", m.host, m.to))
-        .collect();
-    rules.push("MAP * ~NOTFOUND".into());
-    let mut unreachable = Vec::new();
-    let mapped = |h: &str| flow.hosts.iter().any(|m| m.host == h);
-    for entry in &flow.allowlist {
-        match entry {
-            AllowEntry::Domain(d) if rule_safe(d) => {
-                if !mapped(d) {
-                    rules.push(format!("EXCLUDE {d}"));
-                }
-                let suffix = format!(".{d}");
-                if flow.hosts.iter().any(|m| m.host.ends_with(&suffix)) {
-                    unreachable.push(format!(
-                        "subdomains of {d} other than the mapped ones (a [hosts] entry lies under it)"
-                    ));
-                } else {
-                    rules.push(format!("EXCLUDE *.{d}"));
-                }
-            }
-            AllowEntry::Ipv4(a) => rules.push(format!("EXCLUDE {a}")),
-            other => unreachable.push(format!(
-                "{other} (not expressible in Chromium's resolver rules)"
-            )),
-        }
-    }
-    ResolverRules {
-        rules: rules.join(", "),
-        unreachable,
-    }
+/// Where Chromium finds the run's proxy ([`crate::web`]).
+#[derive(Debug, Clone)]
+pub struct ProxyAt {
+    /// `127.0.0.1:<port>`: in the browser's box, the port box-init forwards; without the box, a
+    /// loopback port the supervisor listens on.
+    pub addr: std::net::SocketAddr,
+    /// The run's CA key Chromium trusts for the proxy's tunnels, and nothing else does.
+    pub spki: String,
 }
 
 /// Chromium's arguments (Playwright adds `--headless` and the profile itself).
-pub fn chromium_args(flow: &Flow, as_root: bool) -> Vec<String> {
+pub fn chromium_args(proxy: &ProxyAt, as_root: bool) -> Vec<String> {
     let mut args = vec![
-        format!("--host-resolver-rules={}", resolver_rules(flow).rules),
-        // With a proxy (even one from the environment) Chromium sends the host name to the
-        // proxy instead of resolving it: the rules would not apply (seen). No proxy, ever.
-        "--no-proxy-server".into(),
-        // WebRTC opens UDP sockets to IP literals without the host resolver.
+        // Every request goes to the run's proxy, which judges it (crate::web). `<-loopback>`
+        // takes away Chromium's implicit bypass of localhost and 127.0.0.1, which would
+        // otherwise go direct.
+        format!("--proxy-server=http://{}", proxy.addr),
+        "--proxy-bypass-list=<-loopback>".into(),
+        format!("--ignore-certificate-errors-spki-list={}", proxy.spki),
+        // Defence in depth: in the box UDP has nowhere to go anyway.
         "--force-webrtc-ip-handling-policy=disable_non_proxied_udp".into(),
+        "--disable-quic".into(),
         "--disable-background-networking".into(),
         "--disable-component-update".into(),
         "--disable-sync".into(),
@@ -132,7 +88,12 @@ pub fn chromium_args(flow: &Flow, as_root: bool) -> Vec<String> {
 }
 
 /// Playwright MCP's config file.
-pub fn playwright_config(flow: &Flow, chromium: &Path, browser_dir: &Path, as_root: bool) -> Value {
+pub fn playwright_config(
+    proxy: &ProxyAt,
+    chromium: &Path,
+    browser_dir: &Path,
+    as_root: bool,
+) -> Value {
     json!({
         "browser": {
             "browserName": "chromium",
@@ -140,7 +101,7 @@ pub fn playwright_config(flow: &Flow, chromium: &Path, browser_dir: &Path, as_ro
             "launchOptions": {
                 "executablePath": chromium,
                 "headless": true,
-                "args": chromium_args(flow, as_root),
+                "args": chromium_args(proxy, as_root),
             },
         },
         "outputDir": browser_dir.join("output"),
@@ -199,16 +160,23 @@ pub fn harness_args(kind: Harness) -> Vec<String> {
 pub struct Provisioned {
     pub server: McpServer,
     pub state: BrowserState,
+    /// The run's `browser/` folder.
+    pub dir: PathBuf,
     pub output_dir: PathBuf,
-    pub notes: Vec<String>,
+    /// The run's CA, which the proxy signs its tunnels with.
+    pub authority: Arc<crate::web::tls::Authority>,
+    /// Without the box: the loopback port Chromium was told, bound already, for the proxy to
+    /// take when it starts. In the box the proxy listens on the run's `web.sock` instead.
+    pub listener: Arc<Mutex<Option<std::net::TcpListener>>>,
 }
 
-/// Writes the browser's files into `<run_dir>/browser/`.
+/// Writes the browser's files into `<run_dir>/browser/`. `boxed`: Chromium will run in the
+/// browser's box ([`crate::sandbox::browser_box`]), reaching the proxy on box-init's port.
 ///
 /// # Errors
 ///
 /// A file that cannot be written, with its path.
-pub fn provision(flow: &Flow, bins: &BrowserBins, run_dir: &Path) -> anyhow::Result<Provisioned> {
+pub fn provision(bins: &BrowserBins, run_dir: &Path, boxed: bool) -> anyhow::Result<Provisioned> {
     let dir = run_dir.join("browser");
     for d in [
         dir.clone(),
@@ -223,8 +191,21 @@ pub fn provision(flow: &Flow, bins: &BrowserBins, run_dir: &Path) -> anyhow::Res
         use std::os::unix::fs::MetadataExt as _;
         std::fs::metadata("/proc/self").map_or(true, |m| m.uid() == 0)
     };
+    let authority = Arc::new(crate::web::tls::Authority::new()?);
+    let (addr, listener) = if boxed {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], crate::web::BOX_PORT));
+        (addr, None)
+    } else {
+        let l = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .context("cannot listen on a loopback port for the browser's proxy")?;
+        (l.local_addr()?, Some(l))
+    };
+    let proxy = ProxyAt {
+        addr,
+        spki: authority.spki_sha256(),
+    };
     let config_path = dir.join("playwright.json");
-    let config = playwright_config(flow, &bins.chromium, &dir, as_root);
+    let config = playwright_config(&proxy, &bins.chromium, &dir, as_root);
     // The browser's files are only read while this run lives: nothing waits on the disk.
     let volatile = crate::state::Durability::Volatile;
     crate::state::write_atomic_as(&config_path, pretty(&config).as_bytes(), volatile)?;
@@ -250,7 +231,9 @@ pub fn provision(flow: &Flow, bins: &BrowserBins, run_dir: &Path) -> anyhow::Res
             ref_map: dir.join("refs.json"),
         },
         output_dir: dir.join("output"),
-        notes: resolver_rules(flow).unreachable,
+        dir,
+        authority,
+        listener: Arc::new(Mutex::new(listener)),
     })
 }
 
@@ -459,65 +442,36 @@ pub fn parse_snapshot(yaml: &str) -> Vec<(String, RefEntry)> {
 mod tests {
     use super::*;
 
-    fn flow(extra: &str) -> Flow {
-        Flow::parse(
-            &format!(
-                "+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\", \"accounts.example.net\"]\n{extra}\n+++\nBrief.\n"
-            ),
-            Path::new("flows/checkout.md"),
-        )
-        .unwrap()
-    }
-
-    #[test]
-    fn rules_map_staging_block_everything_else_and_keep_allowlisted_names() {
-        let f = flow("[hosts]\n\"staging.example.com\" = \"127.0.0.1:8080\"");
-        let r = resolver_rules(&f);
-        assert_eq!(
-            r.rules,
-            "MAP staging.example.com 127.0.0.1:8080, MAP * ~NOTFOUND, EXCLUDE *.staging.example.com, \
-             EXCLUDE accounts.example.net, EXCLUDE *.accounts.example.net"
-        );
-        assert!(r.unreachable.is_empty());
-        // Without [hosts], every allowlisted name resolves normally, nothing else.
-        let r = resolver_rules(&flow(""));
-        assert_eq!(
-            r.rules,
-            "MAP * ~NOTFOUND, EXCLUDE staging.example.com, EXCLUDE *.staging.example.com, \
-             EXCLUDE accounts.example.net, EXCLUDE *.accounts.example.net"
-        );
-    }
-
-    #[test]
-    fn an_entry_covering_a_mapped_subdomain_is_not_excluded_wholesale() {
-        let f = Flow::parse(
-            "+++\nname = \"c\"\nallowlist = [\"example.com\", \"10.0.0.5\"]\n[hosts]\n\"staging.example.com\" = \"[::1]:9000\"\n+++\n",
-            Path::new("c.md"),
-        )
-        .unwrap();
-        let r = resolver_rules(&f);
-        assert_eq!(
-            r.rules,
-            "MAP staging.example.com [::1]:9000, MAP * ~NOTFOUND, EXCLUDE example.com, EXCLUDE 10.0.0.5"
-        );
-        assert_eq!(r.unreachable.len(), 1, "{:?}", r.unreachable);
+    fn proxy() -> ProxyAt {
+        ProxyAt {
+            addr: "127.0.0.1:3128".parse().unwrap(),
+            spki: "c3BraQ==".into(),
+        }
     }
 
     #[test]
     fn chromium_args_and_config() {
-        let f = flow("[hosts]\n\"staging.example.com\" = \"127.0.0.1:8080\"");
-        let args = chromium_args(&f, true);
+        let args = chromium_args(&proxy(), true);
         for want in [
-            "--no-proxy-server",
+            "--proxy-server=http://127.0.0.1:3128",
+            "--proxy-bypass-list=<-loopback>",
+            "--ignore-certificate-errors-spki-list=c3BraQ==",
+            "--disable-quic",
             "--disable-background-networking",
             "--no-sandbox",
             "--disable-gpu",
         ] {
             assert!(args.iter().any(|a| a == want), "{want} in {args:?}");
         }
-        assert!(!chromium_args(&f, false).iter().any(|a| a == "--no-sandbox"));
+        // Nothing may send the browser around the proxy.
+        for gone in ["--no-proxy-server", "--proxy-bypass-list=*"] {
+            assert!(!args.iter().any(|a| a == gone), "{gone} in {args:?}");
+        }
+        assert!(!chromium_args(&proxy(), false)
+            .iter()
+            .any(|a| a == "--no-sandbox"));
         let c = playwright_config(
-            &f,
+            &proxy(),
             Path::new("/usr/bin/chromium"),
             Path::new("/run/x/browser"),
             false,
@@ -531,9 +485,7 @@ mod tests {
         assert_eq!(c["outputDir"], "/run/x/browser/output");
         assert_eq!(c["webmcp"], false);
         let args = c["browser"]["launchOptions"]["args"].as_array().unwrap();
-        assert!(args[0].as_str().unwrap().starts_with(
-            "--host-resolver-rules=MAP staging.example.com 127.0.0.1:8080, MAP * ~NOTFOUND"
-        ));
+        assert_eq!(args[0], "--proxy-server=http://127.0.0.1:3128");
     }
 
     #[test]

@@ -114,7 +114,7 @@ pub enum PersonaCommand {
     /// (`<run dir>/scratch/.codex`), never the user's file; a boxed Claude run passes it with its
     /// own `--settings` file and edits no file of the user's (with `--no-contain`, the project's
     /// `.claude/settings.json` is wired too). README "Only the browser", "Wiring".
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// The PreToolUse hook: reads the harness payload on stdin; exit 0 allows, exit 2 denies.
     ///
     /// Wired into the harness by `persona run` (or `persona wire`); not meant to be run by hand.
@@ -275,9 +275,9 @@ pub struct RunArgs {
     /// An MCP config file (Claude `--mcp-config` format) giving the worker its browser tools.
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
-    /// Provision the worker's browser: Playwright MCP with Chromium, held to the flow's allowlist
-    /// by Chromium's own resolver (overrides the flow's `browser` key; README "The provisioned
-    /// browser").
+    /// Provision the worker's browser: Playwright MCP with Chromium, every request it sends
+    /// judged by Leopold's proxy against the flow (overrides the flow's `browser` key; README
+    /// "The browser's network path").
     #[arg(
         long,
         value_enum,
@@ -292,6 +292,11 @@ pub struct RunArgs {
     /// `scripts/install-browser.sh` put in ${LEOPOLD_CACHE:-~/.cache/leopold}.
     #[arg(long, value_name = "PATH")]
     pub playwright_mcp: Option<PathBuf>,
+    /// A PEM file of CA certificates the provisioned browser's proxy trusts for your app's own
+    /// certificate (an https staging app with a private CA), besides the system's. Repeatable.
+    /// README "The browser's network path".
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Vec<PathBuf>,
     /// Print only the final summary.
     #[arg(long, conflicts_with = "json")]
     pub quiet: bool,

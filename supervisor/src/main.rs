@@ -25,6 +25,7 @@ mod report;
 #[cfg(unix)]
 mod sandbox;
 mod state;
+mod web;
 mod worker;
 
 use std::process::ExitCode;

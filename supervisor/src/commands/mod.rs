@@ -25,7 +25,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Persona(PersonaCommand::Guard) => Ok(ExitCode::from(leopold_guard::main_entry())),
         Command::Persona(PersonaCommand::Replay(args)) => replay::run(args),
-        Command::Persona(PersonaCommand::Run(args)) => run::run(args),
+        Command::Persona(PersonaCommand::Run(args)) => run::run(*args),
         Command::Persona(PersonaCommand::Recover(args)) => recover::recover(args),
         Command::Doctor(args) => Ok(doctor::doctor(args)?),
         Command::Persona(PersonaCommand::Wire(args)) => Ok(wire::wire(args)?),

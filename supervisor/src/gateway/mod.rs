@@ -240,6 +240,20 @@ impl Gateway {
         r.sealed = true;
         r.head
     }
+
+    /// Writes lines into this record for the browser's proxy ([`crate::web`]): the requests it
+    /// refused sit in the same hash chain as the calls that led to them.
+    pub fn recorder(&self) -> crate::web::Recorder {
+        let record = self.record.clone();
+        Arc::new(move |mut v: Value| {
+            let mut r = record.lock().unwrap_or_else(|e| e.into_inner());
+            let seq = r.next_seq();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("seq".into(), json!(seq));
+            }
+            r.line(v);
+        })
+    }
 }
 
 /// Binds every server's socket and starts serving. Inside a tokio runtime.

@@ -41,6 +41,7 @@
 //!
 //! Other systems than Linux get no box: `persona run` refuses unless `--no-contain`.
 
+pub mod browser_box;
 mod etc;
 pub mod init;
 mod relay;

@@ -269,6 +269,7 @@ async fn lifecycle(
         mut observer,
         boxed,
         gateway,
+        web,
         proof,
     } = match launch(&plan, &started, proof, timings) {
         Ok(launched) => launched,
@@ -293,6 +294,7 @@ async fn lifecycle(
         // Recovery could not find this worker by its recorded pid, or the guard is not proven
         // (the worker reached no model yet): stop it now.
         stop_before_supervision(&mut child, pgid).await;
+        drop(web);
         drop(gateway);
         drop(boxed);
         return run.setup_failed(msg);
@@ -322,6 +324,13 @@ async fn lifecycle(
 
     if let Some(note) = boxed.as_ref().and_then(crate::sandbox::Boxed::refusals) {
         out.warn(&note);
+    }
+    // The proxy stops before the record is sealed: a request it refused is in the record.
+    if let Some(w) = web {
+        for line in w.refusal_lines() {
+            out.warn(&format!("browser: refused {line}"));
+        }
+        drop(w);
     }
     // The gateway's record against the harness's stream: a call in one and not the other.
     let gateway_mismatches = match &gateway {
@@ -453,9 +462,11 @@ fn record_active(
     // The provisioned browser's files, before ACTIVE.json names them for the guard.
     let provisioned = match &plan.browser {
         Some(bins) => {
-            let p = crate::browser::provision(&plan.flow, bins, &run_dir)?;
-            for n in &p.notes {
-                out.warn(&format!("the provisioned browser cannot reach {n}"));
+            let p = crate::browser::provision(bins, &run_dir, plan.bwrap.is_some())?;
+            if plan.bwrap.is_none() {
+                out.warn(
+                    "--no-contain: the browser runs outside its box; its requests go through Leopold's proxy, but nothing stops a page's UDP (WebRTC)",
+                );
             }
             Some(p)
         }
@@ -613,6 +624,8 @@ struct Launched {
     observer: Observer,
     boxed: Option<crate::sandbox::Boxed>,
     gateway: Option<crate::gateway::Gateway>,
+    /// The browser's request-judging proxy, when the run provisions the browser.
+    web: Option<crate::web::WebPath>,
     /// A boxed run's proof, started once the worker was: the box lets the worker reach its
     /// model only once the guard has denied ([`crate::sandbox::RunBox`]). `Err`: it could not
     /// start (the setup failure to report).
@@ -641,7 +654,31 @@ fn launch(
     let leopold = std::env::current_exe()
         .map_err(|e| format!("cannot find the leopold executable's path: {e}"))?;
     let sock_dir = crate::sandbox::sock_dir_for(&started.run_id);
-    let (upstreams, given) = gateway_servers(plan, provisioned, &leopold, &sock_dir);
+    let (mut upstreams, given) = gateway_servers(plan, provisioned, &leopold, &sock_dir);
+    if let (Some(bwrap), Some(p)) = (&plan.bwrap, provisioned) {
+        // The browser in a box of its own, its only way out the proxy (crate::web).
+        for up in upstreams.iter_mut().filter(|u| u.provisioned) {
+            let programs = plan
+                .browser
+                .as_ref()
+                .map(|b| vec![b.playwright_mcp.clone(), b.node.clone(), b.chromium.clone()])
+                .unwrap_or_default();
+            let (command, args) = crate::sandbox::browser_box::command(
+                &crate::sandbox::browser_box::BrowserBox {
+                    bwrap,
+                    leopold: &leopold,
+                    browser_dir: &p.dir,
+                    cwd: &p.output_dir,
+                    sock_dir: &sock_dir,
+                    programs: &programs,
+                },
+                &up.command,
+                &up.args,
+            );
+            up.command = command;
+            up.args = args;
+        }
+    }
     let relay_config = started.run_dir.join("mcp-relay.json");
     if !given.is_empty() {
         let mut text = serde_json::to_string_pretty(&worker::mcp_config_json(&given))
@@ -728,6 +765,26 @@ fn launch(
         observer = observer.with_gateway(gw.shared.clone());
         Some(gw)
     };
+    // The browser's network path: every request it sends is judged there (crate::web).
+    let web = match (provisioned, &gateway) {
+        (Some(p), Some(gw)) => {
+            let listen = match p.listener.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                Some(l) => crate::web::Listen::Tcp(l),
+                None => crate::web::Listen::Unix(sock_dir.join(crate::web::SOCK)),
+            };
+            Some(
+                crate::web::start(crate::web::Start {
+                    flow: plan.flow.clone(),
+                    listen,
+                    authority: p.authority.clone(),
+                    ca_certs: plan.ca_certs.clone(),
+                    record: gw.recorder(),
+                })
+                .map_err(|e| format!("{e:#}"))?,
+            )
+        }
+        _ => None,
+    };
     timings.mark("gateway_started");
     let cmd = match &boxed {
         Some(b) => b.wrap(&cmd),
@@ -747,6 +804,7 @@ fn launch(
         observer,
         boxed,
         gateway,
+        web,
         proof,
     })
 }

@@ -35,6 +35,8 @@ pub struct Plan {
     pub junit: Option<PathBuf>,
     /// The box (README "The box"): bwrap's path, or `None` with `--no-contain`.
     pub bwrap: Option<PathBuf>,
+    /// `--ca-cert`: extra roots the browser's proxy trusts for the app's own certificate.
+    pub ca_certs: Vec<PathBuf>,
 }
 
 /// Whether the run provisions its browser: `--browser`, or the flow's `browser` key.
@@ -126,6 +128,11 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         ctx,
         junit,
         bwrap,
+        ca_certs: args
+            .ca_cert
+            .iter()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+            .collect(),
     })
 }
 
@@ -149,7 +156,7 @@ mod tests {
         )
         .unwrap();
         match cli.command {
-            crate::cli::Command::Persona(crate::cli::PersonaCommand::Run(a)) => a,
+            crate::cli::Command::Persona(crate::cli::PersonaCommand::Run(a)) => *a,
             other => panic!("{other:?}"),
         }
     }
