@@ -15,23 +15,40 @@ pub struct StagingApp {
     pub port: u16,
     /// Its request log (`{"method","path","host"}` lines).
     pub log: PathBuf,
+    /// With [`StagingApp::start_tls`]: the PEM file of the CA its certificate comes from.
+    pub ca: Option<PathBuf>,
 }
 
 impl StagingApp {
     /// Starts the app on a free port, logging into the sandbox's log directory.
     pub fn start(sb: &Sandbox) -> StagingApp {
+        StagingApp::start_with(sb, false)
+    }
+
+    /// The same app speaking https only, as `staging.example.com`, its CA in [`StagingApp::ca`].
+    pub fn start_tls(sb: &Sandbox) -> StagingApp {
+        StagingApp::start_with(sb, true)
+    }
+
+    fn start_with(sb: &Sandbox, tls: bool) -> StagingApp {
         let log = sb.logs.join("staging-requests.jsonl");
         let port_file = sb.logs.join("staging-port.json");
-        let (child, v) = start_serving(
-            "leopold-staging-app",
-            ["--log".as_ref(), log.as_os_str()],
-            &port_file,
-        );
+        let mut args: Vec<&std::ffi::OsStr> = vec!["--log".as_ref(), log.as_os_str()];
+        if tls {
+            args.extend(["--tls".as_ref(), sb.logs.as_os_str()]);
+        }
+        let (child, v) = start_serving("leopold-staging-app", args, &port_file);
         let port = v["port"]
             .as_u64()
             .and_then(|p| u16::try_from(p).ok())
             .expect("port");
-        StagingApp { child, port, log }
+        let ca = tls.then(|| sb.logs.join("ca.pem"));
+        StagingApp {
+            child,
+            port,
+            log,
+            ca,
+        }
     }
 
     /// Every request the app received, in order.

@@ -25,9 +25,8 @@
 //! interception was the other candidate: Playwright MCP owns the browser's CDP session, it
 //! misses service workers started before it attaches, and it cannot stop WebRTC's UDP.
 //!
-//! A refused request is answered `403` with a page titled "Refused by Leopold" (so the persona
-//! sees the refusal in its next snapshot), and recorded: method, host and rule, never the path
-//! or query.
+//! A refused request is never answered ([`Closed`]) and is recorded: method, host and rule,
+//! never the path or query.
 
 pub mod policy;
 pub mod tls;
@@ -54,8 +53,6 @@ pub const SOCK: &str = "web.sock";
 /// Inside the browser's box, where Chromium finds the proxy (the namespace is the run's own:
 /// any port is free).
 pub const BOX_PORT: u16 = 3128;
-/// The title of the page a refused request gets.
-pub const REFUSED_TITLE: &str = "Refused by Leopold";
 
 type Body = BoxBody<Bytes, hyper::Error>;
 
@@ -217,10 +214,13 @@ where
         .await;
 }
 
-/// A request to a host off the allowlist gets no answer at all: the connection closes, Chromium
-/// shows its own error page (`chrome-error://`, titled with the host), and the journal reads it
-/// as a way out the browser refused, as it did when Chromium's resolver refused the host. A page
-/// cannot forge that error page; it could forge a refusal page of Leopold's at an outside URL.
+/// A refused request gets no answer at all: the connection closes. A navigation then ends on
+/// Chromium's own error page (`chrome-error://`, titled with the host), which the journal reads
+/// as a way out the browser refused; a `fetch` or beacon fails as on a network error. Why not a
+/// page of Leopold's: it would sit at the refused URL, where the journal (rightly) takes a page
+/// at an outside host or an irreversible path for one the browser reached, and a page of the
+/// app's could forge it. Chromium's error page no page can forge. The persona learns why from the
+/// gateway, which adds the refusal to the answer of the call that caused it.
 #[derive(Debug)]
 struct Closed;
 
@@ -262,7 +262,7 @@ async fn handle(
     let Some(target) = target else {
         // Not a proxy request (an origin-form path sent to the proxy itself, an https:// URL
         // outside a tunnel): nothing to judge it by.
-        return Ok(refuse(
+        refuse(
             ctx,
             &method,
             "",
@@ -270,15 +270,12 @@ async fn handle(
                 reason: "not_judged",
                 rule: "a request the proxy cannot place (no host)".into(),
             },
-        ));
+        );
+        return Err(Closed);
     };
     if let Err(r) = policy::judge(&ctx.flow, &method, &target.host, req.uri().path()) {
-        let res = refuse(ctx, &method, &target.host, &r);
-        return if r.reason == "outside_allowlist" {
-            Err(Closed)
-        } else {
-            Ok(res)
-        };
+        refuse(ctx, &method, &target.host, &r);
+        return Err(Closed);
     }
     Ok(match forward(req, ctx, &target).await {
         Ok(res) => {
@@ -309,7 +306,12 @@ fn connect(mut req: Request<Incoming>, ctx: &Arc<Ctx>) -> Response<Body> {
         .trim_end_matches(']')
         .to_ascii_lowercase();
     if let Err(r) = policy::judge_host(&ctx.flow, &host) {
-        return refuse(ctx, "CONNECT", &host, &r);
+        refuse(ctx, "CONNECT", &host, &r);
+        // Chromium shows ERR_TUNNEL_CONNECTION_FAILED on its own error page.
+        return plain(
+            StatusCode::FORBIDDEN,
+            "Refused by Leopold: not on the flow's allowlist",
+        );
     }
     let port = authority.port_u16().unwrap_or(443);
     let ctx = ctx.clone();
@@ -474,8 +476,8 @@ fn strip_hop_by_hop(h: &mut hyper::HeaderMap, upgrade: bool) {
     }
 }
 
-/// Records a refusal (method, host, rule: never the path) and answers it.
-fn refuse(ctx: &Ctx, method: &str, host: &str, r: &Refusal) -> Response<Body> {
+/// Records a refusal: method, host and rule, never the path.
+fn refuse(ctx: &Ctx, method: &str, host: &str, r: &Refusal) {
     let shown_host = leopold_guard::safe_text(host, 255).unwrap_or_default();
     let shown_method = leopold_guard::safe_text(method, 32).unwrap_or_default();
     (ctx.record)(json!({
@@ -487,37 +489,10 @@ fn refuse(ctx: &Ctx, method: &str, host: &str, r: &Refusal) -> Response<Body> {
         .unwrap_or_else(|e| e.into_inner())
         .refused
         .push(Refused {
-            method: shown_method.clone(),
-            host: shown_host.clone(),
+            method: shown_method,
+            host: shown_host,
             refusal: r.clone(),
         });
-    let body = format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{REFUSED_TITLE}</title></head>\
-         <body><h1>{REFUSED_TITLE}</h1><p>The flow \"{}\" does not allow this request: {} to {} ({}).</p>\
-         <p>Nothing was sent to the app. Go on with what the flow allows.</p></body></html>",
-        escape(&ctx.flow.name),
-        escape(&shown_method),
-        escape(if shown_host.is_empty() { "(no host)" } else { &shown_host }),
-        escape(&r.rule),
-    );
-    let mut res = Response::new(full(body));
-    *res.status_mut() = StatusCode::FORBIDDEN;
-    res.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    res.headers_mut().insert(
-        hyper::header::CACHE_CONTROL,
-        hyper::header::HeaderValue::from_static("no-store"),
-    );
-    res
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<Body> {

@@ -13,12 +13,29 @@
 //! - `/webmcp`: a page that registers a WebMCP tool `place_order` (`navigator.modelContext` and
 //!   `document.modelContext`), which would POST `/checkout/confirm` when called.
 //!
+//! And every gesture that places the order with no "Place order" click (issue #22), each a
+//! form posting `/checkout/confirm`:
+//!
+//! - `/checkout/form`: a "Name" text field (Enter, or `browser_type` with `submit`) and a "Place
+//!   order" button (Tab onto it, then Space);
+//! - `/checkout/tick`: a checkbox whose `change` submits; `/checkout/select`: a select whose
+//!   `change` submits;
+//! - `/checkout/dialog`: "Continue" asks `confirm()`, and accepting submits;
+//! - `/checkout/plain`: a button labelled only "Confirm";
+//! - `/scripted`: page script that POSTs `/checkout/confirm` with `fetch` and a beacon, opens a
+//!   WebSocket to it, sends `DELETE /cart/items/1`, and GETs `/cart/ok` (the control: page
+//!   script's requests do arrive);
+//! - `/webrtc?port=N`: a page whose `RTCPeerConnection` sends STUN to UDP 127.0.0.1:N.
+//!
+//! With `--tls DIR` it speaks https only, with a certificate for `staging.example.com` from a CA
+//! it makes and writes to `DIR/ca.pem` (what `persona run --ca-cert` is given).
+//!
 //! Every request it receives is logged, before it answers, as one JSON line
 //! `{"method","path","host"}` (the path without its query). The browser reaches it as
 //! `staging.example.com` through Chromium's resolver rules, so `host` shows the name the
 //! browser used, and a request for any other name would show it.
 //!
-//! Usage: `leopold-staging-app --log FILE --port-file FILE [--port N]`; the port file gets
+//! Usage: `leopold-staging-app --log FILE --port-file FILE [--port N] [--tls DIR]`; the port file gets
 //! `{"port": N}` once it listens.
 #![allow(clippy::print_stderr)]
 
@@ -27,7 +44,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 fn page(title: &str, body: &str) -> String {
     format!(
@@ -36,7 +53,12 @@ fn page(title: &str, body: &str) -> String {
     )
 }
 
-fn respond(method: &str, path: &str, port: u16) -> (u16, Vec<(&'static str, String)>, String) {
+fn respond(
+    method: &str,
+    path: &str,
+    query: &str,
+    port: u16,
+) -> (u16, Vec<(&'static str, String)>, String) {
     let html = |b: String| {
         (
             200,
@@ -71,6 +93,47 @@ fn respond(method: &str, path: &str, port: u16) -> (u16, Vec<(&'static str, Stri
              <button type=\"submit\" style=\"background:blue;color:white\">Place order</button></form>",
         )),
         ("POST", "/checkout/confirm") => html(page("Order placed", "<h1>Order placed</h1>")),
+        ("GET", "/checkout/form") => html(page(
+            "Order form",
+            "<h1>Order form</h1><form method=\"post\" action=\"/checkout/confirm\">\
+             <label>Name <input name=\"name\" type=\"text\"></label>\
+             <button type=\"submit\">Place order</button></form>",
+        )),
+        ("GET", "/checkout/tick") => html(page(
+            "Terms",
+            "<h1>Terms</h1><form method=\"post\" action=\"/checkout/confirm\">\
+             <label><input type=\"checkbox\" name=\"agree\" onchange=\"this.form.submit()\"> \
+             I agree to the terms</label></form>",
+        )),
+        ("GET", "/checkout/select") => html(page(
+            "Delivery",
+            "<h1>Delivery</h1><form method=\"post\" action=\"/checkout/confirm\">\
+             <label>Delivery <select name=\"delivery\" onchange=\"this.form.submit()\">\
+             <option value=\"\">Choose</option><option value=\"std\">Standard</option></select>\
+             </label></form>",
+        )),
+        ("GET", "/checkout/dialog") => html(page(
+            "Review",
+            "<h1>Review</h1><form method=\"post\" action=\"/checkout/confirm\" id=\"f\"></form>\
+             <button onclick=\"if (confirm('Are you sure?')) document.getElementById('f').submit()\">\
+             Continue</button>",
+        )),
+        ("GET", "/checkout/plain") => html(page(
+            "Basket",
+            "<h1>Basket</h1><form method=\"post\" action=\"/checkout/confirm\">\
+             <button type=\"submit\">Confirm</button></form>",
+        )),
+        ("GET", "/scripted") => html(page(
+            "Scripted",
+            "<h1>Scripted</h1><script>\
+             fetch('/checkout/confirm', {method: 'POST', body: 'x'}).catch(() => {});\
+             navigator.sendBeacon('/checkout/confirm', 'beacon');\
+             try { new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/checkout/confirm'); } catch (e) {}\
+             fetch('/cart/items/1', {method: 'DELETE'}).catch(() => {});\
+             fetch('/cart/ok').catch(() => {});\
+             </script>",
+        )),
+        ("GET", "/cart/ok") => (200, vec![("Content-Type", "text/plain".into())], "ok".into()),
         ("GET", "/webmcp") => html(page(
             "Quick order",
             "<h1>Quick order</h1><script>\
@@ -91,6 +154,23 @@ fn respond(method: &str, path: &str, port: u16) -> (u16, Vec<(&'static str, Stri
             "<h1>Stay</h1><script>addEventListener('beforeunload', (e) => \
              { e.preventDefault(); e.returnValue = 'stay'; });</script>",
         )),
+        ("GET", "/webrtc") => {
+            let udp: u16 = query
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("port="))
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(9);
+            html(page(
+                "Call",
+                &format!(
+                    "<h1>Call</h1><script>\
+                     const pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.1:{udp}'}}]}});\
+                     pc.createDataChannel('x');\
+                     pc.createOffer().then((o) => pc.setLocalDescription(o));\
+                     </script>"
+                ),
+            ))
+        }
         ("GET", "/favicon.ico") => (204, Vec::new(), String::new()),
         _ => (
             404,
@@ -100,11 +180,10 @@ fn respond(method: &str, path: &str, port: u16) -> (u16, Vec<(&'static str, Stri
     }
 }
 
-async fn serve(
-    stream: TcpStream,
-    log: Arc<Mutex<std::fs::File>>,
-    port: u16,
-) -> std::io::Result<()> {
+async fn serve<S>(stream: S, log: Arc<Mutex<std::fs::File>>, port: u16) -> std::io::Result<()>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let mut reader = BufReader::new(stream);
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).await? == 0 {
@@ -139,6 +218,10 @@ async fn serve(
         }
         None => (target.clone(), host),
     };
+    let query = path
+        .split_once('?')
+        .map(|(_, q)| q.split('#').next().unwrap_or("").to_owned())
+        .unwrap_or_default();
     let path = path.split(['?', '#']).next().unwrap_or("").to_owned();
     {
         let line = serde_json::json!({"method": method, "path": path, "host": host});
@@ -147,7 +230,7 @@ async fn serve(
         let _ = f.write_all(format!("{line}\n").as_bytes());
         let _ = f.flush();
     }
-    let (status, headers, body) = respond(&method, &path, port);
+    let (status, headers, body) = respond(&method, &path, &query, port);
     let reason = match status {
         200 => "OK",
         204 => "No Content",
@@ -168,6 +251,32 @@ async fn serve(
     stream.shutdown().await
 }
 
+/// A CA of its own, written to `dir/ca.pem`, and a certificate it signs for the app's name.
+fn tls_acceptor(dir: &std::path::Path) -> anyhow::Result<tokio_rustls::TlsAcceptor> {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new())?;
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "Staging test CA");
+    let ca_key = KeyPair::generate()?;
+    let ca_cert = ca.self_signed(&ca_key)?;
+    std::fs::write(dir.join("ca.pem"), ca_cert.pem())?;
+    let issuer = Issuer::new(ca, ca_key);
+    let leaf_key = KeyPair::generate()?;
+    let leaf = CertificateParams::new(vec!["staging.example.com".to_owned()])?
+        .signed_by(&leaf_key, &issuer)?;
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(rustls::pki_types::PrivatePkcs8KeyDer::from(
+        leaf_key.serialize_der(),
+    ));
+    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_no_client_auth()
+    .with_single_cert(vec![leaf.der().clone()], key)?;
+    Ok(tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config)))
+}
+
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter()
         .position(|a| a == name)
@@ -178,7 +287,7 @@ fn arg(args: &[String], name: &str) -> Option<String> {
 async fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let (Some(log), Some(port_file)) = (arg(&args, "--log"), arg(&args, "--port-file")) else {
-        eprintln!("usage: leopold-staging-app --log FILE --port-file FILE [--port N]");
+        eprintln!("usage: leopold-staging-app --log FILE --port-file FILE [--port N] [--tls DIR]");
         return std::process::ExitCode::from(2);
     };
     let port: u16 = arg(&args, "--port")
@@ -202,6 +311,16 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(1);
         }
     };
+    let tls = match arg(&args, "--tls") {
+        Some(dir) => match tls_acceptor(std::path::Path::new(&dir)) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                eprintln!("leopold-staging-app: cannot set up TLS in {dir}: {e}");
+                return std::process::ExitCode::from(1);
+            }
+        },
+        None => None,
+    };
     let actual = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     let port_file = PathBuf::from(port_file);
     let tmp = port_file.with_extension("tmp");
@@ -217,8 +336,18 @@ async fn main() -> std::process::ExitCode {
             continue;
         };
         let log = Arc::clone(&log);
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let _ = serve(stream, log, actual).await;
+            match tls {
+                Some(acceptor) => {
+                    if let Ok(s) = acceptor.accept(stream).await {
+                        let _ = serve(s, log, actual).await;
+                    }
+                }
+                None => {
+                    let _ = serve(stream, log, actual).await;
+                }
+            }
         });
     }
 }

@@ -14,6 +14,8 @@
 //!   nothing gets out, no byte changes, no browser process outlives the run or a SIGKILL.
 //! - `harness_facts`: the fail-open and settings-skipping behaviours the design rests on.
 //! - `only_browser`: the worker is offered the browser tools and nothing else (issue #12).
+//! - `requests`: issue #22: every gesture and page script that places an order, refused as a
+//!   request by the browser's proxy; https staging; WebRTC's UDP kept in the browser's box.
 //! - `report`: a screenshot in real Chromium lands, embedded, in the run's report.html.
 //! - `two_projects`: two Codex runs in two projects sharing one user `CODEX_HOME` (issue #12).
 
@@ -27,4 +29,5 @@ mod harness_facts;
 mod only_browser;
 mod persona_run;
 mod report;
+mod requests;
 mod two_projects;
