@@ -1,5 +1,5 @@
-//! The provisioned browser: Playwright MCP with Chromium, held to the flow's allowlist at the
-//! browser's own resolver (README "The provisioned browser").
+//! The provisioned browser: Playwright MCP with Chromium, every request it sends judged by the
+//! run's proxy (README "The browser's network path", [`crate::web`]).
 //!
 //! A hook only sees the URL the model asks for; a link click, a redirect, a form post or page
 //! script navigates with no URL in any tool call. So when a flow says `browser = "playwright"`
@@ -7,12 +7,12 @@
 //!
 //! - `browser/playwright.json`: Playwright MCP's config; Chromium runs headless from the system
 //!   (`/usr/bin/chromium` or `--chromium PATH`) with an isolated profile in the run directory,
-//!   background networking off, no proxy, and `--host-resolver-rules` that map the flow's
-//!   `[hosts]` to their addresses, let the rest of the allowlist resolve, and send every other
-//!   host, IP literals included, to `~NOTFOUND`;
-//! - `browser/mcp.json`: the real server as the gateway starts it, outside the box (the worker
-//!   gets a relay instead, README "The gateway"), launched through `env -i` so no
-//!   `PLAYWRIGHT_MCP_*` or proxy variable of the caller's environment reaches it;
+//!   background networking off, every request sent to the run's proxy (which maps `[hosts]`
+//!   itself), and the per-run CA's key trusted for the proxy's tunnels;
+//! - `browser/mcp.json`: the real server as the gateway starts it, outside the worker's box (the
+//!   worker gets a relay instead, README "The gateway") and, in a boxed run, inside the browser's
+//!   own ([`crate::sandbox::browser_box`]), launched through `env -i` so no `PLAYWRIGHT_MCP_*` or
+//!   proxy variable of the caller's environment reaches it;
 //! - `browser/refs.json`: the ref map ([`RefTracker`]), read by the guard.
 //!
 //! The builders are pure; [`provision`] does the writing.

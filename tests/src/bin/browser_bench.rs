@@ -3,8 +3,14 @@
 //!
 //! - `bare`: the harness alone with the very same Playwright MCP server and Chromium config (the
 //!   peer): the `browser/mcp.json` the previous `persona run` wrote, no hook, no supervisor;
-//! - `persona run`: `leopold persona run --browser playwright` (lock, wire, prove, provision,
-//!   launch, guard on every call, ref map, journal, unwire, archive).
+//! - `persona run`: `leopold persona run --browser playwright`, boxed (lock, wire, prove,
+//!   provision, launch, guard on every call, ref map, every request through the browser's proxy
+//!   from the browser's own box, journal, unwire, archive);
+//! - with `LEOPOLD_BASELINE_BIN` set, the same `persona run` by that other `leopold` too (an
+//!   earlier commit's build), so a change is measured against the code before it in one run.
+//!
+//! The peer's Chromium gets `--host-resolver-rules` mapping the shop instead of the run's proxy
+//! (which is gone with the run).
 //!
 //! The walk: navigate to the shop, snapshot, click the "Cart" link by its ref, snapshot; all
 //! four calls are allowed both ways, so both do the same browser work.
@@ -60,6 +66,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let leopold = leopold_bin();
+    let baseline = std::env::var_os("LEOPOLD_BASELINE_BIN").map(PathBuf::from);
     println!("| harness | way | median | min | max | ratio to bare (median) |");
     println!("|---|---|---|---|---|---|");
     for h in harnesses {
@@ -67,8 +74,17 @@ fn main() -> ExitCode {
             eprintln!("{} is not set", h.env_var());
             return ExitCode::from(2);
         };
-        let (mut bare, mut run) = (Vec::new(), Vec::new());
+        let (mut bare, mut run, mut base) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..rounds {
+            if let Some(b) = &baseline {
+                match round(h, &cli, b, &pw) {
+                    Ok((r, _)) => base.push(r),
+                    Err(e) => {
+                        eprintln!("{} (baseline): {e:#}", h.as_str());
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
             match round(h, &cli, &leopold, &pw) {
                 Ok((r, b)) => {
                     run.push(r);
@@ -81,10 +97,14 @@ fn main() -> ExitCode {
             }
         }
         let b = median(&mut bare);
-        for (name, t) in [
+        let mut ways = vec![
             ("bare harness + same browser (peer)", &mut bare),
             ("leopold persona run --browser playwright", &mut run),
-        ] {
+        ];
+        if !base.is_empty() {
+            ways.push(("the same, by LEOPOLD_BASELINE_BIN", &mut base));
+        }
+        for (name, t) in ways {
             let m = median(t);
             println!(
                 "| {} | {name} | {:.2} s | {:.2} s | {:.2} s | {:.2}x |",
@@ -93,6 +113,13 @@ fn main() -> ExitCode {
                 t.iter().min().unwrap().as_secs_f64(),
                 t.iter().max().unwrap().as_secs_f64(),
                 m.as_secs_f64() / b.as_secs_f64()
+            );
+        }
+        if !base.is_empty() {
+            println!(
+                "| {} | this build / baseline (medians) | | | | **{:.2}x** |",
+                h.as_str(),
+                median(&mut run).as_secs_f64() / median(&mut base).as_secs_f64()
             );
         }
     }
@@ -129,19 +156,11 @@ fn round(
         ),
     )?;
     let mut cmd = Command::new(leopold);
-    // Unboxed until the provisioned browser runs outside the box (README "The box").
-    cmd.args([
-        "persona",
-        "run",
-        "flows/shop.md",
-        "--harness",
-        h.as_str(),
-        "--no-contain",
-    ])
-    .args(["--quiet", "--harness-bin"])
-    .arg(cli)
-    .arg("--playwright-mcp")
-    .arg(pw);
+    cmd.args(["persona", "run", "flows/shop.md", "--harness", h.as_str()])
+        .args(["--quiet", "--harness-bin"])
+        .arg(cli)
+        .arg("--playwright-mcp")
+        .arg(pw);
     sb.hermetic(&mut cmd, &model);
     let run = run_bounded(cmd, Duration::from_secs(120));
     anyhow::ensure!(run.status.success(), "persona run failed:\n{run}");
@@ -163,6 +182,7 @@ fn round(
         .context("no run directory")??
         .path();
     let mcp = run_dir.join("browser/mcp.json");
+    unproxied(&run_dir.join("browser/playwright.json"), app.port)?;
     let cfg: Value = serde_json::from_slice(&std::fs::read(&mcp)?)?;
     let server = &cfg["mcpServers"]["browser"];
     let mut bare = Command::new(cli);
@@ -214,4 +234,24 @@ fn round(
         "bare run: the click did not reach /checkout"
     );
     Ok((run.elapsed, peer.elapsed))
+}
+
+/// The run's Playwright config for the bare peer: Chromium reaches the shop by its own resolver
+/// (the run's proxy is gone with the run).
+fn unproxied(config: &Path, port: u16) -> anyhow::Result<()> {
+    let mut cfg: Value = serde_json::from_slice(&std::fs::read(config)?)?;
+    let args = cfg["browser"]["launchOptions"]["args"]
+        .as_array_mut()
+        .context("no launch args")?;
+    args.retain(|a| {
+        let a = a.as_str().unwrap_or_default();
+        !a.starts_with("--proxy-")
+            && !a.starts_with("--ignore-certificate-errors-spki-list")
+            && !a.starts_with("--host-resolver-rules")
+    });
+    args.push(json!(format!(
+        "--host-resolver-rules=MAP staging.example.com 127.0.0.1:{port}"
+    )));
+    std::fs::write(config, serde_json::to_vec_pretty(&cfg)?)?;
+    Ok(())
 }
