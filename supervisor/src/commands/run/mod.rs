@@ -309,7 +309,7 @@ async fn lifecycle(
     pause_point("launched");
 
     // 7. Supervise.
-    let sup = supervise::supervise(
+    let mut sup = supervise::supervise(
         &mut child,
         pgid,
         &mut observer,
@@ -323,14 +323,17 @@ async fn lifecycle(
     if let Some(note) = boxed.as_ref().and_then(crate::sandbox::Boxed::refusals) {
         out.warn(&note);
     }
-    // The gateway's record against the harness's stream: a call in one and not the other.
-    let gateway_mismatches = match &gateway {
+    // The gateway's record against the harness's stream, call by call: any disagreement is a
+    // violation.
+    let disagreements = match &gateway {
         Some(gw) => observer.compare_with_gateway(gw),
         None => Vec::new(),
     };
-    for m in &gateway_mismatches {
+    for m in &disagreements {
         out.warn(&format!("gateway record: {m}"));
     }
+    sup.disagreements(&disagreements);
+    let gateway_mismatches: Vec<String> = disagreements.iter().map(ToString::to_string).collect();
     let gateway_hash = gateway
         .as_ref()
         .and_then(crate::gateway::Gateway::seal)
