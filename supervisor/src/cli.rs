@@ -165,7 +165,12 @@ pub enum PersonaCommand {
     /// rules), the outcome and exit code, the findings, and a timeline of every action with its
     /// hosts, label, outcome, the reason for each block or violation, the page it ended on and
     /// the screenshot after it. `persona run` writes it at the end of every run. Prints the path
-    /// written. See README "Reports".
+    /// written.
+    ///
+    /// The hash chains of the journal and the gateway's record are checked first, as `persona
+    /// replay` checks them: a run whose records were changed after it ended (a line edited,
+    /// removed or moved, lines cut, a head other than run.json's) is rendered `tampered`, never
+    /// clean, and the command exits 1. See README "Reports".
     Report(ReportArgs),
     /// List the project's persona runs, newest first.
     ///
@@ -381,6 +386,10 @@ pub struct ReportArgs {
     /// Write the page here instead of `<RUN_DIR>/report.html`.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Also write the run as a JUnit XML report to FILE, as `persona run --junit` does (a
+    /// `tampered` run is a failure). See README "CI".
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
