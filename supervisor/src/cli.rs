@@ -153,7 +153,8 @@ pub enum PersonaCommand {
     /// Re-validate a recorded journal (or a raw harness stream) against its flow, and check its
     /// hash chain.
     ///
-    /// Exit codes: 0 clean; 1 a violation, a broken hash chain (a line edited, removed or moved:
+    /// Exit codes: 0 clean; 1 a violation, a disagreement the run recorded between the stream and
+    /// the gateway's record, a broken hash chain (a line edited, removed or moved:
     /// the first line that does not follow the one before is named), or a head other than
     /// `--expect` or `run.json`'s `journal_hash`; 2 unreadable input, or malformed lines or `seq`
     /// gaps. A journal from before the chain (version 1) is reported as unchained: no tamper

@@ -210,6 +210,10 @@ impl Shared {
             (Outcome::Completed, a) => agrees(s, a),
             _ => false,
         };
+        // A stream's tool name is the worker's text: shown only if it carries no URL.
+        let shown = |t: &str| {
+            leopold_guard::safe_text(t, 128).unwrap_or_else(|| "(a tool name holding a URL)".into())
+        };
         let mut taken = vec![false; self.forwarded.len()];
         let mut out = Vec::new();
         for s in stream {
@@ -222,12 +226,13 @@ impl Shared {
             let Some(&first) = candidates.first() else {
                 if s.outcome == Outcome::Completed {
                     out.push(Disagreement {
-                        tool: s.tool.clone(),
+                        tool: shown(&s.tool),
                         journal_seq: Some(s.seq),
                         gateway_seq: None,
                         what: format!(
                             "the harness's stream shows a `{}` call completed (journal #{}) that the gateway never forwarded with those arguments",
-                            s.tool, s.seq
+                            shown(&s.tool),
+                            s.seq
                         ),
                     });
                 }
@@ -262,34 +267,38 @@ impl Shared {
                 _ => "completed".to_owned(),
             };
             out.push(Disagreement {
-                tool: s.tool.clone(),
+                tool: shown(&s.tool),
                 journal_seq: Some(s.seq),
                 gateway_seq: Some(f.seq),
                 what: format!(
                     "the harness's stream shows the `{}` call (journal #{}, gateway #{}) {stream_said}; {server_said}",
-                    s.tool, s.seq, f.seq
+                    shown(&s.tool),
+                    s.seq,
+                    f.seq
                 ),
             });
         }
         for (f, _) in self.forwarded.iter().zip(&taken).filter(|(_, t)| !**t) {
             out.push(Disagreement {
-                tool: f.tool.clone(),
+                tool: shown(&f.tool),
                 journal_seq: None,
                 gateway_seq: Some(f.seq),
                 what: format!(
                     "the gateway forwarded a `{}` call (gateway #{}) that the harness's stream does not show with those arguments",
-                    f.tool, f.seq
+                    shown(&f.tool),
+                    f.seq
                 ),
             });
         }
         for d in &self.denials {
             out.push(Disagreement {
-                tool: d.tool.clone(),
+                tool: shown(&d.tool),
                 journal_seq: None,
                 gateway_seq: None,
                 what: format!(
                     "the gateway denied a `{}` call ({}) that the harness's stream never showed",
-                    d.tool, d.reason
+                    shown(&d.tool),
+                    d.reason
                 ),
             });
         }
@@ -386,6 +395,18 @@ pub struct Gateway {
 }
 
 impl Gateway {
+    /// Writes each disagreement between the record and the harness's stream into the record
+    /// (`{"event":"disagreement",…}`), before [`Gateway::seal`]: chained with the rest, so
+    /// `persona replay` shows them and none can be taken out unseen.
+    pub fn record_disagreements(&self, found: &[Disagreement]) {
+        let mut r = self.record.lock().unwrap_or_else(|e| e.into_inner());
+        for d in found {
+            let seq = r.next_seq();
+            r.line(json!({"event": "disagreement", "seq": seq, "tool": d.tool,
+                "journal_seq": d.journal_seq, "gateway_seq": d.gateway_seq, "what": d.what}));
+        }
+    }
+
     /// Closes `gateway.jsonl` and returns its hash chain's head (the hash of its last line), once
     /// it has one. A line the gateway would write after this (an answer to a worker already gone)
     /// is not written: the head the run records is the record's last line.

@@ -354,6 +354,21 @@ fn a_forged_stream_with_the_same_tool_counts_is_a_violation() {
     assert_eq!(ended["outcome"], "violated");
     assert_eq!(ended["gateway_mismatches"], rj["end"]["gateway_mismatches"]);
     assert_reported_violated(&sb, &junit, "journal #1");
+    // Replay reads the disagreements the run wrote into its chained record: exit 1, each named.
+    let dir = sb.run_dirs().pop().unwrap();
+    let replay = sb
+        .leopold(&["persona", "replay", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_exit_code(&replay, 1);
+    let text = stdout(&replay);
+    assert!(
+        text.contains("gateway.jsonl:3: violation: the gateway's record disagrees with the harness's stream: the harness's stream shows a `mcp__browser__navigate` call completed (journal #1)")
+            && text.contains("gateway.jsonl:4: violation: ")
+            && text.contains(", 2 disagreements between the stream and the gateway record")
+            && text.contains("hash chain intact"),
+        "{text}"
+    );
 }
 
 /// A call the gateway forwarded that the stream never shows (the worker calling the server

@@ -334,6 +334,9 @@ async fn lifecycle(
     }
     sup.disagreements(&disagreements);
     let gateway_mismatches: Vec<String> = disagreements.iter().map(ToString::to_string).collect();
+    if let Some(gw) = &gateway {
+        gw.record_disagreements(&disagreements);
+    }
     let gateway_hash = gateway
         .as_ref()
         .and_then(crate::gateway::Gateway::seal)
