@@ -17,7 +17,7 @@
 //!
 //! Every call and answer is journaled in `gateway.jsonl` (tool, verdict, reason, the call
 //! reduced as events.jsonl reduces it, the page's host and title), the record the run's
-//! journal is compared with at the end ([`Shared::compare`]); hash-chained as the journal is,
+//! journal is compared with at the end, call by call ([`Shared::compare`]); hash-chained as the journal is,
 //! its head kept in run.json, so that `persona replay` shows a line edited, removed or cut.
 
 pub mod policy;
@@ -306,7 +306,8 @@ impl Shared {
     }
 }
 
-/// `gateway.jsonl`: one line per call, one per answer. Its own small writer (one `write` per
+/// `gateway.jsonl`: one line per call, one per answer, and at the end one per disagreement with
+/// the harness's stream ([`Gateway::record_disagreements`]). Its own small writer (one `write` per
 /// line, `O_APPEND`), apart from the journal's, hash-chained as the journal is
 /// ([`leopold_journal::chain`]): each line's last key, `prev`, is the SHA-256 of the line before
 /// (64 zeros for line 1), and the run records the head (`end.gateway_hash`).
