@@ -1209,6 +1209,18 @@ mod tests {
             "{got:?}"
         );
         assert!(got[1].what.contains("never showed"), "{got:?}");
+        // A forged tool name is the worker's text: one carrying a URL is not repeated.
+        let got = sh.compare(&[st(
+            9,
+            "mcp__browser__https://evil.example/?t=1",
+            json!({}),
+            Outcome::Completed,
+            None,
+        )]);
+        assert!(
+            got[0].what.contains("`(a tool name holding a URL)`") && !got[0].what.contains("://"),
+            "{got:?}"
+        );
         let d = sh.take_denial(NAV).unwrap();
         assert_eq!(d.reason, "outside_allowlist");
         assert!(sh.take_denial(NAV).is_none());
