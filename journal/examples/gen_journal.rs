@@ -135,6 +135,7 @@ fn main() -> std::io::Result<()> {
             verdict: Some(verdict),
             browser_blocked: None,
             screenshot: None,
+            call: None,
         };
         serde_json::to_writer(&mut line, &a)?;
         prev = put(&mut w, prev, &mut line)?;

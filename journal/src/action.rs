@@ -195,6 +195,12 @@ pub struct Action {
     /// the stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screenshot: Option<String>,
+    /// The call's arguments as [`leopold_guard::reduced_call`] reduces them (the form the
+    /// gateway's own record keeps), for actions read from a harness's stream. Not journaled: the
+    /// supervisor compares it with the gateway's record while the run lasts (README "The
+    /// gateway"); a journal line never carries it.
+    #[serde(skip)]
+    pub call: Option<serde_json::Value>,
 }
 
 impl Action {
@@ -276,6 +282,7 @@ impl ActionView<'_> {
             verdict: self.verdict.as_deref().cloned(),
             browser_blocked: self.browser_blocked.as_deref().map(|b| Box::new(b.clone())),
             screenshot: s(&self.screenshot),
+            call: None,
         }
     }
 }

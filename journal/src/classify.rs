@@ -356,6 +356,7 @@ pub fn build_action(
         verdict: None,
         browser_blocked: None,
         screenshot: result.and_then(playwright_screenshot_file),
+        call: Some(leopold_guard::reduced_call(tool, args)),
     }
 }
 

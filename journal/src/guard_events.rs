@@ -120,6 +120,7 @@ pub fn denial_from_line(line: &[u8], harness: Harness, refs: &RefMap) -> Option<
         verdict: None,
         browser_blocked: None,
         screenshot: None,
+        call: None,
     })
 }
 

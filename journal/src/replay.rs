@@ -16,6 +16,7 @@
 //! gaps (a journal with unreadable or missing lines cannot be called clean). A torn last line (a
 //! crash mid-write) is reported and skipped and does not change the exit code.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::num::NonZeroUsize;
@@ -180,6 +181,17 @@ pub enum ReplayEvent {
         /// The record's head as it is now; `None` when the record is missing or empty.
         found: Option<String>,
     },
+    /// A disagreement the run found between the harness's stream and the gateway's record of
+    /// the browser's calls, and wrote into the record (`{"event":"disagreement"}`): the run
+    /// ended `violated` for it.
+    GatewayDisagreement {
+        /// The gateway record.
+        file: PathBuf,
+        /// 1-based line of the gateway record.
+        line: u64,
+        /// What disagrees, as the run said it (tool and seqs, no URL).
+        what: String,
+    },
     /// The verdict recorded in the journal differs from today's (the flow changed, or `--flow`).
     VerdictChanged {
         /// 1-based line.
@@ -238,6 +250,8 @@ pub struct ReplaySummary {
     pub gateway_hash: Option<String>,
     /// Lines of the gateway record that do not link to the line before.
     pub gateway_chain_breaks: u64,
+    /// Disagreements between the harness's stream and the gateway's record the run recorded.
+    pub gateway_disagreements: u64,
     /// Raw streams: event types not known to the adapter, with counts.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub unknown_types: std::collections::BTreeMap<String, u64>,
@@ -250,6 +264,7 @@ impl ReplaySummary {
         if self.violations > 0
             || self.chain_breaks > 0
             || self.gateway_chain_breaks > 0
+            || self.gateway_disagreements > 0
             || self.head_mismatches > 0
         {
             1
@@ -410,6 +425,9 @@ fn check_gateway_record(
                     problem,
                 });
             }
+            if check.lines > 0 {
+                disagreements(s, path, on_event)?;
+            }
             check.head
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -430,6 +448,60 @@ fn check_gateway_record(
         }
     }
     Ok(())
+}
+
+/// The disagreements the run wrote into the gateway's record, each a finding.
+fn disagreements(
+    s: &mut ReplaySummary,
+    path: &Path,
+    on_event: &mut dyn FnMut(ReplayEvent),
+) -> Result<(), ReplayError> {
+    #[derive(Deserialize)]
+    struct Line<'a> {
+        #[serde(borrow, default)]
+        event: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        what: Option<Cow<'a, str>>,
+    }
+    let mut reader = open(path)?;
+    let mut line = Vec::new();
+    let mut n: u64 = 0;
+    loop {
+        line.clear();
+        // A line too long to be one of the record's own is no disagreement line: skipped.
+        let got = (&mut reader)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(read_error(path))?;
+        if got == 0 {
+            return Ok(());
+        }
+        if line.len() > MAX_LINE && line.last() != Some(&b'\n') {
+            let mut sink = Vec::new();
+            reader
+                .read_until(b'\n', &mut sink)
+                .map_err(read_error(path))?;
+        }
+        n += 1;
+        let Ok(l) = serde_json::from_slice::<Line<'_>>(&line) else {
+            continue;
+        };
+        if l.event.as_deref() == Some("disagreement") {
+            s.gateway_disagreements += 1;
+            on_event(ReplayEvent::GatewayDisagreement {
+                file: path.to_path_buf(),
+                line: n,
+                // Someone else's text, if the record was rewritten: shown, but bounded.
+                what: l
+                    .what
+                    .as_deref()
+                    .unwrap_or("(no description)")
+                    .chars()
+                    .take(400)
+                    .collect(),
+            });
+        }
+    }
 }
 
 fn open(path: &Path) -> Result<BufReader<File>, ReplayError> {

@@ -235,6 +235,7 @@ mod tests {
             verdict: None,
             browser_blocked: None,
             screenshot: None,
+            call: None,
         }
     }
 

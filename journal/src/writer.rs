@@ -275,6 +275,7 @@ mod tests {
             verdict: None,
             browser_blocked: None,
             screenshot: None,
+            call: None,
         };
         assert_eq!(w.append(&mut a).unwrap(), 1);
         assert_eq!(w.append(&mut a).unwrap(), 2);

@@ -45,6 +45,7 @@ fn write_journal(dir: &Path, n: u64) -> (PathBuf, JournalHash) {
             verdict: None,
             browser_blocked: None,
             screenshot: None,
+            call: None,
         };
         a.verdict = Some(validate(&flow, &a));
         w.append(&mut a).unwrap();

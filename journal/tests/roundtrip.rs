@@ -81,6 +81,7 @@ fn action() -> impl Strategy<Value = Action> {
             verdict: None,
             browser_blocked: None,
             screenshot: None,
+            call: None,
         })
 }
 

@@ -153,7 +153,8 @@ pub enum PersonaCommand {
     /// Re-validate a recorded journal (or a raw harness stream) against its flow, and check its
     /// hash chain.
     ///
-    /// Exit codes: 0 clean; 1 a violation, a broken hash chain (a line edited, removed or moved:
+    /// Exit codes: 0 clean; 1 a violation, a disagreement the run recorded between the stream and
+    /// the gateway's record, a broken hash chain (a line edited, removed or moved:
     /// the first line that does not follow the one before is named), or a head other than
     /// `--expect` or `run.json`'s `journal_hash`; 2 unreadable input, or malformed lines or `seq`
     /// gaps. A journal from before the chain (version 1) is reported as unchained: no tamper
@@ -165,7 +166,12 @@ pub enum PersonaCommand {
     /// rules), the outcome and exit code, the findings, and a timeline of every action with its
     /// hosts, label, outcome, the reason for each block or violation, the page it ended on and
     /// the screenshot after it. `persona run` writes it at the end of every run. Prints the path
-    /// written. See README "Reports".
+    /// written.
+    ///
+    /// The hash chains of the journal and the gateway's record are checked first, as `persona
+    /// replay` checks them: a run whose records were changed after it ended (a line edited,
+    /// removed or moved, lines cut, a head other than run.json's) is rendered `tampered`, never
+    /// clean, and the command exits 1. See README "Reports".
     Report(ReportArgs),
     /// List the project's persona runs, newest first.
     ///
@@ -386,6 +392,10 @@ pub struct ReportArgs {
     /// Write the page here instead of `<RUN_DIR>/report.html`.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Also write the run as a JUnit XML report to FILE, as `persona run --junit` does (a
+    /// `tampered` run is a failure). See README "CI".
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -5,7 +5,6 @@
 //! stream) and, when the supervisor provisioned the browser, the ref map the guard judges clicks
 //! by, kept from the same parse of the stream.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -80,8 +79,8 @@ pub struct Observer {
     last_event: std::time::Instant,
     /// The gateway's denials, learnt in-process, and its servers.
     gateway: Option<Arc<Mutex<crate::gateway::Shared>>>,
-    /// Calls of the gateway's servers the stream shows as having reached a server, by tool.
-    stream_calls: BTreeMap<String, u64>,
+    /// Calls of the gateway's servers the stream shows as having reached a server, in order.
+    stream_calls: Vec<crate::gateway::StreamCall>,
     /// The journal's last sync, under way.
     pending_sync: Option<leopold_journal::PendingSync>,
 }
@@ -116,7 +115,7 @@ impl Observer {
             answer: None,
             last_event: std::time::Instant::now(),
             gateway: None,
-            stream_calls: BTreeMap::new(),
+            stream_calls: Vec::new(),
             pending_sync: None,
         })
     }
@@ -144,8 +143,11 @@ impl Observer {
         self
     }
 
-    /// The gateway's record against the stream's, once the stream has ended.
-    pub fn compare_with_gateway(&self, gw: &crate::gateway::Gateway) -> Vec<String> {
+    /// The gateway's record against the stream's, call by call, once the stream has ended.
+    pub fn compare_with_gateway(
+        &self,
+        gw: &crate::gateway::Gateway,
+    ) -> Vec<crate::gateway::Disagreement> {
         gw.shared
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -240,6 +242,7 @@ impl Observer {
     }
 
     fn record(&mut self, mut action: Action, batch: &mut Batch) -> anyhow::Result<()> {
+        let mut reached_server = false;
         if let Some(gw) = &self.gateway {
             let mut sh = gw.lock().unwrap_or_else(|e| e.into_inner());
             if sh.covers(&action.tool) {
@@ -247,8 +250,8 @@ impl Observer {
                     // The gateway answered it: it never reached the server.
                     action.outcome = Outcome::Denied;
                     action.denied_reason = Some(d.reason);
-                } else if action.outcome != Outcome::Denied {
-                    *self.stream_calls.entry(action.tool.clone()).or_default() += 1;
+                } else {
+                    reached_server = action.outcome != Outcome::Denied;
                 }
             }
         }
@@ -262,6 +265,23 @@ impl Observer {
         };
         action.verdict = Some(verdict);
         self.writer.append(&mut action)?;
+        if reached_server {
+            self.stream_calls.push(crate::gateway::StreamCall {
+                seq: action.seq,
+                tool: action.tool.clone(),
+                // The gateway reads absent arguments as none.
+                call: match action.call.take() {
+                    None | Some(Value::Null) => Value::Object(serde_json::Map::new()),
+                    Some(c) => c,
+                },
+                outcome: action.outcome,
+                page_host: action
+                    .urls
+                    .iter()
+                    .find(|u| u.role == leopold_journal::UrlRole::Page)
+                    .and_then(|u| u.host.clone()),
+            });
+        }
         if violation.is_some() {
             // The journal must say why before the worker is stopped.
             self.sync_journal()?;

@@ -153,8 +153,8 @@ pub struct RunEnd {
     /// Walls past the ones kept in `findings`, counted.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub findings_not_kept: u64,
-    /// Calls in the gateway's record (`gateway.jsonl`) and not in the harness's stream, or the
-    /// other way round (README "The gateway"); empty when the two agree.
+    /// Where the harness's stream and the gateway's record (`gateway.jsonl`) disagree, call by
+    /// call, each a violation (README "The gateway"); empty when the two agree.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gateway_mismatches: Vec<String>,
     /// The journal's hash-chain head when the run ended (SHA-256 of its last line, hex; README
@@ -177,8 +177,9 @@ fn is_zero(n: &u64) -> bool {
 #[serde(deny_unknown_fields)]
 pub struct Finding {
     /// `denied` (the guard or the harness refused the call), `browser_refused` (the browser
-    /// would not go there), `violation` (the call broke the bound), or `stuck` (the run was
-    /// stopped after the same wall N times).
+    /// would not go there), `violation` (the call broke the bound, or the stream and the
+    /// gateway's record disagree about it: `gateway record: …`), or `stuck` (the run was stopped
+    /// after the same wall N times).
     pub kind: String,
     /// The journal line of the action, when the finding is one action.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -335,6 +335,100 @@ fn a_clean_run_is_a_passing_junit_case_and_its_report_says_clean() {
     assert!(html.contains("class=\"outcome clean\""), "{html}");
 }
 
+/// `persona report` checks the hash chains before it renders a run as clean: a real run's
+/// journal with one line edited after the run, or its gateway record cut short, is rendered
+/// `tampered` (not clean) with the break named, its JUnit case fails, and the command exits 1.
+/// The same run untouched renders clean (the control), and so again once restored.
+#[test]
+fn persona_report_renders_a_run_whose_records_were_changed_as_tampered() {
+    let sb = Sandbox::with_user_files();
+    let browser = sb.stub_browser("browser");
+    let cfg = sb.write_claude_mcp_config(&browser);
+    sb.set_script(&format!(
+        "@mcp browser navigate {}\n@mcp browser navigate {}\n@exit 0\n",
+        serde_json::json!({"url": "https://staging.example.com/cart"}),
+        serde_json::json!({"url": "https://staging.example.com/help"}),
+    ));
+    let out = sb
+        .run_cmd("codex", &["--mcp-config", &cfg.display().to_string()])
+        .output()
+        .unwrap();
+    assert_exit_code(&out, 0);
+    let dir = sb.run_dir();
+    let junit = sb.root.join("junit.xml");
+    let report = |dir: &Path| {
+        sb.leopold(&[
+            "persona",
+            "report",
+            &dir.display().to_string(),
+            "--junit",
+            &junit.display().to_string(),
+        ])
+        .output()
+        .unwrap()
+    };
+    let verdict = || {
+        let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+        let doc = parse_xml(&std::fs::read_to_string(&junit).unwrap());
+        let failure = (doc.count("failure") == 1).then(|| {
+            let f = doc.first("failure");
+            (f.attr("type").to_owned(), f.attr("message").to_owned())
+        });
+        (html, failure)
+    };
+    let o = report(&dir);
+    assert_exit_code(&o, 0);
+    let (html, failure) = verdict();
+    assert!(html.contains("class=\"outcome clean\""), "{html}");
+    assert_eq!(failure, None);
+
+    // One journal line edited (the first navigation's path), as someone hiding it would.
+    let journal = dir.join("journal.jsonl");
+    let original = std::fs::read_to_string(&journal).unwrap();
+    assert_eq!(original.lines().count(), 3, "{original}");
+    std::fs::write(&journal, original.replacen("\"/cart\"", "\"/home\"", 1)).unwrap();
+    let o = report(&dir);
+    assert_exit_code(&o, 1);
+    assert!(
+        stderr(&o).contains("leopold: tampered: journal.jsonl line 3"),
+        "{}",
+        stderr(&o)
+    );
+    let (html, failure) = verdict();
+    assert!(!html.contains("class=\"outcome clean\""), "{html}");
+    assert!(
+        html.contains("class=\"outcome violated\">tampered<"),
+        "{html}"
+    );
+    assert!(html.contains("journal.jsonl line 3"), "{html}");
+    let (kind, message) = failure.expect("a failing JUnit case");
+    assert_eq!(kind, "tampered");
+    assert!(message.starts_with("journal.jsonl line 3: "), "{message}");
+
+    // The journal restored: clean again. The gateway record's last line cut instead: its chain
+    // holds, its head is not the one run.json recorded.
+    std::fs::write(&journal, &original).unwrap();
+    assert_exit_code(&report(&dir), 0);
+    let record = dir.join("gateway.jsonl");
+    let text = std::fs::read_to_string(&record).unwrap();
+    let cut: Vec<&str> = text.lines().collect();
+    assert!(cut.len() >= 2, "{text}");
+    std::fs::write(&record, format!("{}\n", cut[..cut.len() - 1].join("\n"))).unwrap();
+    let o = report(&dir);
+    assert_exit_code(&o, 1);
+    let (html, failure) = verdict();
+    assert!(
+        html.contains("class=\"outcome violated\">tampered<"),
+        "{html}"
+    );
+    let (kind, message) = failure.expect("a failing JUnit case");
+    assert_eq!(kind, "tampered");
+    assert!(
+        message.starts_with("gateway.jsonl does not end on the head run.json recorded"),
+        "{message}"
+    );
+}
+
 // ---- persona report and persona runs, on run directories written by hand ----
 
 const RUN_JSON: &str = r#"{"version":1,"active":false,"run_id":"RUNID","flow":"checkout","flow_path":"FLOW","harness":"codex","supervisor_pid":1,"worker_pid":2,"started_at":"STARTED","wiring":[],"journal_hash":"sha256:0f1e2d","end":{"outcome":"OUTCOME","exit_code":CODE,"ended_at":"ENDED","counts":{"actions":2,"completed":1,"errored":0,"denied":1,"violations":0,"unreadable_lines":0},"worker_status":"exit 0"}}"#;

@@ -81,6 +81,13 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
         if summary.gateway_chain_breaks > 0 {
             line += ", the gateway record's hash chain broken";
         }
+        if summary.gateway_disagreements > 0 {
+            let n = summary.gateway_disagreements;
+            line += &format!(
+                ", {n} disagreement{} between the stream and the gateway record",
+                plural(n)
+            );
+        }
         if summary.head_mismatches > 0 {
             line += ", head differs from the one expected";
         }
@@ -218,6 +225,10 @@ fn render(input: &str, ev: &ReplayEvent) -> String {
             found: None,
         } => format!(
             "{}: tampered: run.json records the gateway record's head {expected}, and the record is gone or empty",
+            file.display()
+        ),
+        ReplayEvent::GatewayDisagreement { file, line, what } => format!(
+            "{}:{line}: violation: the gateway's record disagrees with the harness's stream: {what}",
             file.display()
         ),
         ReplayEvent::VerdictChanged {

@@ -1,5 +1,6 @@
-//! `leopold persona report RUN_DIR [--out FILE]`: renders `report.html` again from a run
-//! directory alone (README "Reports").
+//! `leopold persona report RUN_DIR [--out FILE] [--junit FILE]`: renders `report.html` (and the
+//! JUnit file) again from a run directory alone, its hash chains checked first (README
+//! "Reports").
 #![allow(clippy::print_stdout)]
 
 use std::io::Write as _;
@@ -18,12 +19,30 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let page = report::html::render(&rec, &flow);
     crate::state::write_atomic(&out, page.as_bytes())?;
+    if let Some(path) = &args.junit {
+        crate::state::write_atomic(path, report::junit::render(&rec).as_bytes())?;
+    }
     if let FlowSource::Missing(why) = &flow {
         let _ = writeln!(
             std::io::stderr().lock(),
             "leopold: warning: the report shows no allowlist or rules: {why}"
         );
     }
+    for t in &rec.tampered {
+        let _ = writeln!(std::io::stderr().lock(), "leopold: tampered: {t}");
+    }
+    if !rec.tampered.is_empty() {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "(hint: `leopold persona replay {}` lists every break)",
+            rec.dir.display()
+        );
+    }
     let _ = writeln!(std::io::stdout().lock(), "{}", out.display());
-    Ok(ExitCode::SUCCESS)
+    // As `persona replay`: records changed after the run are exit 1.
+    Ok(if rec.tampered.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -35,7 +35,7 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
     let outcome = rec.outcome();
     let class = match outcome.as_str() {
         "clean" => "clean",
-        "violated" | "stuck" => "violated",
+        "violated" | "stuck" | "tampered" => "violated",
         _ => "other",
     };
     let title = format!(
@@ -60,7 +60,17 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
                     p {
                         span.outcome.(class) { (outcome) }
                         @if let Some(code) = rec.exit_code() { " exit " (code) }
-                        @if let Some(r) = end.and_then(|e| e.reason.as_deref()) { " — " (r) }
+                        @if let Some(t) = rec.tampered.first() {
+                            " — the run's records were changed after it ended: " (t)
+                        } @else if let Some(r) = end.and_then(|e| e.reason.as_deref()) { " — " (r) }
+                    }
+                    @if !rec.tampered.is_empty() {
+                        // README "Reports": a broken hash chain, so nothing below can be trusted.
+                        section #tampered {
+                            p { strong { "Tampered: " } "the hash chains show the run's records were changed after the run wrote them, so nothing below can be taken as clean"
+                                @if let Some(e) = end { " (run.json says " code { (e.outcome.as_str()) } ")" } "." }
+                            ul.plain { @for t in &rec.tampered { li { (t) } } }
+                        }
                     }
                     @if rec.state.is_none() {
                         p.muted { "No run.json: the run is still active, or it crashed and `leopold persona recover` has not archived it yet. Shown from the journal alone." }
@@ -88,7 +98,8 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
                             dt { "Actions" } dd { (rec.actions.len()) " in the journal" }
                         }
                         @if let Some(e) = end.filter(|e| !e.gateway_mismatches.is_empty()) {
-                            // README "The gateway": the two records of the browser's calls disagree.
+                            // README "The gateway": the two records of the browser's calls
+                            // disagree, call by call; the run is `violated`.
                             dt { "Gateway record" }
                             dd #gateway-mismatches { ul { @for m in &e.gateway_mismatches { li { (m) } } } }
                         }

@@ -2,8 +2,11 @@
 //! Jenkins read. One `<testsuite>` for the run, one `<testcase>` for its flow:
 //!
 //! - `clean`: the test case passes;
-//! - `violated`, `worker_failed`, `timed_out`, `interrupted`: a `<failure>` whose `message` is the
-//!   run's reason and whose `type` is the outcome; its text lists the violations and walls;
+//! - `violated`, `worker_failed`, `timed_out`, `interrupted`, `stuck`: a `<failure>` whose
+//!   `message` is the run's reason and whose `type` is the outcome; its text lists the violations
+//!   and walls;
+//! - `tampered` (a hash chain of the run's records broken after the run, whatever `run.json`
+//!   says): a `<failure>` whose `message` is the first break;
 //! - any other outcome (`setup_failed`, `recovered`, a run with no `run.json`): an `<error>`;
 //! - the findings (`findings.md`, then the walls) go in the test case's `<system-out>`.
 //!
@@ -42,9 +45,11 @@ fn write(w: &mut Writer<Vec<u8>>, rec: &RunRecord) -> std::io::Result<()> {
     let run_id = clean(&rec.run_id());
     let suite = format!("leopold persona {flow} ({harness}) {run_id}");
     let started = rec.started_at().map(|s| clean(&s)).unwrap_or_default();
-    let reason = end
-        .and_then(|e| e.reason.as_deref())
-        .map(clean)
+    let reason = rec
+        .tampered
+        .first()
+        .or(end.and_then(|e| e.reason.as_ref()))
+        .map(|r| clean(r))
         .unwrap_or_else(|| outcome.clone());
 
     w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))?;
@@ -135,7 +140,7 @@ impl CaseResult {
     fn of(outcome: &str) -> CaseResult {
         match outcome {
             "clean" => CaseResult::Pass,
-            "violated" | "worker_failed" | "timed_out" | "interrupted" | "stuck" => {
+            "violated" | "worker_failed" | "timed_out" | "interrupted" | "stuck" | "tampered" => {
                 CaseResult::Failure
             }
             _ => CaseResult::Error,
@@ -150,6 +155,12 @@ fn failure_text(rec: &RunRecord, outcome: &str) -> String {
         t.push_str(&format!(" (exit {code})"));
     }
     t.push('\n');
+    for p in &rec.tampered {
+        t.push_str(&format!("tampered: {p}\n"));
+    }
+    if let Some(e) = end.filter(|_| !rec.tampered.is_empty()) {
+        t.push_str(&format!("run.json says: {}\n", e.outcome.as_str()));
+    }
     if let Some(r) = end.and_then(|e| e.reason.as_deref()) {
         t.push_str(&format!("reason: {r}\n"));
     }
@@ -214,7 +225,13 @@ mod tests {
     #[test]
     fn violations_and_worker_failures_fail_setup_errors_are_errors() {
         assert_eq!(CaseResult::of("clean"), CaseResult::Pass);
-        for o in ["violated", "worker_failed", "timed_out", "interrupted"] {
+        for o in [
+            "violated",
+            "worker_failed",
+            "timed_out",
+            "interrupted",
+            "tampered",
+        ] {
             assert_eq!(CaseResult::of(o), CaseResult::Failure, "{o}");
         }
         for o in ["setup_failed", "recovered", "unfinished", "something new"] {

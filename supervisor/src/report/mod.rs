@@ -53,6 +53,9 @@ pub struct RunRecord {
     pub journal_problems: Vec<String>,
     /// `findings.md` (cut at 1 MiB, URLs reduced to their hosts), when present.
     pub findings: Option<String>,
+    /// What the hash chains of the journal and the gateway's record show was changed after the
+    /// run wrote them (README "Reports"), one line each; empty when both hold.
+    pub tampered: Vec<String>,
 }
 
 impl RunRecord {
@@ -96,9 +99,13 @@ impl RunRecord {
             .or_else(|| self.header.as_ref().map(|h| h.started_at.clone()))
     }
 
-    /// The outcome as `run.json` names it, or `unfinished` when the run has no `run.json` (still
-    /// running, or crashed and not yet recovered).
+    /// The outcome as `run.json` names it, `unfinished` when the run has no `run.json` (still
+    /// running, or crashed and not yet recovered), or `tampered` when a hash chain shows its
+    /// records were changed: then nothing they say can be taken as clean.
     pub fn outcome(&self) -> String {
+        if !self.tampered.is_empty() {
+            return "tampered".into();
+        }
         match self.state.as_ref().and_then(|s| s.end.as_ref()) {
             Some(end) => end.outcome.as_str().to_owned(),
             None => "unfinished".into(),
@@ -276,7 +283,91 @@ pub fn read_run(dir: &Path) -> anyhow::Result<RunRecord> {
         read_journal(&journal, &mut rec)?;
     }
     rec.findings = read_findings(&rec.dir.join(FINDINGS_FILE))?;
+    rec.tampered = check_chains(&rec)?;
     Ok(rec)
+}
+
+/// Checks the hash chains as `persona replay` does: every link of the journal (a chained one)
+/// and of the gateway's record, and each file's head against the one `run.json` recorded. A
+/// line edited, inserted, removed or moved breaks a link; lines cut from the end, or a file
+/// replaced, leave another head. A torn last line (a crash mid-write) is not a break.
+fn check_chains(rec: &RunRecord) -> anyhow::Result<Vec<String>> {
+    let end = rec.state.as_ref().and_then(|s| s.end.as_ref());
+    let chained = rec
+        .header
+        .as_ref()
+        .is_some_and(|h| h.leopold_journal == JOURNAL_VERSION);
+    let mut out = Vec::new();
+    let files = [
+        (
+            "journal.jsonl",
+            chained,
+            rec.journal_hash.as_deref(),
+            "the journal",
+        ),
+        (
+            leopold_journal::replay::GATEWAY_RECORD,
+            true,
+            end.and_then(|e| e.gateway_hash.as_deref()),
+            "the gateway's record",
+        ),
+    ];
+    for (name, check, recorded, what) in files {
+        let path = rec.dir.join(name);
+        let io = |e: std::io::Error| {
+            anyhow::Error::new(e).context(format!("cannot read {}", path.display()))
+        };
+        let head = match std::fs::File::open(&path) {
+            Ok(mut f) if check => {
+                let torn = ends_torn(&mut f).map_err(io)?;
+                let c =
+                    leopold_journal::chain::check_lines(std::io::BufReader::new(f)).map_err(io)?;
+                let torn_only =
+                    torn && c.breaks == 1 && c.first_break.as_ref().map(|b| b.0) == Some(c.lines);
+                if let Some((line, problem)) = c.first_break.filter(|_| !torn_only) {
+                    out.push(format!(
+                        "{name} line {line}: {problem}: the hash chain breaks there ({} broken link{}): a line was edited, removed, inserted or moved",
+                        c.breaks,
+                        if c.breaks == 1 { "" } else { "s" }
+                    ));
+                }
+                c.head
+            }
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io(e)),
+        };
+        if let Some(expected) = recorded {
+            let same = head.is_some_and(|h| {
+                expected
+                    .parse::<leopold_journal::JournalHash>()
+                    .is_ok_and(|e| e == h)
+            });
+            if !same {
+                out.push(format!(
+                    "{name} does not end on the head run.json recorded for {what}: lines were cut from the end, the last line edited, or the file replaced or removed"
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether the file's last byte is not a newline (its last line torn); the file is left at its
+/// start.
+fn ends_torn(f: &mut std::fs::File) -> std::io::Result<bool> {
+    use std::io::{Seek as _, SeekFrom};
+    let len = f.seek(SeekFrom::End(0))?;
+    let torn = if len == 0 {
+        false
+    } else {
+        f.seek(SeekFrom::End(-1))?;
+        let mut b = [0u8; 1];
+        f.read_exact(&mut b)?;
+        b[0] != b'\n'
+    };
+    f.seek(SeekFrom::Start(0))?;
+    Ok(torn)
 }
 
 /// Reads what a listing needs: `run.json` and the journal's header line only.
@@ -321,6 +412,7 @@ pub fn read_run_summary(dir: &Path) -> anyhow::Result<RunRecord> {
         actions_not_shown: 0,
         journal_problems: Vec::new(),
         findings: None,
+        tampered: Vec::new(),
     })
 }
 

@@ -167,7 +167,9 @@ fn the_gateway_refuses_what_the_guard_would_and_the_server_never_sees_it() {
 }
 
 /// A server that offers more than a persona needs: the gateway lists only what is on its list
-/// and refuses a call to anything else, and malformed messages get a named refusal.
+/// and refuses a call to anything else, and malformed messages get a named refusal. The calls
+/// sent behind the harness's back leave its stream: the run is `violated` for the one the
+/// gateway judged and denied, which the stream never showed.
 #[test]
 fn tools_off_the_list_and_malformed_messages_are_refused() {
     let sb = Sandbox::with_user_files();
@@ -181,8 +183,12 @@ fn tools_off_the_list_and_malformed_messages_are_refused() {
          @exit 0\n",
     );
     let out = run(&sb, "codex", &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(browser.seen().is_empty(), "{:?}", browser.seen());
+    assert_eq!(
+        sb.run_json()["end"]["reason"],
+        "the gateway's record disagrees with the harness's stream: the gateway denied a `mcp__browser__navigate` call (gateway_unjudgeable) that the harness's stream never showed"
+    );
     let r = sb.results_lines();
     assert!(
         r[0]["text"]
@@ -262,47 +268,147 @@ fn a_filename_outside_the_output_folder_is_refused() {
     );
 }
 
-/// The two records compared: a call the harness's stream shows that never went through the
-/// gateway (a forged stream line), and a call that went through the gateway that the stream
-/// never showed (the worker calling the server behind the harness's back), are reported in the
-/// summary, run.json, `run_ended` and the report, as warnings: the outcome stands.
+/// The run's own JUnit file and report for a run that ended `violated` by the gateway's record:
+/// the JUnit case fails with the disagreement as its message; the report shows it.
+fn assert_reported_violated(sb: &Sandbox, junit: &std::path::Path, reason: &str) {
+    let xml = std::fs::read_to_string(junit).unwrap();
+    assert!(
+        xml.contains("<failure message=\"the gateway&apos;s record disagrees with the harness&apos;s stream: ")
+            || xml.contains("<failure message=\"the gateway's record disagrees with the harness's stream: "),
+        "{xml}"
+    );
+    assert!(xml.contains("type=\"violated\""), "{xml}");
+    let report = std::fs::read_to_string(sb.run_dirs().pop().unwrap().join("report.html")).unwrap();
+    assert!(report.contains("class=\"outcome violated\""), "{report}");
+    assert!(report.contains("gateway-mismatches"), "the report names it");
+    assert!(
+        report.contains(&reason.replace('\'', "&#39;")) || report.contains(reason),
+        "{reason} not in the report"
+    );
+    assert!(!report.contains("https://staging"), "a URL in the report");
+}
+
+/// A forged stream with the same tool counts as the gateway's record: the gateway forwarded a
+/// navigation to `/checkout/pay` (the stub's log is the witness), the stream shows one to `/`.
+/// Counted by tool the two agree; call by call they do not, and the run is `violated`, exit 1,
+/// with the first disagreement (tool, seq, no URL) as its reason in run.json, `run_ended`, the
+/// report and the JUnit file.
 #[test]
-fn a_call_in_the_stream_the_gateway_never_saw_is_reported() {
+fn a_forged_stream_with_the_same_tool_counts_is_a_violation() {
     let sb = Sandbox::with_user_files();
     let browser = sb.stub_browser("browser");
     let forged = serde_json::json!({"type":"item.completed","item":{"id":"item_forged","type":"mcp_tool_call",
-        "server":"browser","tool":"navigate","arguments":{"url":"https://staging.example.com/x"},"status":"completed"}});
+        "server":"browser","tool":"navigate","arguments":{"url":"https://staging.example.com/"},"status":"completed"}});
     sb.set_script(&format!(
-        "@mcp browser navigate {}\n{forged}\n@mcp-raw browser {}\n@exit 0\n",
-        serde_json::json!({"url": "https://staging.example.com/cart"}),
-        serde_json::json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"type","arguments":{"selector":"#q","text":"x"}}})
+        "@mcp-raw browser {}\n{forged}\n@exit 0\n",
+        serde_json::json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"navigate","arguments":{"url":"https://staging.example.com/checkout/pay?card=1"}}})
     ));
-    let out = run(&sb, "codex", &["--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(browser.seen().len(), 2);
-    let e = stderr(&out);
-    assert!(
-        e.contains("gateway record: the harness's stream shows 2 `mcp__browser__navigate` call(s) that reached a server; the gateway forwarded 1"),
-        "{e}"
+    let junit = sb.root.join("junit.xml");
+    let out = run(
+        &sb,
+        "codex",
+        &["--json", "--junit", junit.to_str().unwrap()],
     );
-    assert!(
-        e.contains("gateway record: the gateway forwarded 1 `mcp__browser__type` call(s) to the browser; the harness's stream shows 0"),
-        "{e}"
-    );
-    let rj = sb.run_json();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // The witness: the server was asked for /checkout/pay, once; the journal says `/`.
+    let seen = browser.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(
-        rj["end"]["gateway_mismatches"].as_array().unwrap().len(),
-        2,
+        seen[0].1["url"],
+        "https://staging.example.com/checkout/pay?card=1"
+    );
+    let journal = sb.journal();
+    assert_eq!(journal.len(), 2, "{journal:?}");
+    assert_eq!(journal[1]["urls"][0]["path"], "/");
+    let rj = sb.run_json();
+    assert_eq!(rj["end"]["outcome"], "violated", "{rj}");
+    assert_eq!(rj["end"]["exit_code"], 1, "{rj}");
+    let reason = rj["end"]["reason"].as_str().unwrap();
+    assert_eq!(
+        reason,
+        "the gateway's record disagrees with the harness's stream: the harness's stream shows a `mcp__browser__navigate` call completed (journal #1) that the gateway never forwarded with those arguments"
+    );
+    let mismatches = rj["end"]["gateway_mismatches"].as_array().unwrap();
+    assert_eq!(mismatches.len(), 2, "{rj}");
+    assert!(
+        mismatches[1]
+            .as_str()
+            .unwrap()
+            .contains("the gateway forwarded a `mcp__browser__navigate` call (gateway #1)"),
         "{rj}"
     );
+    let findings = rj["end"]["findings"].as_array().unwrap();
+    assert!(
+        findings
+            .iter()
+            .any(|f| f["kind"] == "violation" && f["seq"] == 1),
+        "{rj}"
+    );
+    let text = rj.to_string();
+    assert!(!text.contains("://") && !text.contains("card"), "{text}");
     let ended: serde_json::Value = stdout(&out)
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .find(|v| v["event"] == "run_ended")
         .unwrap();
+    assert_eq!(ended["outcome"], "violated");
     assert_eq!(ended["gateway_mismatches"], rj["end"]["gateway_mismatches"]);
-    let report = std::fs::read_to_string(sb.run_dirs().pop().unwrap().join("report.html")).unwrap();
-    assert!(report.contains("gateway-mismatches"), "the report names it");
+    assert_reported_violated(&sb, &junit, "journal #1");
+    // Replay reads the disagreements the run wrote into its chained record: exit 1, each named.
+    let dir = sb.run_dirs().pop().unwrap();
+    let replay = sb
+        .leopold(&["persona", "replay", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_exit_code(&replay, 1);
+    let text = stdout(&replay);
+    assert!(
+        text.contains("gateway.jsonl:3: violation: the gateway's record disagrees with the harness's stream: the harness's stream shows a `mcp__browser__navigate` call completed (journal #1)")
+            && text.contains("gateway.jsonl:4: violation: ")
+            && text.contains(", 2 disagreements between the stream and the gateway record")
+            && text.contains("hash chain intact"),
+        "{text}"
+    );
+}
+
+/// A call the gateway forwarded that the stream never shows (the worker calling the server
+/// behind the harness's back) is a violation too, not a warning: exit 1, the hidden call named
+/// by tool and the gateway record's seq. The honest call beside it agrees.
+#[test]
+fn a_call_hidden_from_the_stream_is_a_violation() {
+    for harness in ["codex", "claude"] {
+        let sb = Sandbox::with_user_files();
+        let browser = sb.stub_browser("browser");
+        sb.set_script(&format!(
+            "@mcp browser navigate {}\n@mcp-raw browser {}\n@exit 0\n",
+            serde_json::json!({"url": "https://staging.example.com/cart"}),
+            serde_json::json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"type","arguments":{"selector":"#q","text":"x"}}})
+        ));
+        let junit = sb.root.join("junit.xml");
+        let out = run(&sb, harness, &["--junit", junit.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{harness}: {}", stderr(&out));
+        assert_eq!(browser.seen().len(), 2, "{harness}");
+        let e = stderr(&out);
+        assert!(
+            e.contains("gateway record: the gateway forwarded a `mcp__browser__type` call (gateway #2) that the harness's stream does not show"),
+            "{harness}: {e}"
+        );
+        let rj = sb.run_json();
+        assert_eq!(rj["end"]["outcome"], "violated", "{harness}: {rj}");
+        assert_eq!(
+            rj["end"]["gateway_mismatches"].as_array().unwrap().len(),
+            1,
+            "{harness}: {rj}"
+        );
+        assert!(
+            rj["end"]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("(gateway #2)"),
+            "{harness}: {rj}"
+        );
+        assert_reported_violated(&sb, &junit, "gateway #2");
+    }
 }
 
 /// The real server runs outside the box, a child of the supervisor: a SIGKILLed supervisor takes

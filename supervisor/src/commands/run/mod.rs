@@ -311,7 +311,7 @@ async fn lifecycle(
     pause_point("launched");
 
     // 7. Supervise.
-    let sup = supervise::supervise(
+    let mut sup = supervise::supervise(
         &mut child,
         pgid,
         &mut observer,
@@ -332,13 +332,19 @@ async fn lifecycle(
         }
         drop(w);
     }
-    // The gateway's record against the harness's stream: a call in one and not the other.
-    let gateway_mismatches = match &gateway {
+    // The gateway's record against the harness's stream, call by call: any disagreement is a
+    // violation.
+    let disagreements = match &gateway {
         Some(gw) => observer.compare_with_gateway(gw),
         None => Vec::new(),
     };
-    for m in &gateway_mismatches {
+    for m in &disagreements {
         out.warn(&format!("gateway record: {m}"));
+    }
+    sup.disagreements(&disagreements);
+    let gateway_mismatches: Vec<String> = disagreements.iter().map(ToString::to_string).collect();
+    if let Some(gw) = &gateway {
+        gw.record_disagreements(&disagreements);
     }
     let gateway_hash = gateway
         .as_ref()

@@ -81,6 +81,36 @@ pub struct Supervised {
     pub stderr_tail: Vec<u8>,
 }
 
+impl Supervised {
+    /// The gateway's record disagrees with the harness's stream (README "The gateway"): each
+    /// disagreement is a violation finding, and the first is why the run is `violated`, unless a
+    /// violation in the stream itself stopped the worker first.
+    pub fn disagreements(&mut self, found: &[crate::gateway::Disagreement]) {
+        for d in found {
+            let f = Finding {
+                kind: "violation".into(),
+                seq: d.journal_seq,
+                tool: None,
+                hosts: Vec::new(),
+                label: None,
+                reason: format!("gateway record: {d}"),
+            };
+            if self.findings.len() < MAX_FINDINGS {
+                self.findings.push(f);
+            } else {
+                self.findings_not_kept += 1;
+            }
+        }
+        if let Some(first) = found.first() {
+            if !matches!(self.stop, Some(Stop::Violation(_))) {
+                self.stop = Some(Stop::Violation(format!(
+                    "the gateway's record disagrees with the harness's stream: {first}"
+                )));
+            }
+        }
+    }
+}
+
 enum LineMsg {
     Line(u64, String),
     TooLong(u64),
