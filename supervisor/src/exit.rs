@@ -23,6 +23,9 @@ impl RunExit {
     /// The persona hit the same wall the flow's `max_denials_in_a_row` times (default 5) with no
     /// allowed action between; the worker was stopped. A finding, not a failure of Leopold's.
     pub const STUCK: u8 = 5;
+    /// The boxed worker hit one of its limits (`--max-procs`, `--max-memory`, `--max-scratch`,
+    /// `--max-records`); the worker was stopped.
+    pub const OVER_LIMIT: u8 = 6;
 }
 
 #[cfg(test)]
@@ -38,6 +41,7 @@ mod tests {
             RunExit::WORKER_FAILED,
             RunExit::BUSY,
             RunExit::STUCK,
+            RunExit::OVER_LIMIT,
         ];
         for (i, a) in all.iter().enumerate() {
             for b in &all[i + 1..] {

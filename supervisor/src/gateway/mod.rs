@@ -154,6 +154,13 @@ struct Record {
     head: Option<JournalHash>,
     /// Set once the run has taken the head ([`Gateway::seal`]): nothing is written after it.
     sealed: bool,
+    /// `--max-records`: the most bytes this run's gateway writes (the worker's calls make them).
+    max: Option<u64>,
+    written: u64,
+    /// A line did not fit: nothing more is written.
+    over: bool,
+    /// Tripped when a line would go past `max`; nothing more is written, and the run stops.
+    tripwire: crate::sandbox::limits::Tripwire,
 }
 
 impl Record {
@@ -163,11 +170,20 @@ impl Record {
             seq: 0,
             head,
             sealed: false,
+            max: None,
+            written: 0,
+            over: false,
+            tripwire: crate::sandbox::limits::Tripwire::default(),
         }
     }
 
+    /// Whether the record is full: a call is then not forwarded, since it could not be recorded.
+    fn full(&self) -> bool {
+        self.over
+    }
+
     fn line(&mut self, mut v: Value) {
-        if self.sealed {
+        if self.sealed || self.over {
             return;
         }
         if let Some(o) = v.as_object_mut() {
@@ -182,6 +198,15 @@ impl Record {
             return; // every line is built as an object
         };
         bytes.push(b'\n');
+        if let Some(max) = self.max.filter(|m| self.written + bytes.len() as u64 > *m) {
+            self.over = true;
+            self.tripwire.trip(format!(
+                "the gateway record reached --max-records {}",
+                crate::sandbox::limits::show_size(max)
+            ));
+            return;
+        }
+        self.written += bytes.len() as u64;
         // A line that did not reach the file still moves the head: replay then finds the file
         // ending on another hash than the one recorded, which is what happened.
         let _ = self.file.write_all(&bytes);
@@ -220,6 +245,10 @@ pub struct Start<'a> {
     pub servers: Vec<Upstream>,
     /// The provisioned browser's ref map tracker, when there is one.
     pub refs: Option<RefTracker>,
+    /// `--max-records`: the most bytes the gateway writes in its record for this run.
+    pub max_record: Option<u64>,
+    /// Tripped when the record is full.
+    pub tripwire: crate::sandbox::limits::Tripwire,
 }
 
 /// The running gateway. Dropping it stops it and removes its sockets.
@@ -263,7 +292,10 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
         .ok()
         .and_then(|f| leopold_journal::chain::head_of(std::io::BufReader::new(f)).ok())
         .flatten();
-    let record = Arc::new(Mutex::new(Record::new(file, head)));
+    let mut rec = Record::new(file, head);
+    rec.max = s.max_record;
+    rec.tripwire = s.tripwire;
+    let record = Arc::new(Mutex::new(rec));
     let shared = Arc::new(Mutex::new(Shared {
         servers: s.servers.iter().map(|u| u.name.clone()).collect(),
         ..Shared::default()
@@ -492,7 +524,15 @@ fn client_message(
                         let seq = rec.next_seq();
                         rec.line(json!({"event": "call", "seq": seq, "server": policy.server, "tool": tool,
                             "verdict": "allowed", "call": leopold_guard::reduced_call(&full, &arguments)}));
-                        seq
+                        // A call the record cannot hold is never made (the run is stopping).
+                        (!rec.full()).then_some(seq)
+                    };
+                    let Some(seq) = seq else {
+                        send(
+                            to_client,
+                            &policy::tool_error(&id, "Leopold's record of this run is full (--max-records): the call was not made"),
+                        );
+                        return;
                     };
                     *ctx.shared
                         .lock()

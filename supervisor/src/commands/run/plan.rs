@@ -35,6 +35,10 @@ pub struct Plan {
     pub junit: Option<PathBuf>,
     /// The box (README "The box"): bwrap's path, or `None` with `--no-contain`.
     pub bwrap: Option<PathBuf>,
+    /// `--max-procs` and the other limits (README "The box", "Limits").
+    pub limits: crate::sandbox::limits::Limits,
+    /// Tripped by whatever sees a limit hit; supervision stops the worker.
+    pub tripwire: crate::sandbox::limits::Tripwire,
 }
 
 /// Whether the run provisions its browser: `--browser`, or the flow's `browser` key.
@@ -126,6 +130,13 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         ctx,
         junit,
         bwrap,
+        limits: crate::sandbox::limits::Limits {
+            procs: args.limits.max_procs,
+            memory: args.limits.max_memory,
+            scratch: args.limits.max_scratch,
+            records: args.limits.max_records,
+        },
+        tripwire: crate::sandbox::limits::Tripwire::default(),
     })
 }
 
