@@ -937,6 +937,42 @@ mod tests {
         );
     }
 
+    /// A worker calling until the record is full: past `--max-records` no line is written, the
+    /// next call is refused and never forwarded, and the run's tripwire names the limit.
+    #[test]
+    fn a_full_record_stops_growing_and_forwards_no_unrecorded_call() {
+        let mut w = Wire::new();
+        let tripwire = crate::sandbox::limits::Tripwire::default();
+        {
+            let mut rec = w.ctx.record.lock().unwrap();
+            rec.max = Some(4096);
+            rec.tripwire = tripwire.clone();
+        }
+        let call = |id: u32| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"browser_navigate","arguments":{{"url":"https://staging.example.com/{}"}}}}}}"#,
+                "p".repeat(200)
+            )
+        };
+        let mut forwarded = 0;
+        for id in 0..100 {
+            w.client_says(&call(id));
+            forwarded += w.server().len();
+        }
+        let path = w.ctx.policy.output_dir.join(RECORD_FILE);
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(size <= 4096, "{size}");
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+        assert_eq!(forwarded, lines, "every forwarded call is recorded");
+        assert!(forwarded > 0 && forwarded < 100);
+        let last = w.client();
+        assert_eq!(last.last().unwrap()["result"]["isError"], true);
+        assert_eq!(
+            tripwire.tripped().as_deref(),
+            Some("the gateway record reached --max-records 4 KiB")
+        );
+    }
+
     #[test]
     fn the_records_are_compared_call_by_call() {
         let mut sh = Shared {

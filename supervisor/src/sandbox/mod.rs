@@ -23,12 +23,17 @@
 //! - **Files.** A fresh root: the system (`/usr` and its symlinks, `/etc` with every file that is
 //!   not world-readable replaced by an empty one), a private `/tmp`, `/proc`, a minimal `/dev`;
 //!   read-only: the project's `.leopold/` (earlier runs hidden), the flow file, the harness's
-//!   installation, `leopold` itself, the harness configuration; read-write: the run's scratch
-//!   folder only, which is also `HOME`. The rest of the project (sources, `.git`, and any unix
+//!   installed package (never the folder holding its binary: [`installed_files`]), `leopold`
+//!   itself, the harness configuration; read-write: the run's scratch only, which is also
+//!   `HOME`: a tmpfs of `--max-scratch`, seeded from the scratch folder on disk. The rest of the project (sources, `.git`, and any unix
 //!   socket in it), the user's home, `/root`, `/var`, `/run` are not there at all; the new
 //!   root is read-only.
-//! - **Environment.** Cleared; only what the harness needs comes in (`PATH`, `TERM`, locale, the
-//!   harness's own variables and credentials, `LEOPOLD_*` run variables).
+//! - **Environment.** Cleared; only what the harness needs comes in, each variable by its name
+//!   (`PATH`, `TERM`, locale, the harness's credentials, endpoint and switches, `LEOPOLD_*` run
+//!   variables: [`passes`]).
+//! - **Limits.** Processes and memory of the whole tree (the run's cgroup), the scratch's size,
+//!   the bytes Leopold writes for the worker; hitting one stops the run `over_limit`. Why these
+//!   mechanisms: [`limits`].
 //! - **Network.** A network namespace with only loopback. The model endpoint is reached through
 //!   the run's socket directory: inside, `leopold persona box-init` listens on the endpoint's
 //!   own loopback address (or on a CONNECT proxy port for a remote https endpoint) and forwards
