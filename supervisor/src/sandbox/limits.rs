@@ -224,6 +224,41 @@ impl Cgroup {
         })
     }
 
+    /// The cgroup a run made and left (its supervisor died), killed and removed: `persona
+    /// recover`'s part. The recovering supervisor's own cgroup is the crashed one's, as a rule
+    /// (the same user's shell, slice or container).
+    pub fn remove_leftover(run_id: &str) {
+        let Ok(own) = std::fs::read_to_string("/proc/self/cgroup") else {
+            return;
+        };
+        let name = format!("leopold-{run_id}");
+        let root = Path::new(CGROUP_ROOT);
+        let (dirs, v2) = if root.join("cgroup.controllers").is_file() {
+            (
+                vec![root
+                    .join(own_path(&own, "").unwrap_or_default())
+                    .join(&name)],
+                true,
+            )
+        } else {
+            let dirs = ["pids", "memory"]
+                .iter()
+                .map(|c| {
+                    root.join(c)
+                        .join(own_path(&own, c).unwrap_or_default())
+                        .join(&name)
+                })
+                .collect();
+            (dirs, false)
+        };
+        // Dropped at once: whatever is left in it is killed, and it is removed.
+        drop(Cgroup {
+            dirs: dirs.into_iter().filter(|d| d.is_dir()).collect(),
+            procs_files: Vec::new(),
+            v2,
+        });
+    }
+
     /// Puts the child in the run's cgroup before it execs (so bwrap and all it starts are in it
     /// from their first instruction).
     pub fn join_before_exec(&self, cmd: &mut std::process::Command) {

@@ -5,30 +5,10 @@
 //! cheap; the witnesses are the kernel's (the run's outcome comes from its counters), the
 //! process table, the cgroup tree and the bytes on disk.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use crate::kit::*;
-
-/// Every folder under `/sys/fs/cgroup` named after the run (a few levels down).
-fn cgroups_of_run(run_id: &str) -> Vec<PathBuf> {
-    let name = format!("leopold-{run_id}");
-    let mut found = Vec::new();
-    let mut stack = vec![(PathBuf::from("/sys/fs/cgroup"), 0)];
-    while let Some((d, depth)) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                if e.file_name() == name.as_str() {
-                    found.push(e.path());
-                }
-                if depth < 4 {
-                    stack.push((e.path(), depth + 1));
-                }
-            }
-        }
-    }
-    found
-}
 
 /// Bytes under `dir`, symlinks not followed.
 fn bytes_under(dir: &Path) -> u64 {
