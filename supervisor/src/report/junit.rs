@@ -135,7 +135,7 @@ impl CaseResult {
     fn of(outcome: &str) -> CaseResult {
         match outcome {
             "clean" => CaseResult::Pass,
-            "violated" | "worker_failed" | "timed_out" | "interrupted" | "stuck" => {
+            "violated" | "worker_failed" | "timed_out" | "interrupted" | "stuck" | "over_limit" => {
                 CaseResult::Failure
             }
             _ => CaseResult::Error,
@@ -214,7 +214,14 @@ mod tests {
     #[test]
     fn violations_and_worker_failures_fail_setup_errors_are_errors() {
         assert_eq!(CaseResult::of("clean"), CaseResult::Pass);
-        for o in ["violated", "worker_failed", "timed_out", "interrupted"] {
+        for o in [
+            "violated",
+            "worker_failed",
+            "timed_out",
+            "interrupted",
+            "stuck",
+            "over_limit",
+        ] {
             assert_eq!(CaseResult::of(o), CaseResult::Failure, "{o}");
         }
         for o in ["setup_failed", "recovered", "unfinished", "something new"] {
