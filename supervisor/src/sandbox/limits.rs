@@ -11,8 +11,10 @@
 //!   `RLIMIT_DATA` are per process (V8 also reserves far more address space than it uses). Its
 //!   counters (`pids.events`, the OOM kill count) say which limit was hit, after the fact too.
 //!   The run's cgroup is made under the supervisor's own (so a container's or a slice's bounds
-//!   still hold over it); where this user may not make one (cgroup v2 without delegation) the
-//!   run refuses, naming the way out.
+//!   still hold over it; on cgroup v2 the supervisor first moves into a leaf of its own, since a
+//!   cgroup whose children have controllers holds no process; root falls back to the root of
+//!   the hierarchy); where this user may make none (cgroup v2 without delegation) the run
+//!   refuses, naming the ways out.
 //! - **Scratch: a tmpfs of that size** (`bwrap --size`), which the kernel fills to its size and
 //!   no further (its pages count against the memory limit too). Nothing the worker writes
 //!   reaches the disk, so nothing of it is left after the run; Leopold's own files for the run
@@ -212,14 +214,18 @@ impl Cgroup {
             .context("cannot read /proc/self/cgroup")?;
         let name = format!("leopold-{run_id}");
         let made = if Path::new(CGROUP_ROOT).join("cgroup.controllers").is_file() {
-            let rel = own_path(&own, "").unwrap_or_default();
-            create_v2(&Path::new(CGROUP_ROOT).join(rel), &name, procs, memory)
+            create_v2(
+                &own_path(&own, "").unwrap_or_default(),
+                &name,
+                procs,
+                memory,
+            )
         } else {
             create_v1(&own, &name, procs, memory)
         };
         made.map(Some).map_err(|e| {
             anyhow::anyhow!(
-                "cannot bound the box's processes and memory: {e:#}\n(hint: run as root, or in a cgroup delegated to you (e.g. `systemd-run --user --scope -p Delegate=yes leopold …` on cgroup v2); or pass `--max-procs none --max-memory none` to run without these two bounds)"
+                "cannot bound the box's processes and memory: {e:#}\n(hint: run as root, or in a cgroup delegated to you (cgroup v2: `systemd-run --user --scope -p Delegate=yes leopold …`); or pass `--max-procs none --max-memory none` to run without these two bounds)"
             )
         })
     }
@@ -234,12 +240,13 @@ impl Cgroup {
         let name = format!("leopold-{run_id}");
         let root = Path::new(CGROUP_ROOT);
         let (dirs, v2) = if root.join("cgroup.controllers").is_file() {
-            (
-                vec![root
-                    .join(own_path(&own, "").unwrap_or_default())
-                    .join(&name)],
-                true,
-            )
+            // Where create_v2 may have made it: beside the supervisor, or at the root.
+            let rel = own_path(&own, "").unwrap_or_default();
+            let rel = rel
+                .strip_suffix(&format!("/{SUPERVISOR_LEAF}"))
+                .unwrap_or(&rel)
+                .to_owned();
+            (vec![root.join(rel).join(&name), root.join(&name)], true)
         } else {
             let dirs = ["pids", "memory"]
                 .iter()
@@ -372,12 +379,57 @@ fn own_path(text: &str, controller: &str) -> Option<String> {
     })
 }
 
+/// The leaf of the supervisor's own cgroup it moves into (cgroup v2), shared by the supervisors
+/// of one cgroup: a cgroup that gives its children controllers holds no process itself.
+const SUPERVISOR_LEAF: &str = "leopold-supervisor";
+
+/// cgroup v2: the run's cgroup beside the supervisor, in the supervisor's own cgroup (`own`,
+/// relative to the root), which the supervisor leaves for a leaf of it first (the way a
+/// delegated subtree is used: `systemd-run --user --scope -p Delegate=yes`). Where that cannot be
+/// done (the cgroup holds other processes, such as a login shell's session, or is not this
+/// user's), root makes it at the root of the hierarchy instead.
 fn create_v2(
-    parent: &Path,
+    own: &str,
     name: &str,
     procs: Option<u64>,
     memory: Option<u64>,
 ) -> anyhow::Result<Cgroup> {
+    let root = Path::new(CGROUP_ROOT);
+    if own.is_empty() {
+        return make_v2(root, name, procs, memory);
+    }
+    let own = own
+        .strip_suffix(&format!("/{SUPERVISOR_LEAF}"))
+        .unwrap_or(own);
+    let parent = root.join(own);
+    let in_own = enable_v2(&parent, procs, memory)
+        .or_else(|_| {
+            let leaf = parent.join(SUPERVISOR_LEAF);
+            match std::fs::create_dir(&leaf) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                    return Err(e).with_context(|| format!("cannot create {}", leaf.display()));
+                }
+                _ => {}
+            }
+            std::fs::write(leaf.join("cgroup.procs"), "0")
+                .with_context(|| format!("cannot move the supervisor into {}", leaf.display()))?;
+            enable_v2(&parent, procs, memory).inspect_err(|_| {
+                // Back where it was: the leaf served nothing.
+                let _ = std::fs::write(parent.join("cgroup.procs"), "0");
+                let _ = std::fs::remove_dir(&leaf);
+            })
+        })
+        .and_then(|()| make_v2(&parent, name, procs, memory));
+    match in_own {
+        Err(e) if rustix::process::geteuid().is_root() => {
+            make_v2(root, name, procs, memory).map_err(|root_e| e.context(format!("{root_e:#}")))
+        }
+        other => other,
+    }
+}
+
+/// Gives the children of `parent` the controllers the limits need.
+fn enable_v2(parent: &Path, procs: Option<u64>, memory: Option<u64>) -> anyhow::Result<()> {
     let ctrl = parent.join("cgroup.subtree_control");
     let enabled = std::fs::read_to_string(&ctrl).unwrap_or_default();
     for (want, c) in [(procs.is_some(), "pids"), (memory.is_some(), "memory")] {
@@ -388,6 +440,16 @@ fn create_v2(
             })?;
         }
     }
+    Ok(())
+}
+
+fn make_v2(
+    parent: &Path,
+    name: &str,
+    procs: Option<u64>,
+    memory: Option<u64>,
+) -> anyhow::Result<Cgroup> {
+    enable_v2(parent, procs, memory)?;
     let dir = parent.join(name);
     std::fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let cg = Cgroup {
