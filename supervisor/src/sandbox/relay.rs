@@ -221,14 +221,12 @@ async fn receive_events(
             dropped.fetch_add(1, Ordering::Relaxed);
             continue;
         };
-        if out.max.is_some_and(|max| written + line.len() as u64 > max) {
-            dropped.fetch_add(1, Ordering::Relaxed);
-            if let Some(max) = out.max {
-                out.tripwire.trip(format!(
-                    "the guard events from the box reached --max-records {}",
-                    super::limits::show_size(max)
-                ));
-            }
+        // Past the cap: not written, and said once, as the limit the run stops at.
+        if let Some(max) = out.max.filter(|m| written + line.len() as u64 > *m) {
+            out.tripwire.trip(format!(
+                "the guard events from the box reached --max-records {}",
+                super::limits::show_size(max)
+            ));
             continue;
         }
         if let Ok(mut f) = std::fs::OpenOptions::new()
