@@ -35,6 +35,8 @@ Exit codes (every command; README \"Exit codes and output\"):
   3  the worker failed, timed out or was interrupted (run)
   4  another persona run is active in this project; nothing was touched (run, recover)
   5  the persona was stuck: denied `max_denials_in_a_row` times running; stopped (run)
+  6  the boxed worker hit a limit (--max-procs, --max-memory, --max-scratch, --max-records);
+     stopped (run)
 
 The project (where `.leopold/` lives) is found like git finds a repository: the nearest
 ancestor of the current directory holding `.leopold/`, else the repository root (the nearest
@@ -103,7 +105,9 @@ pub enum PersonaCommand {
     /// Exit codes: 0 clean run; 1 violations (the worker was stopped); 2 usage or configuration
     /// error (nothing left wired); 3 the worker failed, timed out or was interrupted; 4 another
     /// persona run is active in this project (nothing touched); 5 stuck: the flow's
-    /// `max_denials_in_a_row` denials with no allowed action between (the worker was stopped).
+    /// `max_denials_in_a_row` denials with no allowed action between (the worker was stopped); 6
+    /// over a limit: the boxed worker hit `--max-procs`, `--max-memory`, `--max-scratch` or
+    /// `--max-records` (the worker was stopped).
     /// The persona's final answer is saved as `findings.md` in the run directory and printed
     /// after the summary. See README "Running a persona" and "Findings".
     ///
@@ -321,12 +325,42 @@ pub struct RunArgs {
     /// to run (exit 2).
     #[arg(long)]
     pub no_contain: bool,
+    /// The box's limits.
+    #[command(flatten)]
+    pub limits: Box<LimitArgs>,
     /// Extra arguments passed to the harness, refused (exit 2) if they would disable hooks or
     /// give the worker a tool besides the browser (Claude `--tools`, `--allowedTools`,
     /// `--permission-mode`, …; Codex `-s`, `--full-auto`, `-c features.…`, `-c mcp_servers.…`, …:
     /// README "Running a persona", step 6).
     #[arg(last = true, value_name = "HARNESS ARGS")]
     pub extra: Vec<String>,
+}
+
+/// `persona run`'s limits on the boxed worker (README "The box", "Limits"), boxed: they would
+/// make every command's arguments larger.
+#[derive(Debug, Clone, Args)]
+pub struct LimitArgs {
+    /// The most processes the boxed worker's whole tree may hold at once (a count, or `none`).
+    /// Past it, `fork` fails inside the box and the run stops: outcome `over_limit`, exit 5
+    /// (README "The box", "Limits").
+    #[arg(long, value_name = "N", value_parser = crate::sandbox::limits::parse_count, default_value = "512")]
+    pub max_procs: ::std::option::Option<u64>,
+    /// The most memory the boxed worker's tree may use, its scratch included (e.g. `4GiB`,
+    /// `512MiB`, or `none`). Past it, the kernel kills a process of the tree and the run stops:
+    /// `over_limit`, exit 5.
+    #[arg(long, value_name = "SIZE", value_parser = crate::sandbox::limits::parse_size, default_value = "4GiB")]
+    pub max_memory: ::std::option::Option<u64>,
+    /// The most the boxed worker's scratch (its HOME, a tmpfs) may hold (e.g. `1GiB`, or
+    /// `none`: the scratch folder on disk, unbounded). Full, a write fails with "no space left"
+    /// and the run stops: `over_limit`, exit 5. Nothing the worker wrote is left after the run.
+    #[arg(long, value_name = "SIZE", value_parser = crate::sandbox::limits::parse_size, default_value = "1GiB")]
+    pub max_scratch: ::std::option::Option<u64>,
+    /// The most Leopold writes on the worker's behalf into each of the run's records: the guard
+    /// events from the box (`events.jsonl`) and the gateway record (`gateway.jsonl`) (e.g.
+    /// `64MiB`, or `none`). Past it, nothing more is written, a call is refused unrecorded, and
+    /// the run stops: `over_limit`, exit 5.
+    #[arg(long, value_name = "SIZE", value_parser = crate::sandbox::limits::parse_size, default_value = "64MiB")]
+    pub max_records: ::std::option::Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

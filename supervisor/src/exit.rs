@@ -23,6 +23,10 @@ impl RunExit {
     /// The persona hit the same wall the flow's `max_denials_in_a_row` times (default 5) with no
     /// allowed action between; the worker was stopped. A finding, not a failure of Leopold's.
     pub const STUCK: u8 = 5;
+    /// The boxed worker hit one of its limits (`--max-procs`, `--max-memory`, `--max-scratch`,
+    /// `--max-records`); the worker was stopped. Shares 5 with `stuck`: the supervisor stopped a
+    /// run whose persona went on too long or too wide, and 6 is kept for the app's own failure.
+    pub const OVER_LIMIT: u8 = 5;
 }
 
 #[cfg(test)]
@@ -44,5 +48,7 @@ mod tests {
                 assert_ne!(a, b);
             }
         }
+        // Stopped by the supervisor for going too far, like stuck.
+        assert_eq!(RunExit::OVER_LIMIT, RunExit::STUCK);
     }
 }

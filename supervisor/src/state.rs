@@ -87,6 +87,9 @@ pub enum RunOutcome {
     /// The persona hit the same wall `max_denials_in_a_row` times with no allowed action
     /// between; the worker was stopped.
     Stuck,
+    /// The boxed worker hit one of its limits (`--max-procs`, `--max-memory`, `--max-scratch`,
+    /// `--max-records`); the worker was stopped.
+    OverLimit,
 }
 
 impl RunOutcome {
@@ -102,6 +105,7 @@ impl RunOutcome {
             RunOutcome::Recovered => "recovered",
             RunOutcome::Busy => "busy",
             RunOutcome::Stuck => "stuck",
+            RunOutcome::OverLimit => "over_limit",
         }
     }
 
@@ -118,6 +122,7 @@ impl RunOutcome {
             | RunOutcome::Recovered => RunExit::WORKER_FAILED,
             RunOutcome::Busy => RunExit::BUSY,
             RunOutcome::Stuck => RunExit::STUCK,
+            RunOutcome::OverLimit => RunExit::OVER_LIMIT,
         }
     }
 }

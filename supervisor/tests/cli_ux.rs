@@ -84,11 +84,24 @@ impl Sandbox {
     }
 
     /// A fake `claude`: `--version` says 2.1.332; otherwise it prints [`STREAM`] and exits 0.
+    /// Installed as npm installs the real one (a `.bin` link into its package, which holds the
+    /// stream too): the box takes in the package, never the folder beside it.
     fn fake_claude(&self) -> PathBuf {
         use std::os::unix::fs::PermissionsExt;
-        let stream = self.root.join("stream.jsonl");
+        let pkg = self.root.join("node_modules/@anthropic-ai/claude-code");
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(
+            pkg.join("package.json"),
+            "{\"name\":\"@anthropic-ai/claude-code\"}",
+        )
+        .unwrap();
+        let stream = pkg.join("stream.jsonl");
         std::fs::write(&stream, STREAM).unwrap();
-        let p = self.root.join("claude");
+        let bin = self.root.join("node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink("../@anthropic-ai/claude-code/cli.sh", bin.join("claude"))
+            .unwrap();
+        let p = pkg.join("cli.sh");
         std::fs::write(
             &p,
             format!(
@@ -98,7 +111,7 @@ impl Sandbox {
         )
         .unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        p
+        bin.join("claude")
     }
 
     fn settings(&self) -> PathBuf {

@@ -360,6 +360,27 @@ pub fn alive(pid: u32) -> bool {
     }
 }
 
+/// Every folder under `/sys/fs/cgroup` named after the run (`leopold-<run_id>`, the box's
+/// cgroup), a few levels down.
+pub fn cgroups_of_run(run_id: &str) -> Vec<PathBuf> {
+    let name = format!("leopold-{run_id}");
+    let mut found = Vec::new();
+    let mut stack = vec![(PathBuf::from("/sys/fs/cgroup"), 0)];
+    while let Some((d, depth)) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                if e.file_name() == name.as_str() {
+                    found.push(e.path());
+                }
+                if depth < 4 {
+                    stack.push((e.path(), depth + 1));
+                }
+            }
+        }
+    }
+    found
+}
+
 /// Every live process whose environment carries this run id.
 pub fn processes_of_run(run_id: &str) -> Vec<u32> {
     let needle = format!("LEOPOLD_RUN_ID={run_id}");

@@ -318,6 +318,13 @@ struct Record {
     head: Option<JournalHash>,
     /// Set once the run has taken the head ([`Gateway::seal`]): nothing is written after it.
     sealed: bool,
+    /// `--max-records`: the most bytes this run's gateway writes (the worker's calls make them).
+    max: Option<u64>,
+    written: u64,
+    /// A line did not fit: nothing more is written.
+    over: bool,
+    /// Tripped when a line would go past `max`; nothing more is written, and the run stops.
+    tripwire: crate::sandbox::limits::Tripwire,
 }
 
 impl Record {
@@ -327,11 +334,20 @@ impl Record {
             seq: 0,
             head,
             sealed: false,
+            max: None,
+            written: 0,
+            over: false,
+            tripwire: crate::sandbox::limits::Tripwire::default(),
         }
     }
 
+    /// Whether the record is full: a call is then not forwarded, since it could not be recorded.
+    fn full(&self) -> bool {
+        self.over
+    }
+
     fn line(&mut self, mut v: Value) {
-        if self.sealed {
+        if self.sealed || self.over {
             return;
         }
         if let Some(o) = v.as_object_mut() {
@@ -346,6 +362,15 @@ impl Record {
             return; // every line is built as an object
         };
         bytes.push(b'\n');
+        if let Some(max) = self.max.filter(|m| self.written + bytes.len() as u64 > *m) {
+            self.over = true;
+            self.tripwire.trip(format!(
+                "the gateway record reached --max-records {}",
+                crate::sandbox::limits::show_size(max)
+            ));
+            return;
+        }
+        self.written += bytes.len() as u64;
         // A line that did not reach the file still moves the head: replay then finds the file
         // ending on another hash than the one recorded, which is what happened.
         let _ = self.file.write_all(&bytes);
@@ -384,6 +409,10 @@ pub struct Start<'a> {
     pub servers: Vec<Upstream>,
     /// The provisioned browser's ref map tracker, when there is one.
     pub refs: Option<RefTracker>,
+    /// `--max-records`: the most bytes the gateway writes in its record for this run.
+    pub max_record: Option<u64>,
+    /// Tripped when the record is full.
+    pub tripwire: crate::sandbox::limits::Tripwire,
 }
 
 /// The running gateway. Dropping it stops it and removes its sockets.
@@ -453,7 +482,10 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
         .ok()
         .and_then(|f| leopold_journal::chain::head_of(std::io::BufReader::new(f)).ok())
         .flatten();
-    let record = Arc::new(Mutex::new(Record::new(file, head)));
+    let mut rec = Record::new(file, head);
+    rec.max = s.max_record;
+    rec.tripwire = s.tripwire;
+    let record = Arc::new(Mutex::new(rec));
     let shared = Arc::new(Mutex::new(Shared {
         servers: s.servers.iter().map(|u| u.name.clone()).collect(),
         ..Shared::default()
@@ -683,7 +715,15 @@ fn client_message(
                         let seq = rec.next_seq();
                         rec.line(json!({"event": "call", "seq": seq, "server": policy.server, "tool": tool,
                             "verdict": "allowed", "call": call}));
-                        seq
+                        // A call the record cannot hold is never made (the run is stopping).
+                        (!rec.full()).then_some(seq)
+                    };
+                    let Some(seq) = seq else {
+                        send(
+                            to_client,
+                            &policy::tool_error(&id, "Leopold's record of this run is full (--max-records): the call was not made"),
+                        );
+                        return;
                     };
                     ctx.shared
                         .lock()
@@ -1109,6 +1149,42 @@ mod tests {
             rec.contains("\"page_host\":\"staging.example.com\"")
                 && rec.contains("\"page_title\":\"Shop\""),
             "{rec}"
+        );
+    }
+
+    /// A worker calling until the record is full: past `--max-records` no line is written, the
+    /// next call is refused and never forwarded, and the run's tripwire names the limit.
+    #[test]
+    fn a_full_record_stops_growing_and_forwards_no_unrecorded_call() {
+        let mut w = Wire::new();
+        let tripwire = crate::sandbox::limits::Tripwire::default();
+        {
+            let mut rec = w.ctx.record.lock().unwrap();
+            rec.max = Some(4096);
+            rec.tripwire = tripwire.clone();
+        }
+        let call = |id: u32| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"browser_navigate","arguments":{{"url":"https://staging.example.com/{}"}}}}}}"#,
+                "p".repeat(200)
+            )
+        };
+        let mut forwarded = 0;
+        for id in 0..100 {
+            w.client_says(&call(id));
+            forwarded += w.server().len();
+        }
+        let path = w.ctx.policy.output_dir.join(RECORD_FILE);
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(size <= 4096, "{size}");
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+        assert_eq!(forwarded, lines, "every forwarded call is recorded");
+        assert!(forwarded > 0 && forwarded < 100);
+        let last = w.client();
+        assert_eq!(last.last().unwrap()["result"]["isError"], true);
+        assert_eq!(
+            tripwire.tripped().as_deref(),
+            Some("the gateway record reached --max-records 4 KiB")
         );
     }
 

@@ -35,7 +35,7 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
     let outcome = rec.outcome();
     let class = match outcome.as_str() {
         "clean" => "clean",
-        "violated" | "stuck" | "tampered" => "violated",
+        "violated" | "stuck" | "tampered" | "over_limit" => "violated",
         _ => "other",
     };
     let title = format!(

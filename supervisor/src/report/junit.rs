@@ -140,7 +140,8 @@ impl CaseResult {
     fn of(outcome: &str) -> CaseResult {
         match outcome {
             "clean" => CaseResult::Pass,
-            "violated" | "worker_failed" | "timed_out" | "interrupted" | "stuck" | "tampered" => {
+            "violated" | "worker_failed" | "timed_out" | "interrupted" | "stuck" | "tampered"
+            | "over_limit" => {
                 CaseResult::Failure
             }
             _ => CaseResult::Error,
@@ -231,6 +232,8 @@ mod tests {
             "timed_out",
             "interrupted",
             "tampered",
+            "stuck",
+            "over_limit",
         ] {
             assert_eq!(CaseResult::of(o), CaseResult::Failure, "{o}");
         }

@@ -27,6 +27,7 @@ pub fn main(args: &[OsString]) -> ExitCode {
 fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
     let mut forwards: Vec<(SocketAddr, PathBuf)> = Vec::new();
     let mut dns: Option<SocketAddr> = None;
+    let mut seed: Option<(PathBuf, PathBuf)> = None;
     let mut i = 0;
     while i < args.len() {
         match args[i].to_str().unwrap_or("") {
@@ -47,6 +48,17 @@ fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
                     .and_then(|a| a.to_str())
                     .ok_or_else(|| anyhow::anyhow!("--dns needs ADDR"))?;
                 dns = Some(addr.parse()?);
+                i += 2;
+            }
+            "--seed" => {
+                let spec = args
+                    .get(i + 1)
+                    .ok_or_else(|| anyhow::anyhow!("--seed needs FROM=TO"))?;
+                let spec = spec.to_string_lossy();
+                let (from, to) = spec
+                    .split_once('=')
+                    .ok_or_else(|| anyhow::anyhow!("--seed {spec}: expected FROM=TO"))?;
+                seed = Some((PathBuf::from(from), PathBuf::from(to)));
                 i += 2;
             }
             "--" => {
@@ -77,6 +89,9 @@ fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
     }
     // The only privileges the box started with were for the port above; none reach the worker.
     drop_all_capabilities()?;
+    if let Some((from, to)) = seed {
+        copy_tree(&from, &to, 0);
+    }
     let status = Command::new(program)
         .args(&args[i + 1..])
         .status()
@@ -94,6 +109,32 @@ fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(
         status.code().unwrap_or(1).clamp(0, 255) as u8
     ))
+}
+
+/// Copies the run's prepared scratch files (Leopold's, read-only at `from`) into the scratch
+/// tmpfs: folders and regular files only, modes kept; what is there already (a file bound over,
+/// such as a login file) is left as it is. Best effort: the worker sees what could be copied.
+fn copy_tree(from: &std::path::Path, to: &std::path::Path, depth: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Ok(entries) = std::fs::read_dir(from) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let Ok(meta) = std::fs::symlink_metadata(&src) else {
+            continue;
+        };
+        if meta.is_dir() && depth < 16 {
+            let _ = std::fs::create_dir(&dst);
+            copy_tree(&src, &dst, depth + 1);
+        } else if meta.is_file()
+            && std::fs::symlink_metadata(&dst).is_err()
+            && std::fs::copy(&src, &dst).is_ok()
+        {
+            let mode = meta.permissions().mode() & 0o777;
+            let _ = std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(mode));
+        }
+    }
 }
 
 fn forward(tcp: TcpStream, sock: &std::path::Path) {

@@ -23,12 +23,17 @@
 //! - **Files.** A fresh root: the system (`/usr` and its symlinks, `/etc` with every file that is
 //!   not world-readable replaced by an empty one), a private `/tmp`, `/proc`, a minimal `/dev`;
 //!   read-only: the project's `.leopold/` (earlier runs hidden), the flow file, the harness's
-//!   installation, `leopold` itself, the harness configuration; read-write: the run's scratch
-//!   folder only, which is also `HOME`. The rest of the project (sources, `.git`, and any unix
+//!   installed package (never the folder holding its binary: [`installed_files`]), `leopold`
+//!   itself, the harness configuration; read-write: the run's scratch only, which is also
+//!   `HOME`: a tmpfs of `--max-scratch`, seeded from the scratch folder on disk. The rest of the project (sources, `.git`, and any unix
 //!   socket in it), the user's home, `/root`, `/var`, `/run` are not there at all; the new
 //!   root is read-only.
-//! - **Environment.** Cleared; only what the harness needs comes in (`PATH`, `TERM`, locale, the
-//!   harness's own variables and credentials, `LEOPOLD_*` run variables).
+//! - **Environment.** Cleared; only what the harness needs comes in, each variable by its name
+//!   (`PATH`, `TERM`, locale, the harness's credentials, endpoint and switches, `LEOPOLD_*` run
+//!   variables: [`passes`]).
+//! - **Limits.** Processes and memory of the whole tree (the run's cgroup), the scratch's size,
+//!   the bytes Leopold writes for the worker; hitting one stops the run `over_limit`. Why these
+//!   mechanisms: [`limits`].
 //! - **Network.** A network namespace with only loopback. The model endpoint is reached through
 //!   the run's socket directory: inside, `leopold persona box-init` listens on the endpoint's
 //!   own loopback address (or on a CONNECT proxy port for a remote https endpoint) and forwards
@@ -44,6 +49,7 @@
 pub mod browser_box;
 mod etc;
 pub mod init;
+pub mod limits;
 mod relay;
 
 use std::ffi::OsString;
@@ -119,6 +125,12 @@ pub struct BoxSpec {
     pub env: Vec<(OsString, OsString)>,
     /// The one network destination.
     pub endpoint: Endpoint,
+    /// The scratch's size (a tmpfs of that size, seeded from the scratch folder on disk), or
+    /// `None`: the folder itself, bound read-write.
+    pub scratch_size: Option<u64>,
+    /// Symbolic links made in the box: (target, at). The harness's `.bin` entry, so that it
+    /// resolves into its package as it does outside.
+    pub links: Vec<(PathBuf, PathBuf)>,
 }
 
 /// Whether this machine can build the box.
@@ -348,7 +360,19 @@ pub fn command(
             bind(&mut cmd, "--bind", p);
         }
     }
-    bind(&mut cmd, "--bind", &spec.scratch);
+    match spec.scratch_size {
+        Some(size) => {
+            cmd.arg("--size")
+                .arg(size.to_string())
+                .arg("--tmpfs")
+                .arg(&spec.scratch);
+            cmd.arg("--ro-bind").arg(&spec.scratch).arg(limits::SEED);
+        }
+        None => bind(&mut cmd, "--bind", &spec.scratch),
+    }
+    for (target, at) in &spec.links {
+        cmd.arg("--symlink").arg(target).arg(at);
+    }
     // Names resolve nowhere in the box; box-init answers every lookup "no such name" at once.
     let resolv = spec.sock_dir.join("resolv.conf");
     let host_resolv = std::fs::symlink_metadata("/etc/resolv.conf");
@@ -394,10 +418,13 @@ pub fn command(
     };
     let mut fwd = OsString::from(format!("{listen}="));
     fwd.push(sock.as_os_str());
-    cmd.arg(fwd)
-        .args(["--dns", "127.0.0.1:53", "--"])
-        .arg(program)
-        .args(args);
+    cmd.arg(fwd).args(["--dns", "127.0.0.1:53"]);
+    if spec.scratch_size.is_some() {
+        let mut seed = OsString::from(format!("{}=", limits::SEED));
+        seed.push(spec.scratch.as_os_str());
+        cmd.arg("--seed").arg(seed);
+    }
+    cmd.arg("--").arg(program).args(args);
     cmd.env_clear().envs(spec.env.iter().map(|(k, v)| (k, v)));
     cmd
 }
@@ -490,8 +517,10 @@ fn endpoint_of(raw: &str) -> anyhow::Result<Endpoint> {
     }
 }
 
-/// Names passed into the box from the supervisor's environment: the basics, the harness's own
-/// prefixes (credentials, base URL, its switches) and the extra credential variables.
+/// Names passed into the box from the supervisor's environment, each by its name: the basics,
+/// what the harness needs (its credentials, its endpoint, its model choice, the switches Leopold
+/// and its docs set) and the extra credential variables (a Codex provider's `env_key`). Never a
+/// prefix: `ANTHROPIC_*` let any variable of that name in, secrets included (issue #22).
 fn passes(kind: Harness, name: &str, extra: &[String]) -> bool {
     const BASIC: &[&str] = &[
         "PATH",
@@ -504,17 +533,35 @@ fn passes(kind: Harness, name: &str, extra: &[String]) -> bool {
         "COLORTERM",
         "NO_COLOR",
     ];
+    const CLAUDE: &[&str] = &[
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_MODEL",
+        "ANTHROPIC_SMALL_FAST_MODEL",
+        "ANTHROPIC_DEFAULT_OPUS_MODEL",
+        "ANTHROPIC_DEFAULT_SONNET_MODEL",
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+        "CLAUDE_CODE_MAX_OUTPUT_TOKENS",
+        "DISABLE_AUTOUPDATER",
+        "DISABLE_TELEMETRY",
+        "DISABLE_ERROR_REPORTING",
+        "IS_SANDBOX",
+    ];
+    const CODEX: &[&str] = &[
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENAI_ORGANIZATION",
+        "OPENAI_PROJECT",
+        "CODEX_API_KEY",
+    ];
     if BASIC.contains(&name) || name.starts_with("LC_") || extra.iter().any(|e| e == name) {
         return true;
     }
     match kind {
-        Harness::Claude => {
-            name.starts_with("ANTHROPIC_")
-                || name.starts_with("CLAUDE_CODE_")
-                || name == "IS_SANDBOX"
-                || name.starts_with("DISABLE_")
-        }
-        Harness::Codex => name.starts_with("OPENAI_") || name.starts_with("CODEX_"),
+        Harness::Claude => CLAUDE.contains(&name),
+        Harness::Codex => CODEX.contains(&name),
     }
 }
 
@@ -534,6 +581,8 @@ pub struct RunInputs<'a> {
     /// Extra paths the launch code needs read-only / read-write (e.g. MCP server programs).
     pub ro: Vec<PathBuf>,
     pub rw: Vec<PathBuf>,
+    /// `--max-scratch`.
+    pub scratch_size: Option<u64>,
 }
 
 /// Fills a [`BoxSpec`] for a run: what is bound, the environment, the endpoint.
@@ -565,17 +614,18 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
     if let Ok(c) = std::fs::canonicalize(r.leopold) {
         ro.push(c);
     }
-    ro.extend(install_dirs(r.harness_bin));
+    let mut installed = installed_files(r.harness_bin)?;
     if let Some(node) = crate::os::find_executable(Path::new("node")) {
-        // `#!/usr/bin/env node` harnesses: a node outside /usr (nvm, a tarball) comes in too.
-        if let Ok(c) = std::fs::canonicalize(&node) {
-            if !c.starts_with("/usr") {
-                if let Some(prefix) = c.parent().and_then(Path::parent) {
-                    ro.push(prefix.to_path_buf());
-                }
+        // `#!/usr/bin/env node` harnesses: a node outside /usr (nvm, a tarball) comes in too, the
+        // executable alone (its prefix may be the home folder).
+        if std::fs::canonicalize(&node).is_ok_and(|c| !c.starts_with("/usr")) {
+            if let Ok(n) = installed_files(&node) {
+                installed.ro.extend(n.ro);
+                installed.links.extend(n.links);
             }
         }
     }
+    ro.extend(installed.ro);
     // Codex writes its home (sessions, logs, its app-server state) and fails on a read-only one:
     // `codex_home` is the run's own (`<scratch>/.codex`, inside the writable scratch: see
     // `harness::run_home`), and the user's login file is bound read-only over an empty
@@ -665,6 +715,12 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
             }
         }
     }
+    // A link under a bound folder (a harness in /usr) is there already.
+    let links = installed
+        .links
+        .into_iter()
+        .filter(|(_, at)| !at.starts_with("/usr") && !ro.iter().any(|d| at.starts_with(d)))
+        .collect();
     Ok(BoxSpec {
         scratch: r.scratch,
         cwd: r.project.to_path_buf(),
@@ -676,28 +732,110 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
         sock_dir: r.sock_dir,
         env,
         endpoint,
+        scratch_size: r.scratch_size,
+        links,
     })
 }
 
-/// What of the harness's installation must be visible: an npm install's whole `node_modules`
-/// (the `.bin` entry is a symlink into a package that loads its platform package), else the
-/// program's folder (and its symlink's).
-fn install_dirs(bin: &Path) -> Vec<PathBuf> {
+/// What of the harness's installation the box holds: its npm package (the one whose files hold
+/// the binary the `.bin` entry resolves to) and the packages it names (the platform package
+/// holding the native binary), or a native executable alone; the `.bin` symlinks leading there
+/// are made again in the box. Never the folder that happens to hold the binary: kept in the
+/// home folder or the project, that brought `~/.ssh`, `~/.aws` and the project's `.env` in
+/// (issue #22). A script outside an npm package is refused: which files it needs cannot be told
+/// apart from what lies beside it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Installed {
+    pub ro: Vec<PathBuf>,
+    /// (target, at)
+    pub links: Vec<(PathBuf, PathBuf)>,
+}
+
+pub fn installed_files(bin: &Path) -> anyhow::Result<Installed> {
+    let found = crate::os::find_executable(bin).unwrap_or_else(|| bin.to_path_buf());
+    let mut out = Installed::default();
+    let mut p = std::path::absolute(&found).unwrap_or(found);
+    for _ in 0..16 {
+        let Ok(target) = std::fs::read_link(&p) else {
+            break;
+        };
+        let next = match p.parent() {
+            Some(dir) if target.is_relative() => dir.join(&target),
+            _ => target.clone(),
+        };
+        out.links.push((target, p));
+        p = next;
+    }
+    let real = std::fs::canonicalize(&p)
+        .with_context(|| format!("cannot resolve the harness binary {}", bin.display()))?;
+    if let Some(pkg) = npm_package(&real) {
+        out.ro.extend(named_packages(&pkg));
+        out.ro.insert(0, pkg);
+    } else if is_native(&real) {
+        out.ro.push(real);
+    } else {
+        anyhow::bail!(
+            "cannot tell which files the harness {} needs: it is a script outside an npm package, and the box never takes in the folder that holds it\n(hint: install the harness with npm (its `node_modules/.bin` entry is bound with its package only), or pass --no-contain to run without the box)",
+            bin.display()
+        );
+    }
+    Ok(out)
+}
+
+/// The npm package holding `file`: its nearest folder with a `package.json`, if that folder is
+/// a package under `node_modules` (`node_modules/<name>` or `node_modules/@scope/<name>`).
+fn npm_package(file: &Path) -> Option<PathBuf> {
+    let dir = file
+        .ancestors()
+        .skip(1)
+        .find(|a| a.join("package.json").is_file())?;
+    let parent = dir.parent()?;
+    let is_nm = |p: &Path| p.file_name().is_some_and(|n| n == "node_modules");
+    let scoped = parent
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with('@'))
+        && parent.parent().is_some_and(is_nm);
+    (is_nm(parent) || scoped).then(|| dir.to_path_buf())
+}
+
+/// The installed packages `pkg`'s `package.json` names (dependencies and optional ones: the
+/// platform packages), found as Node finds them: in its own `node_modules`, then in each
+/// enclosing `node_modules`.
+fn named_packages(pkg: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(pkg.join("package.json")) else {
+        return Vec::new();
+    };
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     let mut out = Vec::new();
-    for p in [Some(bin.to_path_buf()), std::fs::canonicalize(bin).ok()]
-        .into_iter()
-        .flatten()
-    {
-        let nm = p
-            .ancestors()
-            .find(|a| a.file_name().is_some_and(|n| n == "node_modules"));
-        match nm {
-            Some(nm) => out.push(nm.to_path_buf()),
-            None => out.extend(p.parent().map(Path::to_path_buf)),
+    for key in ["dependencies", "optionalDependencies"] {
+        for name in doc[key].as_object().into_iter().flat_map(|m| m.keys()) {
+            // A package name, never a path out of node_modules.
+            if name.split('/').any(|part| part.is_empty() || part == "..") {
+                continue;
+            }
+            let found = std::iter::once(pkg.join("node_modules"))
+                .chain(
+                    pkg.ancestors()
+                        .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+                        .map(Path::to_path_buf),
+                )
+                .map(|nm| nm.join(name))
+                .find(|d| d.join("package.json").is_file())
+                .and_then(|d| std::fs::canonicalize(d).ok());
+            out.extend(found.filter(|d| !out.contains(d)));
         }
     }
-    out.dedup();
     out
+}
+
+/// An ELF executable: one file, needing only the system's libraries.
+fn is_native(file: &Path) -> bool {
+    use std::io::Read as _;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(file)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && magic == *b"\x7fELF"
 }
 
 /// Makes what the worker left in its scratch safe to keep with the run's record, once no process
@@ -711,8 +849,10 @@ fn install_dirs(bin: &Path) -> Vec<PathBuf> {
 ///   hangs any reader);
 /// - set-user-ID and set-group-ID bits are cleared.
 ///
-/// Nothing is followed (every step is relative to a folder opened `O_NOFOLLOW`); the walk stops
-/// at a depth of 64. Errors are skipped: what cannot be cleaned stays as it is.
+/// Nothing is followed (every step is relative to a folder opened `O_NOFOLLOW`). Below a depth of
+/// [`MAX_KEPT_DEPTH`] folders are removed whole rather than walked (a walk that stopped there
+/// left whatever was below it: issue #22), with a constant number of open folders however deep
+/// they go. Errors are skipped.
 pub fn clean_scratch(scratch: &Path) {
     use rustix::fs::{AtFlags, Mode};
     let Ok(top) = rustix::fs::open(scratch, dir_flags(), Mode::empty()) else {
@@ -722,6 +862,64 @@ pub fn clean_scratch(scratch: &Path) {
         let _ = rustix::fs::unlinkat(&codex, "config.toml", AtFlags::empty());
     }
     clean_dir(&top, 0);
+}
+
+/// How deep the scratch's folders are kept (and walked) after the run.
+const MAX_KEPT_DEPTH: u32 = 64;
+
+/// Removes folder `name` of `parent` with all it holds, at any depth, holding two folders open at
+/// a time: each folder's sub-folders are first moved up into `parent` (under a fresh name), so
+/// that every folder is emptied at the same depth.
+fn remove_tree(parent: &std::os::fd::OwnedFd, name: std::ffi::CString) {
+    use rustix::fs::{AtFlags, FileType, Mode, RenameFlags};
+    let mut queue = vec![name];
+    let mut fresh = 0u64;
+    while let Some(name) = queue.pop() {
+        let Ok(dir) = rustix::fs::openat(parent, name.as_c_str(), dir_flags(), Mode::empty())
+        else {
+            let _ = rustix::fs::unlinkat(parent, name.as_c_str(), AtFlags::empty());
+            continue;
+        };
+        let Ok(entries) = rustix::fs::Dir::read_from(&dir) else {
+            continue;
+        };
+        let names: Vec<std::ffi::CString> = entries
+            .flatten()
+            .map(|e| e.file_name().to_owned())
+            .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
+            .collect();
+        for n in names {
+            let is_dir = rustix::fs::statat(&dir, n.as_c_str(), AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory);
+            if !is_dir {
+                let _ = rustix::fs::unlinkat(&dir, n.as_c_str(), AtFlags::empty());
+                continue;
+            }
+            // A name nothing in `parent` has: renameat2 refuses to replace one.
+            loop {
+                fresh += 1;
+                let Ok(up) = std::ffi::CString::new(format!(".leopold-deep-{fresh}")) else {
+                    break;
+                };
+                match rustix::fs::renameat_with(
+                    &dir,
+                    n.as_c_str(),
+                    parent,
+                    up.as_c_str(),
+                    RenameFlags::NOREPLACE,
+                ) {
+                    Ok(()) => {
+                        queue.push(up);
+                        break;
+                    }
+                    Err(rustix::io::Errno::EXIST) => continue,
+                    Err(_) => break,
+                }
+            }
+        }
+        drop(dir);
+        let _ = rustix::fs::unlinkat(parent, name.as_c_str(), AtFlags::REMOVEDIR);
+    }
 }
 
 fn dir_flags() -> rustix::fs::OFlags {
@@ -746,12 +944,14 @@ fn clean_dir(dir: &std::os::fd::OwnedFd, depth: u32) {
         };
         match FileType::from_raw_mode(st.st_mode) {
             FileType::Directory => {
-                if depth < 64 {
+                if depth < MAX_KEPT_DEPTH {
                     if let Ok(sub) =
                         rustix::fs::openat(dir, name.as_c_str(), dir_flags(), Mode::empty())
                     {
                         clean_dir(&sub, depth + 1);
                     }
+                } else {
+                    remove_tree(dir, name);
                 }
             }
             FileType::RegularFile => {
@@ -822,23 +1022,40 @@ pub struct Launch<'a> {
     pub ro: Vec<PathBuf>,
     /// Folders the worker must write besides its scratch (a per-run harness configuration).
     pub rw: Vec<PathBuf>,
+    /// `--max-procs` and the other limits ([`limits`]).
+    pub limits: limits::Limits,
+    /// Tripped when the worker hits one of them.
+    pub tripwire: limits::Tripwire,
 }
 
 /// A started box: its relay is running; [`Boxed::wrap`] turns the worker command into the boxed
-/// one. Dropping it removes the socket directory.
+/// one. Dropping it removes the socket directory and the run's cgroup, killing what is left in
+/// it.
 pub struct Boxed {
     pub run_box: RunBox,
     bwrap: PathBuf,
     leopold: PathBuf,
+    cgroup: Option<std::sync::Arc<limits::Cgroup>>,
+    watch: Option<tokio::task::JoinHandle<()>>,
 }
 
-/// Creates the scratch folder (`<run dir>/scratch`, kept with the run's record) and the socket
-/// directory, fills the spec and starts the relay. Inside a tokio runtime.
+/// How often the cgroup's counters and the scratch's fill are read.
+const LIMITS_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Creates the scratch folder (`<run dir>/scratch`: Leopold's own files for the run, copied into
+/// the box's scratch) and the socket directory, the run's cgroup, fills the spec and starts the
+/// relay. Inside a tokio runtime.
 pub fn start(l: Launch<'_>) -> anyhow::Result<Boxed> {
     let leopold = std::env::current_exe().context("cannot find the leopold executable's path")?;
     let scratch = l.run_dir.join("scratch");
     std::fs::create_dir_all(&scratch)
         .with_context(|| format!("cannot create {}", scratch.display()))?;
+    let mut programs = Vec::new();
+    for p in &l.programs {
+        programs.extend(installed_files(p)?.ro);
+    }
+    let cgroup =
+        limits::Cgroup::create(l.run_id, l.limits.procs, l.limits.memory)?.map(std::sync::Arc::new);
     let sock_dir = sock_dir_for(l.run_id);
     relay::make_sock_dir(&sock_dir)?;
     let spec = plan_spec(RunInputs {
@@ -851,26 +1068,76 @@ pub fn start(l: Launch<'_>) -> anyhow::Result<Boxed> {
         run_id: l.run_id,
         scratch,
         sock_dir: sock_dir.clone(),
-        ro: l
-            .programs
-            .iter()
-            .map(|p| crate::os::find_executable(p).unwrap_or_else(|| p.clone()))
-            .flat_map(|p| install_dirs(&p))
-            .chain(l.ro)
-            .collect(),
+        ro: programs.into_iter().chain(l.ro).collect(),
         rw: l.rw,
+        scratch_size: l.limits.scratch,
     })
     .inspect_err(|_| {
         let _ = std::fs::remove_dir_all(&sock_dir);
     })?;
-    let run_box = RunBox::start(spec, l.events_file).inspect_err(|_| {
-        let _ = std::fs::remove_dir_all(&sock_dir);
-    })?;
+    let run_box = RunBox::start(spec, l.events_file, l.limits.records, l.tripwire.clone())
+        .inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&sock_dir);
+        })?;
+    if let Some(cg) = &cgroup {
+        let (cg, lim) = (std::sync::Arc::downgrade(cg), l.limits);
+        l.tripwire
+            .set_check(Box::new(move || cg.upgrade()?.hit(lim.procs, lim.memory)));
+    }
+    let watch = cgroup.as_ref().map(|cg| {
+        tokio::spawn(watch_limits(
+            std::sync::Arc::downgrade(cg),
+            l.limits,
+            run_box.spec.scratch.clone(),
+            l.tripwire,
+        ))
+    });
     Ok(Boxed {
         run_box,
         bwrap: l.bwrap.to_path_buf(),
         leopold,
+        cgroup,
+        watch,
     })
+}
+
+/// Trips the run's wire when the tree hits a limit: the cgroup's counters, and the scratch
+/// tmpfs's fill seen through a process of the tree. (The limits hold whether or not this sees
+/// them hit; this names the outcome.)
+async fn watch_limits(
+    cgroup: std::sync::Weak<limits::Cgroup>,
+    l: limits::Limits,
+    scratch: PathBuf,
+    tripwire: limits::Tripwire,
+) {
+    loop {
+        tokio::time::sleep(LIMITS_POLL).await;
+        let Some(cg) = cgroup.upgrade() else {
+            return;
+        };
+        let hit = cg.hit(l.procs, l.memory).or_else(|| {
+            let size = l.scratch?;
+            let pid = cg.a_boxed_pid()?;
+            limits::scratch_full(pid, &scratch).then(|| {
+                format!(
+                    "the worker's scratch reached --max-scratch {}",
+                    limits::show_size(size)
+                )
+            })
+        });
+        if let Some(why) = hit {
+            tripwire.trip(why);
+            return;
+        }
+    }
+}
+
+impl Drop for Boxed {
+    fn drop(&mut self) {
+        if let Some(w) = &self.watch {
+            w.abort();
+        }
+    }
 }
 
 impl Boxed {
@@ -889,6 +1156,9 @@ impl Boxed {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         crate::os::configure_worker(&mut cmd);
+        if let Some(cg) = &self.cgroup {
+            cg.join_before_exec(&mut cmd);
+        }
         cmd
     }
 
@@ -980,6 +1250,21 @@ mod tests {
             "MOCK_API_KEY",
             &["MOCK_API_KEY".into()]
         ));
+        // By name, not by prefix: the harness's namespace holds secrets too.
+        for other in [
+            "ANTHROPIC_SECRET_OTHER",
+            "CLAUDE_CODE_OAUTH_TOKEN_OF_SOMEONE",
+            "DISABLE_ANYTHING",
+        ] {
+            assert!(!passes(Harness::Claude, other, &[]), "{other}");
+        }
+        assert!(passes(
+            Harness::Claude,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+            &[]
+        ));
+        assert!(!passes(Harness::Codex, "OPENAI_SECRET_OTHER", &[]));
+        assert!(!passes(Harness::Codex, "CODEX_HOME", &[]));
     }
 
     #[test]
@@ -1012,11 +1297,10 @@ mod tests {
         let project = dir.path().join("p");
         let run_dir = project.join(".leopold/persona/runs/r1");
         std::fs::create_dir_all(run_dir.join("scratch")).unwrap();
-        std::fs::write(dir.path().join("claude"), "#!/bin/sh\n").unwrap();
         let spec = plan_spec(RunInputs {
             kind: Harness::Claude,
             project: &project,
-            harness_bin: &dir.path().join("claude"),
+            harness_bin: Path::new("/usr/bin/true"),
             leopold: Path::new("/usr/bin/true"),
             codex_home: dir.path(),
             run_id: "r1",
@@ -1025,6 +1309,7 @@ mod tests {
             ro: vec![],
             rw: vec![],
             codex_login: None,
+            scratch_size: Some(64 << 20),
         })
         .unwrap();
         assert!(!spec.ro.iter().any(|p| p == &project), "{:?}", spec.ro);
@@ -1052,6 +1337,61 @@ mod tests {
         // The tmpfs over earlier runs comes before the run's own directory is bound back.
         assert!(at(&["--tmpfs", &runs]) < at(&["--ro-bind", &rd, &rd]));
         assert!(at(&["--remount-ro", "/"]) < at(&["--"]));
+        // The scratch is a tmpfs of its size, seeded from the folder bound read-only elsewhere.
+        let scratch = run_dir.join("scratch").display().to_string();
+        assert!(at(&["--size", "67108864", "--tmpfs", &scratch]) > at(&["--ro-bind", &rd, &rd]));
+        assert!(at(&["--ro-bind", &scratch, limits::SEED]) > 0);
+        assert!(
+            !args.windows(3).any(|w| w[0] == "--bind" && w[1] == scratch),
+            "the scratch folder itself is not writable in the box: {args:?}"
+        );
+    }
+
+    /// An npm install as `npm install --prefix` leaves it: a `.bin` link into the package, a
+    /// platform package beside it, and secrets beside the prefix.
+    #[test]
+    fn only_the_harness_package_and_its_platform_package_are_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let nm = dir.path().join("node_modules");
+        let pkg = nm.join("@openai/codex");
+        let platform = nm.join("@openai/codex-linux-x64");
+        std::fs::create_dir_all(pkg.join("bin")).unwrap();
+        std::fs::create_dir_all(&platform).unwrap();
+        std::fs::create_dir_all(nm.join(".bin")).unwrap();
+        std::fs::write(
+            pkg.join("package.json"),
+            r#"{"name":"@openai/codex","optionalDependencies":{"@openai/codex-linux-x64":"1","@openai/codex-darwin-arm64":"1","../../evil":"1"}}"#,
+        )
+        .unwrap();
+        std::fs::write(platform.join("package.json"), "{}").unwrap();
+        std::fs::write(pkg.join("bin/codex.js"), "#!/usr/bin/env node\n").unwrap();
+        std::os::unix::fs::symlink("../@openai/codex/bin/codex.js", nm.join(".bin/codex")).unwrap();
+        std::fs::write(dir.path().join(".env"), "SECRET=1").unwrap();
+
+        let got = installed_files(&nm.join(".bin/codex")).unwrap();
+        let canon = |p: &Path| std::fs::canonicalize(p).unwrap();
+        assert_eq!(got.ro, [canon(&pkg), canon(&platform)]);
+        assert_eq!(
+            got.links,
+            [(
+                PathBuf::from("../@openai/codex/bin/codex.js"),
+                nm.join(".bin/codex")
+            )]
+        );
+
+        // A native binary alone is bound as the one file; a bare script is refused.
+        std::fs::copy("/usr/bin/true", dir.path().join("claude")).unwrap();
+        let got = installed_files(&dir.path().join("claude")).unwrap();
+        assert_eq!(got.ro, [canon(&dir.path().join("claude"))]);
+        std::fs::write(dir.path().join("script"), "#!/bin/sh\n").unwrap();
+        let e = format!(
+            "{:#}",
+            installed_files(&dir.path().join("script")).unwrap_err()
+        );
+        assert!(
+            e.contains("outside an npm package") && e.contains("--no-contain"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1130,6 +1470,54 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o7777, 0o755);
         assert_eq!(std::fs::read_to_string(&secret).unwrap(), "key");
+    }
+
+    #[test]
+    fn the_scratch_keeps_nothing_below_its_depth_and_no_link_at_any_depth() {
+        let dir = tempfile::tempdir().unwrap();
+        let scratch = dir.path().join("scratch");
+        let secret = dir.path().join("id_ed25519");
+        std::fs::write(&secret, "key").unwrap();
+        // 200 levels, with a link, a FIFO and a file at the bottom and half way down.
+        let mut deep = scratch.clone();
+        for i in 0..200 {
+            deep.push("d");
+            if i == 100 || i == 199 {
+                std::fs::create_dir_all(&deep).unwrap();
+                std::os::unix::fs::symlink(&secret, deep.join("link")).unwrap();
+                std::fs::write(deep.join("file"), "x").unwrap();
+            }
+        }
+        std::fs::write(scratch.join("d/top.txt"), "kept").unwrap();
+        clean_scratch(&scratch);
+
+        let (mut links, mut depth_max) = (0, 0);
+        let mut stack = vec![(scratch.clone(), 0u32)];
+        while let Some((d, depth)) = stack.pop() {
+            depth_max = depth_max.max(depth);
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let m = std::fs::symlink_metadata(e.path()).unwrap();
+                if m.file_type().is_symlink() {
+                    links += 1;
+                }
+                if m.is_dir() {
+                    stack.push((e.path(), depth + 1));
+                }
+            }
+        }
+        assert_eq!(links, 0);
+        assert!(depth_max <= MAX_KEPT_DEPTH, "{depth_max}");
+        assert_eq!(
+            std::fs::read_to_string(scratch.join("d/top.txt")).unwrap(),
+            "kept"
+        );
+        assert_eq!(std::fs::read_to_string(&secret).unwrap(), "key");
+        let leftovers: Vec<_> = std::fs::read_dir(&scratch)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(leftovers, ["d"], "nothing hoisted is left behind");
     }
 
     #[test]

@@ -113,7 +113,7 @@ fn nothing_gets_out(harness: &str) {
          @get http://127.0.0.1:{}/v1/positive-control\n\
          @read /etc/shadow\n@read {}\n\
          @write ${{HOME}}/scratch-ok.txt\n\
-         @sh env > \"$HOME/env.txt\"; ls -la / /tmp > \"$HOME/ls.txt\" 2>&1\n\
+         @sh env > \"$HOME/env.txt\" && cp \"$HOME/env.txt\" \"$FAKE_WORKER_RESULTS.env\"; ls -la / /tmp > \"$HOME/ls.txt\" 2>&1\n\
          @sh mount -o remount,rw,bind {p} && touch {p}/remounted\n\
          @sh unshare -rm sh -c 'mount -o remount,rw,bind {p} && touch {p}/remounted-userns'\n\
          @sh grep -Eq 'CapEff:.0+$' /proc/self/status && grep -Eq 'CapBnd:.0+$' /proc/self/status\n\
@@ -161,13 +161,12 @@ fn nothing_gets_out(harness: &str) {
         model.seen()
     );
     let run_dir = sb.run_dir();
-    assert!(
-        run_dir.join("scratch/scratch-ok.txt").exists(),
-        "HOME is the scratch"
-    );
+    // HOME is the scratch, a tmpfs: written in the box, gone with it.
+    assert_eq!(results_for(&results, "write")[0]["ok"], true, "{results:?}");
+    assert!(!run_dir.join("scratch/scratch-ok.txt").exists());
 
     // The environment: the supervisor's other variables never reach the box.
-    let env = std::fs::read_to_string(run_dir.join("scratch/env.txt")).unwrap();
+    let env = std::fs::read_to_string(sb.kit().join("results.jsonl.env")).unwrap();
     assert!(env.contains("LEOPOLD_RUN_ID="), "{env}");
     assert!(!env.contains("planted-"), "{env}");
 

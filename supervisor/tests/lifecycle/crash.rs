@@ -145,6 +145,11 @@ fn crash_then_recover_in(sb: Sandbox, harness: &str, step: &str) {
             processes_of_run(id).is_empty(),
             "{step}: processes of run {id} remain"
         );
+        assert!(
+            cgroups_of_run(id).is_empty(),
+            "{step}: the box's cgroup remains: {:?}",
+            cgroups_of_run(id)
+        );
         let rj = sb.run_json();
         assert_eq!(rj["run_id"], id.as_str());
         assert_eq!(rj["active"], false);

@@ -42,7 +42,11 @@
 //! - `@read PATH`: read PATH whole (records the byte count only);
 //! - `@detach SECS URL FILE`: start a child in a new session (`setsid`), not waited for, with
 //!   stdio on /dev/null, that sleeps SECS, then GETs URL and writes FILE: it acts after the run;
-//! - `@sh CMD`: `sh -c CMD` (curl, python, …), records the exit code.
+//! - `@sh CMD`: `sh -c CMD` (curl, python, …), records the exit code;
+//! - `@alloc MIB`: allocates MIB mebibytes and touches every page, holding them until it exits
+//!   (records `{op:"alloc"}` once all are held);
+//! - `@events N LINE`: sends LINE N times as a datagram to the guard's event socket
+//!   (`$LEOPOLD_EVENTS_SOCKET`), as a forger or a flood would; records how many were sent.
 //!
 //! At start, if `FAKE_WORKER_RECORD` is set, it writes `{argv, pid, pgid, cwd, stdin_is_null,
 //! run_id, mono_ns}` there as JSON. With `--version` it prints `FAKE_WORKER_VERSION` (default a
@@ -586,6 +590,30 @@ fn adversary(name: &str, arg: &str) -> bool {
             result(
                 serde_json::json!({"op":"detach","ok":r.is_ok(),"pid":r.as_ref().map(|c| c.id()).ok()}),
             );
+        }
+        "alloc" => {
+            let mib: usize = arg.parse().unwrap_or(0);
+            let mut held: Vec<Vec<u8>> = Vec::with_capacity(mib);
+            for _ in 0..mib {
+                let mut chunk = vec![0u8; 1 << 20];
+                for i in (0..chunk.len()).step_by(4096) {
+                    chunk[i] = 1;
+                }
+                held.push(chunk);
+            }
+            result(serde_json::json!({"op":"alloc","mib":mib,"ok":true}));
+            // Held until the process exits.
+            std::mem::forget(held);
+        }
+        "events" => {
+            let (n, line) = arg.split_once(' ').unwrap_or((arg.as_str(), ""));
+            let n: usize = n.parse().unwrap_or(0);
+            let sock = std::os::unix::net::UnixDatagram::unbound().expect("datagram socket");
+            let to = std::env::var_os("LEOPOLD_EVENTS_SOCKET").unwrap_or_default();
+            let sent = (0..n)
+                .filter(|_| sock.send_to(line.as_bytes(), &to).is_ok())
+                .count();
+            result(serde_json::json!({"op":"events","sent":sent,"ok":sent == n}));
         }
         "sh" => {
             let r = Command::new("sh")

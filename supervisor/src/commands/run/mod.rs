@@ -744,6 +744,8 @@ fn launch(
                 // (this binary, already there).
                 programs: Vec::new(),
                 rw: Vec::new(),
+                limits: plan.limits,
+                tripwire: plan.tripwire.clone(),
             })
             .map_err(|e| format!("{e:#}"))?,
         ),
@@ -766,6 +768,8 @@ fn launch(
             output_dir: &output_dir,
             servers: upstreams,
             refs: provisioned.map(|p| crate::browser::RefTracker::new(&p.state, &p.output_dir)),
+            max_record: plan.limits.records,
+            tripwire: plan.tripwire.clone(),
         })
         .map_err(|e| format!("{e:#}"))?;
         observer = observer.with_gateway(gw.shared.clone());

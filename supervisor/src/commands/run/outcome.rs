@@ -33,6 +33,8 @@ pub enum Stop {
     Signal(Signal),
     /// `max_denials_in_a_row` denials with no allowed action between: the last reason, how many.
     Stuck(String, u32),
+    /// The boxed worker hit a limit: which (`the worker's processes reached --max-procs 512`).
+    OverLimit(String),
 }
 
 /// The finding (and the reason) of a stuck run: `stuck at a wall: <reason> ×N`.
@@ -86,6 +88,7 @@ pub fn classify(end: &Ended<'_>) -> Classified {
                 )),
             ),
             Some(Stop::Stuck(r, n)) => (RunOutcome::Stuck, Some(stuck_text(r, *n))),
+            Some(Stop::OverLimit(why)) => (RunOutcome::OverLimit, Some(why.clone())),
             Some(Stop::Signal(s)) => (RunOutcome::Interrupted, Some(s.as_str().to_owned())),
             Some(Stop::Violation(v)) => (RunOutcome::Violated, Some(v.clone())),
             None => match end.status {
@@ -247,6 +250,27 @@ mod tests {
         assert_eq!(
             classify(&e).reason.as_deref(),
             Some("SIGINT; a process the worker started held its output after it exited (killed)")
+        );
+    }
+
+    #[test]
+    fn a_limit_hit_exits_6_unless_a_violation_came_first() {
+        let killed = ExitStatus::from_raw(9);
+        let l = Stop::OverLimit("the worker's processes reached --max-procs 64".into());
+        let c = classify(&end(0, Some(&l), Some(&killed)));
+        assert_eq!(
+            (c.outcome, c.reason.as_deref(), c.cause),
+            (
+                RunOutcome::OverLimit,
+                Some("the worker's processes reached --max-procs 64"),
+                None
+            )
+        );
+        assert_eq!(c.outcome.as_str(), "over_limit");
+        assert_eq!(c.outcome.exit_code(), 6);
+        assert_eq!(
+            classify(&end(1, Some(&l), Some(&killed))).outcome,
+            RunOutcome::Violated
         );
     }
 

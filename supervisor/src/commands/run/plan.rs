@@ -37,6 +37,10 @@ pub struct Plan {
     pub bwrap: Option<PathBuf>,
     /// `--ca-cert`: extra roots the browser's proxy trusts for the app's own certificate.
     pub ca_certs: Vec<PathBuf>,
+    /// `--max-procs` and the other limits (README "The box", "Limits").
+    pub limits: crate::sandbox::limits::Limits,
+    /// Tripped by whatever sees a limit hit; supervision stops the worker.
+    pub tripwire: crate::sandbox::limits::Tripwire,
 }
 
 /// Whether the run provisions its browser: `--browser`, or the flow's `browser` key.
@@ -133,6 +137,13 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
             .iter()
             .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
             .collect(),
+        limits: crate::sandbox::limits::Limits {
+            procs: args.limits.max_procs,
+            memory: args.limits.max_memory,
+            scratch: args.limits.max_scratch,
+            records: args.limits.max_records,
+        },
+        tripwire: crate::sandbox::limits::Tripwire::default(),
     })
 }
 

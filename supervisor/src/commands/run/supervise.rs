@@ -231,6 +231,14 @@ impl Stopper {
         }
     }
 
+    /// A limit of the box was hit: stop the worker (unless it is already being stopped).
+    fn over_limit(&mut self, why: String, out: &Reporter) {
+        if self.stop.is_none() {
+            out.info(&format!("leopold: stopping the worker: {why}"));
+            self.begin(Stop::OverLimit(why));
+        }
+    }
+
     fn begin(&mut self, why: Stop) {
         if self.stop.is_none() {
             self.stop = Some(why);
@@ -319,6 +327,9 @@ pub async fn supervise(
                 }
             }
             sig = signals.recv() => stopper.signal(sig, out),
+            why = plan.tripwire.wait(), if stopper.stop.is_none() && status.is_none() => {
+                stopper.over_limit(why, out);
+            }
             _ = sleep_until(poll_at), if observer.polls() && status.is_none() => {
                 poll_at = TInstant::now() + POLL;
                 let batch = observer.poll().unwrap_or_else(|e| {
@@ -373,6 +384,10 @@ pub async fn supervise(
         Batch::default()
     });
     let mut stop = stopper.stop;
+    if stop.is_none() {
+        // The kernel's answer to a limit may have ended the worker before the watch saw it.
+        stop = plan.tripwire.check().map(Stop::OverLimit);
+    }
     if let Some(v) = out.batch(&fin, &mut counts) {
         if stop.is_none() {
             stop = Some(Stop::Violation(v));
