@@ -484,6 +484,14 @@ impl Server {
                 let _ = crate::os::signal_group(pid, libc::SIGKILL);
             }
             let _ = child.start_kill();
+            // Reaped here, as a connection's end reaped its own server before: SIGKILL lands
+            // at once, and a zombie would keep its pid until the supervisor exits.
+            for _ in 0..200 {
+                match child.try_wait() {
+                    Ok(None) => std::thread::sleep(std::time::Duration::from_millis(1)),
+                    _ => break,
+                }
+            }
         }
         self.gone();
     }

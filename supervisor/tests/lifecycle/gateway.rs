@@ -347,9 +347,12 @@ fn the_runs_connections_share_one_server_process() {
         calls.iter().map(|c| c["pid"].as_u64().unwrap()).collect();
     assert_eq!(pids.len(), 1, "one process of the server: {calls:?}");
     let pid = *pids.first().unwrap();
+    // Gone, or at most a zombie waiting for a reaper of the test's own (not running).
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = state.rsplit_once(") ").map(|(_, r)| &r[..1]);
     assert!(
-        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
-        "the server outlived the run"
+        state.is_none_or(|s| s == "Z"),
+        "the server outlived the run: state {state:?}"
     );
     // Each session got its own answers.
     let r = sb.results_lines();
