@@ -19,7 +19,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 n="${1:-40}"
 burst="${2:-5}"
-cargo build --release -q -p leopold -p leopold-tests --bin leopold --bin leopold-fake-worker
+# The fake worker gets its script through the test knobs: a release build with them.
+cargo build --release -q --features leopold/test-knobs -p leopold -p leopold-tests --bin leopold --bin leopold-fake-worker
 target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 echo "command: scripts/bench-supervisor.sh $n $burst"
 echo "commit:  $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- supervisor journal guard flows || echo ' (+ uncommitted changes)')"

@@ -15,9 +15,16 @@ export LEOPOLD_CHROMIUM="${LEOPOLD_CHROMIUM:-/usr/bin/chromium}"
 # The worker's box (Debian's bubblewrap): `persona run` refuses without it (README "The box").
 ./scripts/install-box.sh >/dev/null
 
-# The `leopold` binary the end-to-end suites drive (another package: not built by nextest for them).
-cargo build -p leopold
 target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+# `leopold` as `cargo build --release` builds it, without the test knobs (supervisor/src/knobs.rs),
+# kept under its own name: a test proves that such a build reads none of them.
+cargo build -p leopold
+cp "$target_dir/debug/leopold" "$target_dir/debug/leopold-no-knobs"
+export LEOPOLD_BIN_NO_KNOBS="$target_dir/debug/leopold-no-knobs"
+# The `leopold` binary the end-to-end suites drive (another package: not built by nextest for
+# them), with the test knobs the kit sets. nextest builds the workspace with the same feature
+# (below), so its build leaves this binary as it is.
+cargo build -p leopold --features test-knobs
 export LEOPOLD_BIN="$target_dir/debug/leopold"
 
 # The fake worker the supervisor's lifecycle tests drive.
@@ -44,11 +51,11 @@ elif ! cargo nextest --version >/dev/null 2>&1; then
 fi
 
 if [[ "$runner" == nextest ]]; then
-    cargo nextest run --workspace --no-fail-fast "$@"
+    cargo nextest run --workspace --features leopold/test-knobs --no-fail-fast "$@"
 else
     # nextest's test group, by hand: the real-CLI suites (package leopold-tests) one at a time.
     status=0
-    cargo test --workspace --exclude leopold-tests --no-fail-fast "$@" || status=$?
+    cargo test --workspace --exclude leopold-tests --features leopold/test-knobs --no-fail-fast "$@" || status=$?
     cargo test -p leopold-tests --no-fail-fast "$@" -- --test-threads=1 || status=$?
     exit "$status"
 fi

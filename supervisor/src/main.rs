@@ -12,6 +12,7 @@ mod fs;
 #[cfg(unix)]
 mod gateway;
 mod harness;
+mod knobs;
 mod observe;
 #[cfg(unix)]
 #[path = "os/unix.rs"]

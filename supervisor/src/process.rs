@@ -82,8 +82,7 @@ pub enum ProbeError {
 
 /// The timeout for version probes: [`VERSION_TIMEOUT`], or the test override.
 pub fn version_timeout() -> Duration {
-    std::env::var(VERSION_TIMEOUT_ENV)
-        .ok()
+    crate::knobs::var(VERSION_TIMEOUT_ENV)
         .and_then(|v| v.parse().ok())
         .map_or(VERSION_TIMEOUT, Duration::from_millis)
 }

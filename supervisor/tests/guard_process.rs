@@ -302,6 +302,9 @@ fn inert_without_an_active_run() {
 
 #[test]
 fn a_panic_still_denies_with_exit_two_and_one_line() {
+    if !cfg!(feature = "test-knobs") {
+        panic!("the forced panic is a test knob: run ./scripts/test.sh, or add `--features leopold/test-knobs`");
+    }
     let p = project(true);
     let out = guard_in(&p.project, b"{}", &[("__LEOPOLD_GUARD_PANIC", "1")]);
     let err = assert_deny(&out, "internal_error");

@@ -10,6 +10,12 @@ pub use leopold_tests::{capture, Sandbox};
 pub const LEOPOLD: &str = env!("CARGO_BIN_EXE_leopold");
 
 fn leopold_bin() -> &'static std::path::Path {
+    if !cfg!(feature = "test-knobs") {
+        panic!(
+            "these tests set the `__LEOPOLD_*` test knobs, which only a build with the \
+             `test-knobs` feature reads: run ./scripts/test.sh, or add `--features leopold/test-knobs`"
+        );
+    }
     std::path::Path::new(LEOPOLD)
 }
 

@@ -133,6 +133,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
     let mut out = Vec::new();
     out.extend(linking_finding());
     out.push(box_finding());
+    out.extend(loosened_findings(project, &paths));
 
     // Lock and ACTIVE.json.
     let holder = state::lock_is_held(&paths)?;
@@ -460,6 +461,56 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     } else {
         RunExit::CLEAN
     }))
+}
+
+/// What loosens a bound that `doctor` can see before a run: a flow (in the project's `flows/`,
+/// or the active run's) that opts into dangerous browser tools. `--no-contain` and harness
+/// arguments after `--` belong to one run, which says them on every run; the line says so.
+fn loosened_findings(project: &Path, paths: &PersonaPaths) -> Vec<Finding> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(project.join("flows"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "md"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Ok(st) = <state::ActiveState as state::StateFile>::read(&paths.active()) {
+        files.push(st.flow_path);
+    }
+    files.sort();
+    files.dedup();
+    let mut out: Vec<Finding> = files
+        .iter()
+        // A flow that does not parse is `flow check`'s to report: no run starts with it.
+        .filter_map(|p| leopold_flows::Flow::load(p).ok().map(|fl| (p, fl)))
+        .flat_map(|(p, fl)| {
+            super::run::plan::loosened(false, &fl, &[])
+                .into_iter()
+                .map(move |w| {
+                    f(
+                        "project",
+                        "loosened",
+                        Status::Note,
+                        format!("{}: {w}", shown(p)),
+                        Some(format!(
+                            "remove `allow_tools` from {} unless the persona needs those tools",
+                            shown(p)
+                        )),
+                    )
+                })
+        })
+        .collect();
+    if out.is_empty() {
+        out.push(f(
+            "project",
+            "loosened",
+            Status::Ok,
+            "no flow here opts into a dangerous browser tool (`allow_tools`); `--no-contain` and harness arguments after `--` loosen a run's bounds, and the run says so".into(),
+            None,
+        ));
+    }
+    out
 }
 
 /// Whether `persona run` can build the box (README "The box").

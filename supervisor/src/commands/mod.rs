@@ -60,13 +60,13 @@ const PAUSE_MARKER_ENV: &str = "__LEOPOLD_PAUSE_MARKER";
 
 /// Pauses here if a test asked for it, until the test SIGKILLs us or removes the marker.
 pub fn pause_point(step: &str) {
-    let Ok(want) = std::env::var(PAUSE_AT_ENV) else {
+    let Some(want) = crate::knobs::var(PAUSE_AT_ENV) else {
         return;
     };
     if want != step {
         return;
     }
-    let Ok(marker) = std::env::var(PAUSE_MARKER_ENV) else {
+    let Some(marker) = crate::knobs::var(PAUSE_MARKER_ENV) else {
         loop {
             std::thread::sleep(Duration::from_secs(3600));
         }

@@ -3,9 +3,11 @@
 //!
 //! For each server (a stdio server of `--mcp-config`, or the provisioned Playwright browser)
 //! the supervisor listens on `<sock dir>/mcp-<server>.sock`; the worker's MCP config names
-//! `leopold persona mcp-relay --socket <that>` instead of the server. For every connection the
-//! gateway starts the real server here, outside the box (its working directory the run's
-//! browser output folder, never the project), and relays newline-delimited JSON-RPC:
+//! `leopold persona mcp-relay --socket <that>` instead of the server. The first connection
+//! starts the run's one process of the real server here, outside the box (its working directory
+//! the run's browser output folder, never the project), which every later connection shares;
+//! the gateway relays newline-delimited JSON-RPC, each request under an id of its own so that
+//! every answer is judged, recorded and returned as the answer to the request it answers:
 //!
 //! - a `tools/call` goes on only if the tool is listed ([`policy::LISTED_TOOLS`]) and the
 //!   guard's own decision allows it; a denied call is answered here with an MCP tool error
@@ -13,7 +15,9 @@
 //!   the harness ran its hook (on Codex a hook that cannot run fails open, HARNESS-FACTS §1);
 //! - `initialize`: the client's `roots` capability is replaced by the gateway's; the server's
 //!   `roots/list` is answered with the output folder alone; `tools/list` results are filtered;
-//! - anything the gateway cannot parse or judge is refused with a named reason.
+//! - anything the gateway cannot parse or judge is refused with a named reason and recorded: a
+//!   batch, a `tools/call` without an id (a notification), a request reusing an id still in
+//!   flight, a method it does not pass on.
 //!
 //! Every call and answer is journaled in `gateway.jsonl` (tool, verdict, reason, the call
 //! reduced as events.jsonl reduces it, the page's host and title), the record the run's
@@ -393,6 +397,23 @@ struct Ctx {
     cwd: PathBuf,
     run_id: String,
     stderr_log: PathBuf,
+    /// The run's one process of this server, started by the first connection and shared by
+    /// every later one: a server per connection was a browser per connection (20 Playwright
+    /// servers for one run), each outside the box.
+    server: Mutex<Option<Arc<Server>>>,
+}
+
+impl Ctx {
+    /// The run's process of this server, started on the first call.
+    fn server(self: &Arc<Ctx>) -> anyhow::Result<Arc<Server>> {
+        let mut slot = self.server.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = &*slot {
+            return Ok(s.clone());
+        }
+        let s = start_server(self)?;
+        *slot = Some(s.clone());
+        Ok(s)
+    }
 }
 
 /// What [`start`] needs.
@@ -415,13 +436,14 @@ pub struct Start<'a> {
     pub tripwire: crate::sandbox::limits::Tripwire,
 }
 
-/// The running gateway. Dropping it stops it and removes its sockets.
+/// The running gateway. Dropping it stops it, its servers and removes its sockets.
 pub struct Gateway {
     tasks: Vec<tokio::task::JoinHandle<()>>,
     pub shared: Arc<Mutex<Shared>>,
     record: Arc<Mutex<Record>>,
     sockets: Vec<PathBuf>,
     own_dir: Option<PathBuf>,
+    ctxs: Vec<Arc<Ctx>>,
 }
 
 impl Gateway {
@@ -497,6 +519,7 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
         record: record.clone(),
         sockets: Vec::new(),
         own_dir,
+        ctxs: Vec::new(),
     };
     for up in s.servers {
         let sock = socket_path(s.sock_dir, &up.name);
@@ -517,7 +540,9 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
             record: record.clone(),
             cwd: output_dir.clone(),
             run_id: s.run_id.to_owned(),
+            server: Mutex::new(None),
         });
+        gw.ctxs.push(ctx.clone());
         gw.tasks.push(tokio::spawn(async move {
             while let Ok((conn, _)) = listener.accept().await {
                 let ctx = ctx.clone();
@@ -537,6 +562,12 @@ impl Drop for Gateway {
         for t in &self.tasks {
             t.abort();
         }
+        for c in &self.ctxs {
+            let server = c.server.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(s) = server {
+                s.stop();
+            }
+        }
         for s in &self.sockets {
             let _ = std::fs::remove_file(s);
         }
@@ -550,10 +581,145 @@ impl Drop for Gateway {
 enum Pending {
     Initialize,
     ToolsList,
-    ToolsCall { seq: u64, tool: String },
+    ToolsCall {
+        seq: u64,
+        tool: String,
+    },
+    /// Passed back as it is (`ping`).
+    Other,
 }
 
-type PendingMap = Arc<Mutex<HashMap<String, Pending>>>;
+/// A request passed on to the server under an id of the gateway's own: whose it was.
+struct Route {
+    conn: u64,
+    /// The id the worker gave it, restored on its answer.
+    id: Value,
+    what: Pending,
+}
+
+/// The server's answer to the first `initialize`, kept for every later connection's.
+enum Init {
+    NotSent,
+    /// The first one is with the server; these connections' (and ids) wait for its answer.
+    Waiting(Vec<(u64, Value)>),
+    /// Its answer, without its id.
+    Done(Value),
+}
+
+/// The connections sharing a server and their requests in flight.
+struct Routes {
+    next_id: u64,
+    next_conn: u64,
+    /// Live connections: where their answers go.
+    conns: HashMap<u64, mpsc::UnboundedSender<Vec<u8>>>,
+    /// Requests with the server, by the gateway's id for them. A worker's ids are its own
+    /// connection's: two connections (or one reusing an id) never collide on the server, and
+    /// every answer is judged and recorded as the answer to the request it answers.
+    pending: HashMap<u64, Route>,
+    init: Init,
+    /// Whether `notifications/initialized` reached the server (once: it was initialized once).
+    initialized: bool,
+    /// The server's process ended: no connection is served any more.
+    gone: bool,
+}
+
+/// The run's one process of a server ([`Ctx::server`]).
+struct Server {
+    to_server: mpsc::UnboundedSender<Vec<u8>>,
+    routes: Mutex<Routes>,
+    /// The process (its own group, SIGKILLed by the kernel if the supervisor dies) and its pipes'
+    /// tasks; [`Server::stop`] ends them.
+    child: Mutex<Option<tokio::process::Child>>,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl Server {
+    fn new(to_server: mpsc::UnboundedSender<Vec<u8>>) -> Server {
+        Server {
+            to_server,
+            routes: Mutex::new(Routes {
+                next_id: 0,
+                next_conn: 0,
+                conns: HashMap::new(),
+                pending: HashMap::new(),
+                init: Init::NotSent,
+                initialized: false,
+                gone: false,
+            }),
+            child: Mutex::new(None),
+            tasks: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn routes(&self) -> std::sync::MutexGuard<'_, Routes> {
+        self.routes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new connection, its answers sent to `tx`; `None` once the server is gone.
+    fn connect(&self, tx: mpsc::UnboundedSender<Vec<u8>>) -> Option<u64> {
+        let mut r = self.routes();
+        if r.gone {
+            return None;
+        }
+        r.next_conn += 1;
+        let id = r.next_conn;
+        r.conns.insert(id, tx);
+        Some(id)
+    }
+
+    /// The connection is closed: answers to its requests still in flight are judged and
+    /// recorded, then dropped.
+    fn disconnect(&self, conn: u64) {
+        let mut r = self.routes();
+        r.conns.remove(&conn);
+        if let Init::Waiting(w) = &mut r.init {
+            w.retain(|(c, _)| *c != conn);
+        }
+    }
+
+    fn to_conn(&self, conn: u64, v: &Value) {
+        if let Some(tx) = self.routes().conns.get(&conn) {
+            send(tx, v);
+        }
+    }
+
+    /// The process ended: every connection closes (its writer drains, then shuts the socket).
+    fn gone(&self) {
+        let mut r = self.routes();
+        r.gone = true;
+        r.conns.clear();
+        r.init = Init::NotSent;
+    }
+
+    fn stop(&self) {
+        for t in self
+            .tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            t.abort();
+        }
+        if let Some(mut child) = self.child.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            // Its group: what it started in it goes too.
+            if let Some(pid) = child.id() {
+                let _ = crate::os::signal_group(pid, libc::SIGKILL);
+            }
+            let _ = child.start_kill();
+            // Reaped here, as a connection's end reaped its own server before: SIGKILL lands
+            // at once, and a zombie would keep its pid until the supervisor exits.
+            for _ in 0..200 {
+                match child.try_wait() {
+                    Ok(None) => std::thread::sleep(std::time::Duration::from_millis(1)),
+                    _ => break,
+                }
+            }
+        }
+        self.gone();
+    }
+}
+
+type RequestKey = (u64, String);
 
 fn id_key(id: &Value) -> String {
     id.to_string()
@@ -579,8 +745,8 @@ fn send(tx: &mpsc::UnboundedSender<Vec<u8>>, v: &Value) {
     let _ = tx.send(b);
 }
 
-/// One connection: the real server started for it, both directions judged.
-async fn serve(conn: UnixStream, ctx: &Ctx) -> anyhow::Result<()> {
+/// Starts the run's process of the server and the tasks on its pipes.
+fn start_server(ctx: &Arc<Ctx>) -> anyhow::Result<Arc<Server>> {
     let up = &ctx.upstream;
     let stderr = std::fs::OpenOptions::new()
         .create(true)
@@ -617,11 +783,44 @@ async fn serve(conn: UnixStream, ctx: &Ctx) -> anyhow::Result<()> {
         .with_context(|| format!("cannot start MCP server `{}` ({})", up.name, up.command))?;
     let mut server_in = child.stdin.take().context("no stdin")?;
     let server_out = child.stdout.take().context("no stdout")?;
-    let (client_r, mut client_w) = conn.into_split();
-
-    let (to_client, mut to_client_rx) = mpsc::unbounded_channel::<Vec<u8>>();
     let (to_server, mut to_server_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    let client_writer = tokio::spawn(async move {
+    let srv = Arc::new(Server::new(to_server));
+    *srv.child.lock().unwrap_or_else(|e| e.into_inner()) = Some(child);
+    let writer = tokio::spawn(async move {
+        while let Some(b) = to_server_rx.recv().await {
+            if server_in.write_all(&b).await.is_err() || server_in.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let reader = {
+        let (ctx, srv) = (ctx.clone(), srv.clone());
+        tokio::spawn(async move {
+            let mut r = BufReader::new(server_out);
+            while let Some(line) = read_line(&mut r).await {
+                server_message(&ctx, &srv, &line);
+            }
+            tracing::debug!(server = %ctx.policy.server, "the MCP server closed its output");
+            srv.gone();
+        })
+    };
+    srv.tasks
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend([writer, reader]);
+    Ok(srv)
+}
+
+/// One connection to the run's server, both directions judged.
+async fn serve(conn: UnixStream, ctx: &Arc<Ctx>) -> anyhow::Result<()> {
+    let srv = ctx.server()?;
+    let (client_r, mut client_w) = conn.into_split();
+    let (to_client, mut to_client_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    // A server already gone: the socket closes at once, and the relay with it.
+    let Some(conn) = srv.connect(to_client) else {
+        return Ok(());
+    };
+    let mut client_writer = tokio::spawn(async move {
         while let Some(b) = to_client_rx.recv().await {
             if client_w.write_all(&b).await.is_err() {
                 break;
@@ -629,58 +828,86 @@ async fn serve(conn: UnixStream, ctx: &Ctx) -> anyhow::Result<()> {
         }
         let _ = client_w.shutdown().await;
     });
-    let server_writer = tokio::spawn(async move {
-        while let Some(b) = to_server_rx.recv().await {
-            if server_in.write_all(&b).await.is_err() || server_in.flush().await.is_err() {
-                break;
-            }
-        }
-    });
-    let pending: PendingMap = Arc::new(Mutex::new(HashMap::new()));
-
-    let from_client = {
-        let (to_client, to_server, pending) =
-            (to_client.clone(), to_server.clone(), pending.clone());
-        async move {
-            let mut r = BufReader::new(client_r);
-            while let Some(line) = read_line(&mut r).await {
-                client_message(ctx, &line, &to_client, &to_server, &pending);
-            }
+    let from_client = async {
+        let mut r = BufReader::new(client_r);
+        while let Some(line) = read_line(&mut r).await {
+            client_message(ctx, &srv, conn, &line);
         }
     };
-    let from_server = {
-        let (to_client, to_server, pending) =
-            (to_client.clone(), to_server.clone(), pending.clone());
-        async move {
-            let mut r = BufReader::new(server_out);
-            while let Some(line) = read_line(&mut r).await {
-                server_message(ctx, &line, &to_client, &to_server, &pending);
-            }
-        }
+    // The client closing ends the connection (the relay exits when its socket closes); the
+    // server ending closes every connection's writer.
+    let writer_done = tokio::select! {
+        () = from_client => false,
+        _ = &mut client_writer => true,
     };
-    // Either side closing ends the connection: the relay exits when its socket closes, and
-    // the server is stopped (kill on drop) when the client is gone.
-    tokio::select! {
-        () = from_client => {}
-        () = from_server => {}
+    srv.disconnect(conn);
+    if !writer_done {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), client_writer).await;
     }
-    drop(to_client);
-    drop(to_server);
-    server_writer.abort();
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), client_writer).await;
-    let _ = child.start_kill();
-    let _ = child.wait().await;
     Ok(())
 }
 
-/// One message from the worker.
-fn client_message(
-    ctx: &Ctx,
-    line: &[u8],
-    to_client: &mpsc::UnboundedSender<Vec<u8>>,
-    to_server: &mpsc::UnboundedSender<Vec<u8>>,
-    pending: &PendingMap,
-) {
+/// Records a message the gateway refused (`gateway_unjudgeable`, with what it was).
+fn record_refusal(ctx: &Ctx, what: &str, method: Option<&str>, tool: Option<&str>) {
+    let mut rec = ctx.record.lock().unwrap_or_else(|e| e.into_inner());
+    let seq = rec.next_seq();
+    rec.line(
+        json!({"event": "message", "seq": seq, "server": ctx.policy.server, "verdict": "denied",
+        "reason": leopold_guard::Reason::GatewayUnjudgeable.id(), "detail": what,
+        "method": method.and_then(|m| leopold_guard::safe_text(m, 64)),
+        "tool": tool.and_then(|t| leopold_guard::safe_text(t, 128))}),
+    );
+}
+
+/// A refused message: recorded, and answered when it has an id to answer.
+fn refuse(ctx: &Ctx, srv: &Server, conn: u64, msg: &Value, id: Option<&Value>, what: &str) {
+    let method = msg.get("method").and_then(Value::as_str);
+    let tool = (method == Some("tools/call"))
+        .then(|| msg.pointer("/params/name").and_then(Value::as_str))
+        .flatten();
+    record_refusal(ctx, what, method, tool);
+    if let Some(id) = id {
+        srv.to_conn(
+            conn,
+            &policy::rpc_error(
+                id,
+                -32600,
+                &format!("Leopold's gateway refused the message: {what}"),
+            ),
+        );
+    }
+}
+
+/// Passes a request on to the server under an id of the gateway's own.
+fn pass_on(srv: &Server, conn: u64, id: &Value, what: Pending, mut msg: Value) {
+    let gid = {
+        let mut r = srv.routes();
+        r.next_id += 1;
+        let gid = r.next_id;
+        r.pending.insert(
+            gid,
+            Route {
+                conn,
+                id: id.clone(),
+                what,
+            },
+        );
+        gid
+    };
+    msg["id"] = json!(gid);
+    send(&srv.to_server, &msg);
+}
+
+/// Whether the connection has a request with this id in flight.
+fn in_flight(r: &Routes, key: &RequestKey) -> bool {
+    r.pending
+        .values()
+        .any(|p| p.conn == key.0 && id_key(&p.id) == key.1)
+        || matches!(&r.init, Init::Waiting(w) if w.iter().any(|(c, i)| *c == key.0 && id_key(i) == key.1))
+}
+
+/// One message from the worker, on connection `conn`.
+fn client_message(ctx: &Ctx, srv: &Server, conn: u64, line: &[u8]) {
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }
@@ -689,14 +916,76 @@ fn client_message(
         Ok(v @ Value::Object(_)) => v,
         // Not one JSON-RPC message (a batch, a scalar, not JSON): refused, never forwarded.
         _ => {
-            deny_unparsed(ctx, to_client, &Value::Null, "not one JSON-RPC message");
+            refuse(
+                ctx,
+                srv,
+                conn,
+                &Value::Null,
+                Some(&Value::Null),
+                "not one JSON-RPC message",
+            );
             return;
         }
     };
     let id = msg.get("id").cloned();
     let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
-    match (method.as_deref(), id) {
-        (Some("tools/call"), Some(id)) => {
+    let Some(m) = method.as_deref() else {
+        // A response, or neither: the gateway asks the worker nothing (it answers the
+        // server's requests itself), so there is nothing it could answer.
+        refuse(
+            ctx,
+            srv,
+            conn,
+            &msg,
+            None,
+            "a message with no method (the gateway asks the worker nothing)",
+        );
+        return;
+    };
+    if !policy::client_method_passes(m) {
+        record_refusal(ctx, "a method the gateway does not pass on", Some(m), None);
+        // A request gets its answer; a notification cannot.
+        if let Some(id) = &id {
+            srv.to_conn(
+                conn,
+                &policy::rpc_error(
+                    id,
+                    -32601,
+                    &format!("Leopold's gateway does not pass on `{m}`"),
+                ),
+            );
+        }
+        return;
+    }
+    let Some(id) = id else {
+        client_notification(ctx, srv, conn, m, msg);
+        return;
+    };
+    if !(id.is_string() || id.is_i64() || id.is_u64()) {
+        refuse(
+            ctx,
+            srv,
+            conn,
+            &msg,
+            Some(&Value::Null),
+            "a request id that is neither a string nor an integer",
+        );
+        return;
+    }
+    if in_flight(&srv.routes(), &(conn, id_key(&id))) {
+        // Its answer would be taken for the other's: refused, the first one stands.
+        refuse(
+            ctx,
+            srv,
+            conn,
+            &msg,
+            Some(&id),
+            "a request id already in flight on this connection",
+        );
+        return;
+    }
+    match m {
+        "tools/call" => {
             let refs_guard = ctx
                 .refs
                 .as_ref()
@@ -719,8 +1008,8 @@ fn client_message(
                         (!rec.full()).then_some(seq)
                     };
                     let Some(seq) = seq else {
-                        send(
-                            to_client,
+                        srv.to_conn(
+                            conn,
                             &policy::tool_error(&id, "Leopold's record of this run is full (--max-records): the call was not made"),
                         );
                         return;
@@ -735,11 +1024,7 @@ fn client_message(
                             call,
                             answer: None,
                         });
-                    pending
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(id_key(&id), Pending::ToolsCall { seq, tool });
-                    let _ = to_server.send(line_of(line));
+                    pass_on(srv, conn, &id, Pending::ToolsCall { seq, tool }, msg);
                 }
                 Err((tool, denial)) => {
                     let full = tool.as_deref().map(|t| policy.full_name(t));
@@ -773,36 +1058,38 @@ fn client_message(
                             reason: denial.reason.id().to_owned(),
                         });
                     }
-                    send(to_client, &policy::tool_error(&id, &text));
+                    srv.to_conn(conn, &policy::tool_error(&id, &text));
                 }
             }
         }
-        (Some(m), id) if policy::client_method_passes(m) => {
+        "initialize" => {
             let mut msg = msg;
-            if let Some(id) = &id {
-                let p = match m {
-                    "initialize" => Some(Pending::Initialize),
-                    "tools/list" => Some(Pending::ToolsList),
-                    _ => None,
-                };
-                if let Some(p) = p {
-                    pending
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(id_key(id), p);
+            // The server is initialized once, by the first connection; every later one is
+            // answered with that answer (the gateway's capabilities are the same for all).
+            let mut r = srv.routes();
+            match &mut r.init {
+                Init::Done(answer) => {
+                    let mut a = answer.clone();
+                    a["id"] = id;
+                    drop(r);
+                    srv.to_conn(conn, &a);
+                }
+                Init::Waiting(w) => w.push((conn, id)),
+                Init::NotSent => {
+                    r.init = Init::Waiting(Vec::new());
+                    drop(r);
+                    policy::rewrite_initialize(&mut msg);
+                    pass_on(srv, conn, &id, Pending::Initialize, msg);
                 }
             }
-            if m == "initialize" {
-                policy::rewrite_initialize(&mut msg);
-                send(to_server, &msg);
-            } else {
-                let _ = to_server.send(line_of(line));
-            }
         }
-        (Some(m), Some(id)) => {
-            // A request the gateway does not pass on (resources, prompts, completion, …).
-            send(
-                to_client,
+        "tools/list" => pass_on(srv, conn, &id, Pending::ToolsList, msg),
+        "ping" => pass_on(srv, conn, &id, Pending::Other, msg),
+        // A notification's method sent with an id: not a request the gateway passes on.
+        _ => {
+            record_refusal(ctx, "a method the gateway does not pass on", Some(m), None);
+            srv.to_conn(
+                conn,
                 &policy::rpc_error(
                     &id,
                     -32601,
@@ -810,48 +1097,56 @@ fn client_message(
                 ),
             );
         }
-        // A notification the gateway does not pass on (roots/list_changed, …): dropped.
-        (Some(_), None) => {}
-        // A response: to a request the server sent and the gateway passed on. The gateway
-        // passes none on (it answers roots/list itself), so nothing is forwarded.
-        (None, _) => {}
     }
 }
 
-fn deny_unparsed(ctx: &Ctx, to_client: &mpsc::UnboundedSender<Vec<u8>>, id: &Value, what: &str) {
-    let mut rec = ctx.record.lock().unwrap_or_else(|e| e.into_inner());
-    let seq = rec.next_seq();
-    rec.line(
-        json!({"event": "message", "seq": seq, "server": ctx.policy.server, "verdict": "denied",
-        "reason": leopold_guard::Reason::GatewayUnjudgeable.id(), "detail": what}),
-    );
-    drop(rec);
-    send(
-        to_client,
-        &policy::rpc_error(
-            id,
-            -32600,
-            &format!("Leopold's gateway refused the message: {what}"),
+/// A notification from the worker: the few the server needs go on; anything else, a
+/// `tools/call` without an id first, is refused and recorded (it cannot be answered).
+fn client_notification(ctx: &Ctx, srv: &Server, conn: u64, m: &str, mut msg: Value) {
+    match m {
+        "notifications/initialized" => {
+            let mut r = srv.routes();
+            if matches!(r.init, Init::Done(_)) && !r.initialized {
+                r.initialized = true;
+                drop(r);
+                send(&srv.to_server, &msg);
+            }
+        }
+        "notifications/cancelled" => {
+            // Names the worker's id: the server knows the request by the gateway's.
+            let key = msg
+                .pointer("/params/requestId")
+                .map(|i| (conn, id_key(i)));
+            let gid = key.and_then(|key| {
+                srv.routes()
+                    .pending
+                    .iter()
+                    .find(|(_, p)| p.conn == key.0 && id_key(&p.id) == key.1)
+                    .map(|(g, _)| *g)
+            });
+            match gid {
+                Some(g) => {
+                    msg["params"]["requestId"] = json!(g);
+                    send(&srv.to_server, &msg);
+                }
+                None => refuse(ctx, srv, conn, &msg, None, "a cancellation of no request in flight on this connection"),
+            }
+        }
+        "notifications/progress" => send(&srv.to_server, &msg),
+        "tools/call" => refuse(
+            ctx,
+            srv,
+            conn,
+            &msg,
+            None,
+            "a tools/call without an id (a notification): the gateway passes on requests it can answer",
         ),
-    );
-}
-
-fn line_of(line: &[u8]) -> Vec<u8> {
-    let mut b = line.to_vec();
-    if b.last() != Some(&b'\n') {
-        b.push(b'\n');
+        _ => refuse(ctx, srv, conn, &msg, None, "a notification the gateway does not pass on"),
     }
-    b
 }
 
 /// One message from the real server.
-fn server_message(
-    ctx: &Ctx,
-    line: &[u8],
-    to_client: &mpsc::UnboundedSender<Vec<u8>>,
-    to_server: &mpsc::UnboundedSender<Vec<u8>>,
-    pending: &PendingMap,
-) {
+fn server_message(ctx: &Ctx, srv: &Server, line: &[u8]) {
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }
@@ -865,14 +1160,14 @@ fn server_message(
     match (method.as_deref(), id) {
         (Some("roots/list"), Some(id)) => {
             send(
-                to_server,
+                &srv.to_server,
                 &policy::roots_answer(&id, &ctx.policy.output_dir),
             );
         }
         (Some(m), Some(id)) => {
             // sampling, elicitation, …: the browser asks the harness nothing.
             send(
-                to_server,
+                &srv.to_server,
                 &policy::rpc_error(
                     &id,
                     -32601,
@@ -881,32 +1176,57 @@ fn server_message(
             );
         }
         (Some(m), None) => {
+            // Every connection is the same worker's: what the server tells one, it tells all
+            // (a progress token is the requester's own, and the others ignore it).
             if policy::server_notification_passes(m) {
-                let _ = to_client.send(line_of(line));
+                for tx in srv.routes().conns.values() {
+                    send(tx, &msg);
+                }
             }
         }
-        (None, Some(id)) => {
-            let p = pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&id_key(&id));
-            match p {
-                Some(Pending::Initialize) => {
+        (None, Some(gid)) => {
+            let route = gid.as_u64().and_then(|g| srv.routes().pending.remove(&g));
+            // An answer to nothing the gateway asked: not passed on.
+            let Some(route) = route else { return };
+            msg["id"] = route.id.clone();
+            match route.what {
+                Pending::Initialize => {
                     if let Some(r) = msg.get_mut("result") {
                         policy::rewrite_initialize_result(r);
                     }
-                    send(to_client, &msg);
+                    let waiting = {
+                        let mut r = srv.routes();
+                        let ok = msg.get("result").is_some();
+                        let before = std::mem::replace(
+                            &mut r.init,
+                            if ok {
+                                Init::Done(msg.clone())
+                            } else {
+                                Init::NotSent
+                            },
+                        );
+                        match before {
+                            Init::Waiting(w) => w,
+                            _ => Vec::new(),
+                        }
+                    };
+                    srv.to_conn(route.conn, &msg);
+                    for (conn, id) in waiting {
+                        let mut a = msg.clone();
+                        a["id"] = id;
+                        srv.to_conn(conn, &a);
+                    }
                 }
-                Some(Pending::ToolsList) => {
+                Pending::ToolsList => {
                     if let Some(r) = msg.get_mut("result") {
                         let dropped = policy::filter_tools_list(&ctx.policy, r);
                         if !dropped.is_empty() {
                             tracing::debug!(server = %ctx.policy.server, ?dropped, "tools not listed");
                         }
                     }
-                    send(to_client, &msg);
+                    srv.to_conn(route.conn, &msg);
                 }
-                Some(Pending::ToolsCall { seq, tool }) => {
+                Pending::ToolsCall { seq, tool } => {
                     let result = msg.get("result");
                     let text = result.map(policy::result_text).unwrap_or_default();
                     let is_error = result.is_none()
@@ -941,10 +1261,9 @@ fn server_message(
                                 page_host: host,
                             },
                         );
-                    let _ = to_client.send(line_of(line));
+                    srv.to_conn(route.conn, &msg);
                 }
-                // An answer to nothing the worker asked: not passed on.
-                None => {}
+                Pending::Other => srv.to_conn(route.conn, &msg),
             }
         }
         (None, None) => {}
@@ -958,11 +1277,10 @@ mod tests {
     struct Wire {
         ctx: Ctx,
         _dir: tempfile::TempDir,
-        to_client: mpsc::UnboundedSender<Vec<u8>>,
+        srv: Server,
+        conn: u64,
         client_rx: mpsc::UnboundedReceiver<Vec<u8>>,
-        to_server: mpsc::UnboundedSender<Vec<u8>>,
         server_rx: mpsc::UnboundedReceiver<Vec<u8>>,
-        pending: PendingMap,
     }
 
     impl Wire {
@@ -995,38 +1313,38 @@ mod tests {
                 cwd: out.clone(),
                 run_id: "r1".into(),
                 stderr_log: out.join("log"),
+                server: Mutex::new(None),
             };
-            let (to_client, client_rx) = mpsc::unbounded_channel();
             let (to_server, server_rx) = mpsc::unbounded_channel();
+            let srv = Server::new(to_server);
+            let (to_client, client_rx) = mpsc::unbounded_channel();
+            let conn = srv.connect(to_client).unwrap();
             Wire {
                 ctx,
                 _dir: dir,
-                to_client,
+                srv,
+                conn,
                 client_rx,
-                to_server,
                 server_rx,
-                pending: Arc::new(Mutex::new(HashMap::new())),
             }
         }
 
+        /// Another connection to the same server, and where its answers go.
+        fn connect(&self) -> (u64, mpsc::UnboundedReceiver<Vec<u8>>) {
+            let (tx, rx) = mpsc::unbounded_channel();
+            (self.srv.connect(tx).unwrap(), rx)
+        }
+
         fn client_says(&mut self, v: &str) {
-            client_message(
-                &self.ctx,
-                v.as_bytes(),
-                &self.to_client,
-                &self.to_server,
-                &self.pending,
-            );
+            client_message(&self.ctx, &self.srv, self.conn, v.as_bytes());
+        }
+
+        fn says_on(&self, conn: u64, v: &str) {
+            client_message(&self.ctx, &self.srv, conn, v.as_bytes());
         }
 
         fn server_says(&mut self, v: &str) {
-            server_message(
-                &self.ctx,
-                v.as_bytes(),
-                &self.to_client,
-                &self.to_server,
-                &self.pending,
-            );
+            server_message(&self.ctx, &self.srv, v.as_bytes());
         }
 
         fn take(rx: &mut mpsc::UnboundedReceiver<Vec<u8>>) -> Vec<Value> {
@@ -1044,6 +1362,22 @@ mod tests {
         fn server(&mut self) -> Vec<Value> {
             Wire::take(&mut self.server_rx)
         }
+
+        fn record(&self) -> Vec<Value> {
+            std::fs::read_to_string(self.ctx.policy.output_dir.join(RECORD_FILE))
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect()
+        }
+    }
+
+    impl Wire {
+        /// The server answers its request `to` (as the server saw it) with `result`.
+        fn server_answers(&mut self, to: &Value, result: Value) {
+            let a = json!({"jsonrpc": "2.0", "id": to["id"], "result": result});
+            self.server_says(&a.to_string());
+        }
     }
 
     #[test]
@@ -1055,13 +1389,10 @@ mod tests {
             s[0]["params"]["capabilities"],
             json!({"roots": {"listChanged": false}})
         );
-        w.server_says(
-            r#"{"jsonrpc":"2.0","id":0,"result":{"capabilities":{"tools":{},"resources":{}}}}"#,
-        );
-        assert_eq!(
-            w.client()[0]["result"]["capabilities"],
-            json!({"tools": {}})
-        );
+        w.server_answers(&s[0], json!({"capabilities":{"tools":{},"resources":{}}}));
+        let c = w.client();
+        assert_eq!(c[0]["id"], 0);
+        assert_eq!(c[0]["result"]["capabilities"], json!({"tools": {}}));
         // The server asks for roots: the gateway answers, the worker is never asked.
         w.server_says(r#"{"jsonrpc":"2.0","id":"r1","method":"roots/list"}"#);
         assert!(w.client().is_empty());
@@ -1080,10 +1411,13 @@ mod tests {
         assert!(w.client().is_empty());
         assert!(w.server()[0]["error"].is_object());
         w.client_says(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
-        assert_eq!(w.server().len(), 1);
-        w.server_says(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"browser_navigate"},{"name":"browser_run_code_unsafe"},{"name":"webmcp_place_order"}]}}"#);
+        let s = w.server();
+        assert_eq!(s.len(), 1);
+        w.server_answers(&s[0], json!({"tools":[{"name":"browser_navigate"},{"name":"browser_run_code_unsafe"},{"name":"webmcp_place_order"}]}));
+        let c = w.client();
+        assert_eq!(c[0]["id"], 1);
         assert_eq!(
-            w.client()[0]["result"]["tools"],
+            c[0]["result"]["tools"],
             json!([{"name": "browser_navigate"}])
         );
         // An answer to nothing the worker asked, and a server line that is not JSON: dropped.
@@ -1111,10 +1445,11 @@ mod tests {
         let sh = w.ctx.shared.lock().unwrap();
         assert_eq!(sh.denials[0].tool, "mcp__browser__browser_navigate");
         drop(sh);
-        // Allowed: forwarded as it is, its answer passed back and counted.
+        // Allowed: forwarded under the gateway's id, its answer passed back and counted.
         w.client_says(r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"browser_navigate","arguments":{"url":"https://staging.example.com/"}}}"#);
-        assert_eq!(w.server()[0]["id"], 6);
-        w.server_says(r####"{"jsonrpc":"2.0","id":6,"result":{"content":[{"type":"text","text":"### Page\n- Page URL: https://staging.example.com/?s=1\n- Page Title: Shop"}]}}"####);
+        let s = w.server();
+        assert_eq!(s[0]["params"]["name"], "browser_navigate");
+        w.server_answers(&s[0], json!({"content":[{"type":"text","text":"### Page\n- Page URL: https://staging.example.com/?s=1\n- Page Title: Shop"}]}));
         assert_eq!(w.client()[0]["id"], 6);
         // Kept for the comparison with the stream: reduced as the record keeps it, answered.
         assert_eq!(
@@ -1142,7 +1477,7 @@ mod tests {
         assert!(w.client()[0]["error"].is_object());
         w.client_says(r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#);
         assert!(w.server().is_empty() && w.client().is_empty());
-        // The record: hosts only, never a URL.
+        // The record: hosts only, never a URL; each refusal is a line of its own.
         let rec = std::fs::read_to_string(w.ctx.policy.output_dir.join(RECORD_FILE)).unwrap();
         assert!(!rec.contains("://") && !rec.contains("t=1"), "{rec}");
         assert!(
@@ -1150,6 +1485,166 @@ mod tests {
                 && rec.contains("\"page_title\":\"Shop\""),
             "{rec}"
         );
+        let refused: Vec<Value> = w
+            .record()
+            .into_iter()
+            .filter(|l| l["event"] == "message")
+            .collect();
+        assert_eq!(refused.len(), 5, "{rec}");
+        assert!(refused
+            .iter()
+            .all(|l| l["verdict"] == "denied" && l["reason"] == "gateway_unjudgeable"));
+        assert_eq!(refused[3]["method"], "resources/read");
+        assert_eq!(refused[4]["method"], "notifications/roots/list_changed");
+    }
+
+    /// A `tools/call` without an id (a notification) is never forwarded, whatever it asks, and
+    /// is recorded; nor is a request reusing an id still in flight, whose answer would have been
+    /// taken for the first's.
+    #[test]
+    fn on_the_wire_a_notification_call_and_a_reused_id_are_refused_and_recorded() {
+        let mut w = Wire::new();
+        w.client_says(r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"browser_navigate","arguments":{"url":"https://evil.example/"}}}"#);
+        w.client_says(r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"browser_click","arguments":{"element":"Place order","ref":"e7"}}}"#);
+        // Allowed calls, as notifications too: refused before any judgement.
+        w.client_says(r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"browser_navigate","arguments":{"url":"https://staging.example.com/"}}}"#);
+        assert!(w.server().is_empty(), "never forwarded");
+        assert!(w.client().is_empty(), "a notification has no answer");
+
+        w.client_says(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"browser_navigate","arguments":{"url":"https://staging.example.com/cart"}}}"#);
+        w.client_says(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"browser_navigate","arguments":{"url":"https://staging.example.com/checkout"}}}"#);
+        let s = w.server();
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert_eq!(
+            s[0]["params"]["arguments"]["url"],
+            "https://staging.example.com/cart"
+        );
+        let c = w.client();
+        assert_eq!(c[0]["id"], 9);
+        assert!(c[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already in flight"));
+        // The first call's answer is the first call's, in the record as well.
+        w.server_answers(&s[0], json!({"content":[{"type":"text","text":"- Page URL: https://staging.example.com/cart\n- Page Title: Cart"}]}));
+        assert_eq!(w.client()[0]["result"]["content"][0]["type"], "text");
+        // Its id is free again.
+        w.client_says(r#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#);
+        assert_eq!(w.server().len(), 1);
+        // Ids that are not a string or an integer are refused.
+        w.client_says(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}"#);
+        w.client_says(r#"{"jsonrpc":"2.0","id":null,"method":"tools/list"}"#);
+        assert!(w.server().is_empty());
+        assert_eq!(w.client().len(), 2);
+
+        let rec = w.record();
+        let refused: Vec<&Value> = rec.iter().filter(|l| l["event"] == "message").collect();
+        assert_eq!(refused.len(), 6, "{rec:?}");
+        for (l, tool) in
+            refused[..3]
+                .iter()
+                .zip(["browser_navigate", "browser_click", "browser_navigate"])
+        {
+            assert_eq!(l["method"], "tools/call");
+            assert_eq!(l["tool"], tool);
+            assert!(
+                l["detail"].as_str().unwrap().contains("notification"),
+                "{l}"
+            );
+        }
+        assert!(refused[3]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("already in flight"));
+        let result = rec.iter().find(|l| l["event"] == "result").unwrap();
+        assert_eq!(result["page_title"], "Cart");
+        assert_eq!(
+            result["seq"],
+            rec.iter().find(|l| l["event"] == "call").unwrap()["seq"]
+        );
+    }
+
+    /// Connections share the run's one server: each request goes up under an id of the
+    /// gateway's and its answer comes back to the connection that asked, with that connection's
+    /// id; the server is initialized once, later connections answered from its answer; a
+    /// connection's cancellation names the server's id for its request.
+    #[test]
+    fn on_the_wire_connections_share_one_server() {
+        let mut w = Wire::new();
+        let (b, mut b_rx) = w.connect();
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{}}}"#;
+        w.client_says(init);
+        w.says_on(b, init);
+        let s = w.server();
+        assert_eq!(s.len(), 1, "initialized once: {s:?}");
+        w.server_answers(
+            &s[0],
+            json!({"protocolVersion":"2025-06-18","capabilities":{"tools":{}}}),
+        );
+        let (a0, b0) = (w.client(), Wire::take(&mut b_rx));
+        assert_eq!(
+            (a0[0]["id"].clone(), b0[0]["id"].clone()),
+            (json!(0), json!(0))
+        );
+        assert_eq!(a0[0]["result"], b0[0]["result"]);
+        // A third connection, after: answered at once, the server not asked again.
+        let (c, mut c_rx) = w.connect();
+        w.says_on(
+            c,
+            r#"{"jsonrpc":"2.0","id":"x","method":"initialize","params":{}}"#,
+        );
+        assert!(w.server().is_empty());
+        assert_eq!(Wire::take(&mut c_rx)[0]["id"], "x");
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        w.client_says(initialized);
+        w.says_on(b, initialized);
+        assert_eq!(w.server().len(), 1, "initialized is said once");
+
+        // The same id on two connections: two requests, each answer to its own.
+        let call = |u: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"browser_navigate","arguments":{{"url":"https://staging.example.com/{u}"}}}}}}"#
+            )
+        };
+        w.client_says(&call("a"));
+        w.says_on(b, &call("b"));
+        let s = w.server();
+        assert_eq!(s.len(), 2);
+        assert_ne!(s[0]["id"], s[1]["id"]);
+        w.server_answers(&s[1], json!({"content":[{"type":"text","text":"b"}]}));
+        w.server_answers(&s[0], json!({"content":[{"type":"text","text":"a"}]}));
+        let (a1, b1) = (w.client(), Wire::take(&mut b_rx));
+        assert_eq!(a1[0]["result"]["content"][0]["text"], "a");
+        assert_eq!(b1[0]["result"]["content"][0]["text"], "b");
+        assert_eq!(
+            (a1[0]["id"].clone(), b1[0]["id"].clone()),
+            (json!(1), json!(1))
+        );
+
+        // A cancellation names the worker's id; the server gets its own; one for nothing in
+        // flight is refused.
+        w.says_on(b, &call("slow"));
+        let s = w.server();
+        w.says_on(
+            b,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+        );
+        assert_eq!(w.server()[0]["params"]["requestId"], s[0]["id"]);
+        w.client_says(
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+        );
+        assert!(w.server().is_empty());
+        // A connection gone: the answer to its call is still recorded, then dropped.
+        w.srv.disconnect(b);
+        w.server_answers(
+            &s[0],
+            json!({"content":[{"type":"text","text":"- Page Title: Slow"}]}),
+        );
+        assert!(w.client().is_empty());
+        assert!(w.record().iter().any(|l| l["page_title"] == "Slow"));
+        // The server gone: no connection is served.
+        w.srv.gone();
+        assert!(w.srv.connect(mpsc::unbounded_channel().0).is_none());
     }
 
     /// A worker calling until the record is full: past `--max-records` no line is written, the

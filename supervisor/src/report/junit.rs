@@ -141,9 +141,7 @@ impl CaseResult {
         match outcome {
             "clean" => CaseResult::Pass,
             "violated" | "worker_failed" | "timed_out" | "interrupted" | "stuck" | "tampered"
-            | "over_limit" => {
-                CaseResult::Failure
-            }
+            | "over_limit" => CaseResult::Failure,
             _ => CaseResult::Error,
         }
     }

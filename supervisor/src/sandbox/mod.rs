@@ -57,8 +57,6 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use std::io::Write as _;
-
 use anyhow::Context as _;
 
 use crate::harness::Harness;
@@ -211,7 +209,7 @@ fn find_bwrap() -> Result<PathBuf, String> {
         );
     }
     // Test-only: a bwrap path, to prove the refusal on a machine that has one.
-    let wanted = std::env::var_os(TEST_BWRAP).map(PathBuf::from);
+    let wanted = crate::knobs::var_os(TEST_BWRAP).map(PathBuf::from);
     let found = match &wanted {
         Some(p) => crate::os::find_executable(p),
         None => crate::os::find_executable(Path::new("bwrap"))
@@ -646,7 +644,7 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
     ro.extend(r.ro);
     let mut rw = r.rw;
     let split = |var: &str| -> Vec<PathBuf> {
-        std::env::var_os(var)
+        crate::knobs::var_os(var)
             .map(|v| {
                 std::env::split_paths(&v)
                     .filter(|p| p.is_absolute())
@@ -658,7 +656,7 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
     rw.extend(split(TEST_RW));
 
     let mut extra_names = cred_keys;
-    if let Ok(v) = std::env::var(TEST_PASS_ENV) {
+    if let Some(v) = crate::knobs::var(TEST_PASS_ENV) {
         extra_names.extend(
             v.split(',')
                 .map(str::trim)
@@ -968,14 +966,10 @@ fn clean_dir(dir: &std::os::fd::OwnedFd, depth: u32) {
 }
 
 /// `persona run`'s decision, before any side effect: the bwrap to box the worker with, or `None`
-/// with `--no-contain` (after saying so: on every run). A machine that cannot build the box is
-/// an error naming what is missing (exit 2).
+/// with `--no-contain` (which the run says on every run: `plan::loosened`). A machine that
+/// cannot build the box is an error naming what is missing (exit 2).
 pub fn for_run(no_contain: bool) -> anyhow::Result<Option<PathBuf>> {
     if no_contain {
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "leopold: warning: --no-contain: the worker runs WITHOUT the box: it can use the network, read and write your files, and leave processes behind; only the guard, the browser's rules and the journal bound it"
-        );
         return Ok(None);
     }
     match probe_for_run() {

@@ -476,6 +476,88 @@ fn no_box_refuses_unless_no_contain() {
     assert!(stderr(&out).contains("WITHOUT the box"), "{}", stderr(&out));
 }
 
+/// A build without the `test-knobs` feature, as `cargo build --release` is, reads no
+/// `__LEOPOLD_*` knob: a `bwrap` named by `__LEOPOLD_BWRAP` (here a script that would box
+/// nothing, and notes each time it is run) is never run, by `doctor` or by `persona run`, and the
+/// guard's forced panic is not forced. That build is `scripts/test.sh`'s `LEOPOLD_BIN_NO_KNOBS`;
+/// this package's own binary (built with the feature) is the control: the knob is read there.
+#[test]
+#[allow(clippy::print_stderr)]
+fn a_build_without_the_test_knobs_reads_none() {
+    let Some(no_knobs) = std::env::var_os("LEOPOLD_BIN_NO_KNOBS").filter(|v| !v.is_empty()) else {
+        let why = "LEOPOLD_BIN_NO_KNOBS is not set: run ./scripts/test.sh (it builds leopold \
+                   without the test-knobs feature)";
+        assert!(std::env::var_os("CI").is_none_or(|v| v.is_empty()), "{why}");
+        eprintln!("\n*** SKIPPED: {why}\n");
+        return;
+    };
+    let no_knobs = std::path::PathBuf::from(no_knobs);
+    let sb = Sandbox::with_user_files();
+    sb.set_script("@exit 0\n");
+    let ran = sb.root.join("fake-bwrap-ran");
+    let fake = sb.root.join("fake-bwrap");
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\necho \"$*\" >> '{}'\nexit 1\n", ran.display()),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let project = sb.project.display().to_string();
+    let doctor = |bin: &Path| {
+        let out = sb
+            .leopold_command(bin, &["doctor", "--project", &project, "--json"])
+            .env("__LEOPOLD_BWRAP", &fake)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(stdout(&out).trim())
+            .unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["check"] == "box")
+            .cloned()
+            .unwrap()
+    };
+    // The control: the build with the knobs runs the fake.
+    let control = doctor(Path::new(LEOPOLD));
+    assert!(
+        ran.exists(),
+        "the knob is not read even with the feature: {control}"
+    );
+    std::fs::remove_file(&ran).unwrap();
+
+    let found = doctor(&no_knobs);
+    assert!(!ran.exists(), "{found}");
+    assert_eq!(found["status"], "ok", "{found}");
+    let out = sb
+        .persona_run_command(&no_knobs, "claude", &[])
+        .env("__LEOPOLD_BWRAP", &fake)
+        .output()
+        .unwrap();
+    assert!(
+        !ran.exists(),
+        "persona run ran the knob's bwrap: {}",
+        stderr(&out)
+    );
+
+    // The guard's forced panic (`__LEOPOLD_GUARD_PANIC`) is not forced either.
+    let mut guard = sb
+        .leopold_command(&no_knobs, &["persona", "guard"])
+        .current_dir(&sb.project)
+        .env("__LEOPOLD_GUARD_PANIC", "1")
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    guard.stdin.take().unwrap().write_all(b"{}").unwrap();
+    let out = guard.wait_with_output().unwrap();
+    assert!(!stderr(&out).contains("internal_error"), "{}", stderr(&out));
+}
+
 /// The worker owns its scratch while it runs: a `.codex` it replaced by a symlink to the user's
 /// own `~/.codex` must not aim the supervisor's end-of-run cleanup (it removes the run's copy of
 /// the Codex configuration) at the user's file. Seen on Codex 0.171.0 through `persona run`

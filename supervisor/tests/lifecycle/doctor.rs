@@ -272,3 +272,66 @@ fn during_a_boxed_claude_run_a_tagged_handler_in_the_project_is_not_called_the_r
     let _ = child.wait();
     assert_eq!(sb.recover().status.code(), Some(0));
 }
+
+/// What loosens a bound is said loudly: `doctor` names a flow of the project that opts into a
+/// dangerous browser tool (and says when none does), and a run of it, given a harness argument
+/// after `--` and `--no-contain`, warns of all three on stderr; the argument's value is not shown.
+#[test]
+fn what_loosens_a_bound_is_said_by_doctor_and_by_every_run() {
+    let sb = Sandbox::unboxed();
+    sb.set_script("@exit 0\n");
+    let flows = sb.project.join("flows");
+    std::fs::create_dir_all(&flows).unwrap();
+    std::fs::copy(sb.flow(), flows.join("checkout.md")).unwrap();
+    let loosened = |v: &serde_json::Value| -> Vec<serde_json::Value> {
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["check"] == "loosened")
+            .cloned()
+            .collect()
+    };
+    let (_, v) = doctor(&sb);
+    let l = loosened(&v);
+    assert_eq!(l.len(), 1, "{v}");
+    assert_eq!(l[0]["status"], "ok", "{v}");
+
+    let opted = std::fs::read_to_string(sb.flow()).unwrap().replacen(
+        "+++\n",
+        "+++\nallow_tools = [\"browser_evaluate\"]\n",
+        1,
+    );
+    std::fs::write(sb.flow(), &opted).unwrap();
+    std::fs::write(flows.join("checkout.md"), &opted).unwrap();
+    let (_, v) = doctor(&sb);
+    let l = loosened(&v);
+    assert_eq!(l.len(), 1, "{v}");
+    let msg = l[0]["message"].as_str().unwrap();
+    assert_eq!(l[0]["status"], "note", "{v}");
+    assert!(
+        msg.contains("checkout.md")
+            && msg.contains("allow_tools")
+            && msg.contains("browser_evaluate"),
+        "{msg}"
+    );
+
+    let out = sb
+        .run_cmd("claude", &["--", "--model", "secret-model-name"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let e = stderr(&out);
+    let warnings: Vec<&str> = e
+        .lines()
+        .filter(|l| l.starts_with("leopold: warning: "))
+        .collect();
+    for want in [
+        "--no-contain: the worker runs WITHOUT the box",
+        "opts into dangerous browser tools (`allow_tools`): browser_evaluate",
+        "2 arguments passed to the harness after `--` (--model)",
+    ] {
+        assert!(warnings.iter().any(|w| w.contains(want)), "{want}: {e}");
+    }
+    assert!(!e.contains("secret-model-name"), "{e}");
+}

@@ -237,6 +237,135 @@ fn tools_off_the_list_and_malformed_messages_are_refused() {
         .is_none_or(|v| v == &serde_json::json!([]))));
 }
 
+/// The adversary speaks JSON-RPC shapes a harness never sends: a `tools/call` without an id (a
+/// notification, which nothing could answer) for an off-allowlist navigation and for a click on
+/// "Place order", and a second request under an id still in flight (whose answer would have
+/// been taken for the first's). The stub's own log is the witness: only the first request of the
+/// reused id reached it; `gateway.jsonl` records each refusal.
+#[test]
+fn a_notification_call_and_a_reused_id_never_reach_the_server_and_are_recorded() {
+    let sb = Sandbox::with_user_files();
+    let browser = sb.stub_browser("browser");
+    let call = |id: Option<u32>, tool: &str, args: serde_json::Value| {
+        let mut m = serde_json::json!({"jsonrpc":"2.0","method":"tools/call","params":{"name":tool,"arguments":args}});
+        if let Some(id) = id {
+            m["id"] = id.into();
+        }
+        m
+    };
+    let msgs = serde_json::json!([
+        call(
+            None,
+            "navigate",
+            serde_json::json!({"url": "https://evil.example/x"})
+        ),
+        call(None, "click", serde_json::json!({"label": "Place order"})),
+        call(
+            Some(9),
+            "navigate",
+            serde_json::json!({"url": "https://staging.example.com/cart"})
+        ),
+        call(
+            Some(9),
+            "navigate",
+            serde_json::json!({"url": "https://staging.example.com/checkout"})
+        ),
+    ]);
+    sb.set_script(&format!("@mcp-send browser {msgs}\n@exit 0\n"));
+    let out = run(&sb, "codex", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let seen = browser.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].1["url"], "https://staging.example.com/cart");
+    // What the worker read: the first 9's answer and a refusal of the second; nothing for the
+    // notifications.
+    let r = sb.results_lines();
+    let answers = r[0]["answers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", r[0]));
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert!(answers.iter().all(|a| a["id"] == 9), "{answers:?}");
+    assert!(
+        answers.iter().any(|a| a["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("already in flight"))),
+        "{answers:?}"
+    );
+    assert!(
+        answers.iter().any(|a| a["result"].is_object()),
+        "{answers:?}"
+    );
+    let rec = gateway_record(&sb);
+    let refused: Vec<&serde_json::Value> = rec.iter().filter(|l| l["event"] == "message").collect();
+    assert_eq!(refused.len(), 3, "{rec:?}");
+    for (l, tool) in refused[..2].iter().zip(["navigate", "click"]) {
+        assert_eq!(
+            (
+                l["verdict"].as_str(),
+                l["method"].as_str(),
+                l["tool"].as_str()
+            ),
+            (Some("denied"), Some("tools/call"), Some(tool)),
+            "{l}"
+        );
+        assert!(
+            l["detail"].as_str().unwrap().contains("notification"),
+            "{l}"
+        );
+    }
+    assert!(refused[2]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("already in flight"));
+    // The call that went through is recorded with its own answer.
+    let calls: Vec<_> = rec.iter().filter(|l| l["event"] == "call").collect();
+    let results: Vec<_> = rec.iter().filter(|l| l["event"] == "result").collect();
+    assert_eq!((calls.len(), results.len()), (1, 1), "{rec:?}");
+    assert_eq!(calls[0]["seq"], results[0]["seq"]);
+}
+
+/// One server process for the run, however many connections: three sessions, one after the
+/// other (as a harness restarting its MCP client would open them), reach the same process of the
+/// stub, by its own log; and none of it is left after the run.
+#[test]
+fn the_runs_connections_share_one_server_process() {
+    let sb = Sandbox::with_user_files();
+    let browser = sb.stub_browser("browser");
+    sb.set_script(&script(&[
+        (
+            "navigate",
+            serde_json::json!({"url": "https://staging.example.com/a"}),
+        ),
+        (
+            "navigate",
+            serde_json::json!({"url": "https://staging.example.com/b"}),
+        ),
+        (
+            "navigate",
+            serde_json::json!({"url": "https://staging.example.com/c"}),
+        ),
+    ]));
+    let out = run(&sb, "codex", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let calls = browser.calls();
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    let pids: std::collections::BTreeSet<u64> =
+        calls.iter().map(|c| c["pid"].as_u64().unwrap()).collect();
+    assert_eq!(pids.len(), 1, "one process of the server: {calls:?}");
+    let pid = *pids.first().unwrap();
+    // Gone, or at most a zombie waiting for a reaper of the test's own (not running).
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = state.rsplit_once(") ").map(|(_, r)| &r[..1]);
+    assert!(
+        state.is_none_or(|s| s == "Z"),
+        "the server outlived the run: state {state:?}"
+    );
+    // Each session got its own answers.
+    let r = sb.results_lines();
+    assert_eq!(r.len(), 3, "{r:?}");
+    assert!(r.iter().all(|x| x["is_error"] == false), "{r:?}");
+}
+
 /// A `filename` aimed at a project file is refused before the server sees it; the file is
 /// unchanged.
 #[test]

@@ -26,6 +26,9 @@
 //!   `tool_use` and `tool_result`, with `--mcp-config`; else a Codex `mcp_tool_call` item, `failed`
 //!   for an error result). Records `{op:"mcp", tools, is_error, text, roots_asked}`.
 //! - `@mcp-raw SERVER LINE`: initialize SERVER, then send LINE as it is and record the answer.
+//! - `@mcp-send SERVER JSON`: initialize SERVER, then send each message of the JSON array as a
+//!   line of its own (one write: nothing waits between them), then a `ping`; records every
+//!   answer that came before the ping's, `{op:"mcp-send", answers}`;
 //! - `@mcp-hold SERVER MS`: initialize SERVER, record `{op:"mcp-hold"}`, and hold the session
 //!   open for MS milliseconds.
 //! - `@mcp-bench SERVER N TOOL JSON`: one session to SERVER as the config says (the gateway's
@@ -536,6 +539,36 @@ fn mcp_raw(argv: &[String], arg: &str) {
     }
 }
 
+fn mcp_send(argv: &[String], arg: &str) {
+    let (server, json) = arg.split_once(' ').unwrap_or((arg, ""));
+    let r = (|| {
+        let msgs: Vec<serde_json::Value> =
+            serde_json::from_str(json).map_err(|e| format!("not a JSON array: {e}"))?;
+        let mut m = Mcp::start(argv, server)?;
+        let mut lines: Vec<String> = msgs.iter().map(ToString::to_string).collect();
+        lines.push(
+            serde_json::json!({"jsonrpc":"2.0","id":"fake-worker-sync","method":"ping"})
+                .to_string(),
+        );
+        m.send(&lines.join("\n"))?;
+        let mut answers = Vec::new();
+        loop {
+            let a = m.answer(&serde_json::Value::Null)?;
+            if a["id"] == "fake-worker-sync" {
+                break;
+            }
+            answers.push(a);
+        }
+        let _ = m.child.kill();
+        let _ = m.child.wait();
+        Ok::<_, String>(answers)
+    })();
+    match r {
+        Ok(a) => result(serde_json::json!({"op":"mcp-send","answers":a})),
+        Err(e) => result(serde_json::json!({"op":"mcp-send","ok":false,"detail":e})),
+    }
+}
+
 fn adversary(name: &str, arg: &str) -> bool {
     let arg = expand(arg.trim());
     match name {
@@ -732,6 +765,7 @@ fn main() {
             }
             "mcp" => mcp_call(&argv, &mut calls, arg.trim()),
             "mcp-raw" => mcp_raw(&argv, arg.trim()),
+            "mcp-send" => mcp_send(&argv, arg.trim()),
             "mcp-bench" => mcp_bench(&argv, arg.trim()),
             "mcp-hold" => {
                 let (server, ms) = arg.trim().split_once(' ').unwrap_or((arg.trim(), "0"));

@@ -8,7 +8,7 @@
 //! leopold-stub-browser [--log FILE]        (or env LEOPOLD_STUB_BROWSER_LOG=FILE)
 //! ```
 //!
-//! Log line: `{"ts_ms":…,"tool":"navigate","arguments":{…}}`. The arguments are what the model
+//! Log line: `{"ts_ms":…,"pid":…,"tool":"navigate","arguments":{…}}`. The arguments are what the model
 //! sent, verbatim: test data. Nothing but JSON-RPC is written to stdout.
 #![allow(clippy::print_stderr, clippy::exit)]
 
@@ -91,7 +91,8 @@ fn main() {
                 let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
                 let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
                 if let Some(f) = log_file.as_mut() {
-                    let entry = json!({"ts_ms": now_ms(), "tool": tool, "arguments": arguments});
+                    // The pid: which process of the server a call reached.
+                    let entry = json!({"ts_ms": now_ms(), "pid": std::process::id(), "tool": tool, "arguments": arguments});
                     // Log first, one write per line: the log is the proof of what got through.
                     if let Err(e) = f.write_all(format!("{entry}\n").as_bytes()) {
                         eprintln!("leopold-stub-browser: cannot write the log: {e}");

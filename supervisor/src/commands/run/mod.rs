@@ -17,7 +17,8 @@
 //! Each step is traced (`-v`, or `RUST_LOG=leopold=info`) with the time since the run started.
 
 mod outcome;
-mod plan;
+// `doctor` names what loosens a flow's bounds as a run does (`plan::loosened`).
+pub(super) mod plan;
 mod progress;
 mod proof;
 mod supervise;
@@ -109,6 +110,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     };
     // 1. Everything resolved before any side effect; errors here exit 2 via main.
     let plan = plan::plan(&args)?;
+    for w in plan::loosened(args.no_contain, &plan.flow, &args.extra) {
+        out.warn(&w);
+    }
     timings.mark("planned");
 
     // 2. The lock. Busy: say who holds it and touch nothing else.

@@ -54,6 +54,45 @@ fn grace(env: Option<&str>) -> Duration {
         .map_or(DEFAULT_GRACE, Duration::from_millis)
 }
 
+/// What loosens one of a run's bounds, one line each: every run says them as warnings, and
+/// `doctor` names a flow's. `--no-contain` (no box), the flow's `allow_tools` (a dangerous
+/// browser tool offered) and harness arguments passed after `--` (checked against the refusals,
+/// but their effect is the harness's): a user who did not mean one sees it on every run.
+pub fn loosened(no_contain: bool, flow: &Flow, extra: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    if no_contain {
+        out.push(
+            "--no-contain: the worker runs WITHOUT the box: it can use the network, read and write your files, and leave processes behind; only the guard, the browser's rules and the journal bound it"
+                .to_owned(),
+        );
+    }
+    if !flow.allow_tools.is_empty() {
+        out.push(format!(
+            "flow `{}` opts into dangerous browser tools (`allow_tools`): {}; the worker is offered them",
+            flow.name,
+            flow.allow_tools.join(", ")
+        ));
+    }
+    if !extra.is_empty() {
+        // Flags only: a value passed after `--` may be a secret or a path.
+        let flags: Vec<&str> = extra
+            .iter()
+            .filter(|a| a.starts_with('-'))
+            .map(|a| a.split_once('=').map_or(a.as_str(), |(f, _)| f))
+            .collect();
+        out.push(format!(
+            "{} passed to the harness after `--`{}: Leopold refuses the ones it knows to disable a bound, and cannot vouch for what the others do",
+            crate::output::count(extra.len() as u64, "argument"),
+            if flags.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", flags.join(" "))
+            }
+        ));
+    }
+    out
+}
+
 pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let project = state::resolve_project(args.project.project.as_deref())?;
     let (flow_path, flow) = crate::project::load_flow(&args.flow)?;
@@ -128,7 +167,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         browser,
         extra: args.extra.clone(),
         timeout: (!args.timeout.is_zero()).then_some(args.timeout),
-        grace: grace(std::env::var(GRACE_ENV).ok().as_deref()),
+        grace: grace(crate::knobs::var(GRACE_ENV).as_deref()),
         ctx,
         junit,
         bwrap,

@@ -291,8 +291,7 @@ pub async fn supervise(
     let mut paused_mid_stream = false;
     let deadline = plan.timeout.map(|t| TInstant::now() + t);
     let far = TInstant::now() + Duration::from_secs(86400 * 365);
-    let quiet = std::env::var(QUIET_NOTE_ENV)
-        .ok()
+    let quiet = crate::knobs::var(QUIET_NOTE_ENV)
         .and_then(|v| v.parse().ok())
         .map_or(QUIET_NOTE, Duration::from_millis);
     let mut quiet_at = TInstant::now() + quiet;
