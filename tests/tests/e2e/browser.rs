@@ -372,31 +372,6 @@ fn codex_guard_denies_evaluate_and_a_misleading_click() {
 // ---------------------------------------------------------------------------------------------
 // The gateway (README "The gateway"), through the real harnesses and the real browser.
 
-/// The Playwright tools the gateway offers a persona (its list, with Playwright's prefix).
-const OFFERED: &[&str] = &[
-    "browser_navigate",
-    "browser_navigate_back",
-    "browser_navigate_forward",
-    "browser_reload",
-    "browser_snapshot",
-    "browser_click",
-    "browser_type",
-    "browser_fill_form",
-    "browser_select_option",
-    "browser_check",
-    "browser_uncheck",
-    "browser_press_key",
-    "browser_hover",
-    "browser_wait_for",
-    "browser_tabs",
-    "browser_take_screenshot",
-    "browser_console_messages",
-    "browser_network_requests",
-    "browser_handle_dialog",
-    "browser_resize",
-    "browser_close",
-];
-
 /// Every browser tool name the harness offered the model, over all its requests: Claude's
 /// `mcp__browser__<tool>` entries, Codex's `mcp__browser` namespace's tools.
 fn offered_browser_tools(model: &ModelServer) -> std::collections::BTreeSet<String> {
@@ -489,7 +464,7 @@ fn the_gateway_offers_only_listed_tools_and_no_webmcp(harness: Harness) {
     );
     for t in &offered {
         assert!(
-            OFFERED.contains(&t.as_str()),
+            leopold_flows::catalogue::offered(t, &[]),
             "{} offered {t}: {offered:?}",
             harness.as_str()
         );
