@@ -349,7 +349,13 @@ impl RefTracker {
     ///
     /// The ref map could not be written.
     pub fn tool_result(&mut self, tool: &str, text: &str) -> anyhow::Result<()> {
-        if tool.starts_with(&self.prefix) && self.result(text) {
+        if !tool.starts_with(&self.prefix) {
+            return Ok(());
+        }
+        // An answered dialog is gone, whether or not the answer shows the page (seen: 0.0.83
+        // answers a dismissal with no text); a message seen later is a new dialog's.
+        let answered = tool.ends_with("browser_handle_dialog") && self.map.dialog.take().is_some();
+        if self.result(text) || answered {
             self.write()?;
         }
         Ok(())
@@ -705,5 +711,11 @@ mod tests {
         assert!(!t.result("### Error\nTimeout"));
         assert!(t.result("### Page\n- Page URL: http://staging.example.com/checkout\n"));
         assert_eq!(t.map().dialog, None);
+        // Answering the dialog forgets it, even when the answer shows nothing.
+        t.tool_result("mcp__browser__browser_click", shown).unwrap();
+        t.tool_result("mcp__browser__browser_handle_dialog", "")
+            .unwrap();
+        let on_disk = RefMapFile::from_slice(&std::fs::read(&state.ref_map).unwrap()).unwrap();
+        assert_eq!(on_disk.dialog, None);
     }
 }
