@@ -571,6 +571,35 @@ mod tests {
         }
     }
 
+    /// README's reference table ("The browser's tools") is the catalogue, row for row.
+    #[test]
+    fn the_readme_table_is_the_catalogue() {
+        let readme = include_str!("../../README.md");
+        let rows: Vec<&str> = readme
+            .lines()
+            .filter(|l| l.starts_with("| `browser_"))
+            .collect();
+        for t in TOOLS {
+            let offer = match t.offer {
+                Offered => "offered",
+                OptIn => "opt-in",
+                Never => "never",
+            };
+            let row = format!(
+                "| `browser_{}` | {} | {offer} | {} |",
+                t.name,
+                t.does.as_str(),
+                t.why
+            );
+            assert!(rows.contains(&row.as_str()), "README lacks the row\n{row}");
+        }
+        assert_eq!(
+            rows.len(),
+            TOOLS.len(),
+            "README lists a tool the catalogue does not"
+        );
+    }
+
     #[test]
     fn offered_follows_the_table_and_the_flow() {
         let none: Vec<String> = Vec::new();
