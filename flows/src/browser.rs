@@ -9,8 +9,8 @@
 //! ```
 //!
 //! The keys are read by every layer: the supervisor builds Chromium's resolver rules from the
-//! allowlist and `[hosts]`; the guard turns the [`DANGEROUS_TOOLS`] off unless `allow_tools`
-//! names them.
+//! allowlist and `[hosts]`; the gateway and the guard turn the catalogue's opt-in tools
+//! ([`crate::catalogue`]) off unless `allow_tools` names them.
 
 use std::net::SocketAddr;
 
@@ -38,21 +38,6 @@ impl BrowserKind {
         }
     }
 }
-
-/// Playwright MCP tools that can do anything the page (or the user's disk) can, so a
-/// provisioned run denies them unless the flow's `allow_tools` names them:
-///
-/// - `browser_evaluate`: runs the model's JavaScript in the page (`location.href = …`, `fetch`,
-///   `form.submit()`): no URL, no label, nothing a hook can judge;
-/// - `browser_run_code_unsafe`: runs the model's Playwright code with the whole `page` object;
-/// - `browser_file_upload`: hands files from the worker's disk to the page;
-/// - `browser_drop`: drops files (`paths`) or arbitrary data onto an element.
-pub const DANGEROUS_TOOLS: &[&str] = &[
-    "browser_evaluate",
-    "browser_run_code_unsafe",
-    "browser_file_upload",
-    "browser_drop",
-];
 
 /// One `[hosts]` entry: `host` is reached at `to` (an IP address and port) by the provisioned
 /// browser, under its own name (the page's URL, cookies and `Host` header stay `host`).

@@ -26,6 +26,7 @@
 
 pub mod browser;
 pub mod builtin;
+pub mod catalogue;
 mod host;
 mod parse;
 mod pattern;
@@ -59,7 +60,7 @@ pub struct Flow {
     /// staging), sorted by host.
     pub hosts: Vec<browser::HostMapping>,
     /// `allow_tools`: dangerous browser tools this flow opts into by name (see
-    /// [`browser::DANGEROUS_TOOLS`]); empty by default.
+    /// [`catalogue::Offer::OptIn`]); empty by default.
     pub allow_tools: Vec<String>,
     /// `max_denials_in_a_row`: after this many denials with no allowed action between them the
     /// supervisor stops the worker as `stuck` ([`DEFAULT_MAX_DENIALS_IN_A_ROW`] unless set).

@@ -259,13 +259,18 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
         flow.hosts.push(mapping);
     }
     for (i, tool) in raw.allow_tools.iter().enumerate() {
-        if !crate::browser::DANGEROUS_TOOLS.contains(&tool.as_str()) {
+        let opt_in = crate::catalogue::find(tool).is_some_and(|t| {
+            t.offer == crate::catalogue::Offer::OptIn && tool.starts_with("browser_")
+        });
+        if !opt_in {
             return Err(key_err(
                 format!("allow_tools[{i}]"),
                 format!("is {tool:?}, not a browser tool Leopold turns off"),
                 &format!(
-                    "name a bare Playwright MCP tool among: {}",
-                    crate::browser::DANGEROUS_TOOLS.join(", ")
+                    "name a Playwright MCP tool among: {}",
+                    crate::catalogue::opt_in_names()
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             ));
         }

@@ -3,13 +3,23 @@
 //! `ACTIVE.json` then carries `"browser": {"kind": "playwright", "server": "browser",
 //! "ref_map": "<run dir>/browser/refs.json"}` ([`BrowserState`]). With it the guard:
 //!
-//! 1. denies the [`DANGEROUS_TOOLS`] (`browser_evaluate`, `browser_run_code_unsafe`,
-//!    `browser_file_upload`, `browser_drop`) unless the flow's `allow_tools` names them;
-//! 2. for a call that acts on an element by reference (`browser_click`, `browser_drag`,
-//!    `browser_drop`, `browser_select_option`, and `browser_type` with `submit: true`) on a flow
-//!    with click rules, looks the reference up in the supervisor's ref map and judges the
-//!    element's **real** accessible name, not the model's `element` description. A reference the
-//!    map does not know (stale, not seen yet, or a CSS/text selector instead of a ref) denies.
+//! 1. denies a Playwright tool the catalogue (`leopold_flows::catalogue`) does not offer
+//!    (`browser_evaluate`, `browser_run_code_unsafe`, …) unless it is opt-in and the flow's
+//!    `allow_tools` names it;
+//! 2. on a flow with click rules, judges every call that activates an element
+//!    ([`crate::activation`]) against the page the supervisor's ref map describes:
+//!    - a call naming its elements by ref (`browser_click`, `browser_drag`'s two ends,
+//!      `browser_select_option`, `browser_type` with `submit`, every field of a
+//!      `browser_fill_form` that ticks or chooses one): each ref is looked up and the element's
+//!      **real** accessible name judged, not the model's description. A reference the map does
+//!      not know (stale, not seen yet, or a CSS/text selector instead of a ref) denies;
+//!    - a key on the focused element (`browser_press_key` Enter, Space, an arrow, a character:
+//!      anything but Tab, Escape and modifiers): the map does not say which element has focus,
+//!      so the key is denied when the page holds any element whose name matches a rule, or when
+//!      no snapshot has been seen (`focus_unjudgeable`);
+//!    - accepting a dialog (`browser_handle_dialog` without `accept: false`): the dialog's message,
+//!      as Playwright's last answer reported it, is judged like a label; a dialog whose message
+//!      Leopold did not see denies (`dialog_unknown`).
 //!
 //! # Timing
 //!
@@ -26,12 +36,12 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use leopold_flows::browser::DANGEROUS_TOOLS;
+use leopold_flows::catalogue::{self, Activation, Offer};
 use leopold_flows::Flow;
 use serde::Deserialize as _;
 use serde_json::{json, Map, Value};
 
-use crate::decide::{bare_tool, HookInput};
+use crate::decide::{activates_by_name, bare_tool, HookInput};
 use crate::reason::{safe_text, Denial, Reason, Verdict};
 
 /// How long the guard waits for the supervisor to catch up with a reference it does not know.
@@ -155,13 +165,16 @@ pub struct RefMapFile {
     pub page_host: Option<String>,
     /// Reference → element.
     pub refs: BTreeMap<String, RefEntry>,
+    /// The message of the dialog the page shows, as Playwright's latest answer reported it
+    /// ([`modal_dialog`]); `None` when it reported none.
+    pub dialog: Option<String>,
 }
 
 /// The ref map format version.
 pub const REF_MAP_VERSION: u32 = 1;
 
 impl RefMapFile {
-    /// The file's JSON: `{"version","snapshots","page_host"?,"refs":{ref:{"role","name"}}}`.
+    /// The file's JSON: `{"version","snapshots","page_host"?,"dialog"?,"refs":{ref:{"role","name"}}}`.
     pub fn to_json(&self) -> Vec<u8> {
         let mut refs = Map::new();
         for (r, e) in &self.refs {
@@ -173,6 +186,9 @@ impl RefMapFile {
         if let Some(h) = &self.page_host {
             obj.insert("page_host".into(), json!(h));
         }
+        if let Some(d) = &self.dialog {
+            obj.insert("dialog".into(), json!(d));
+        }
         obj.insert("refs".into(), Value::Object(refs));
         serde_json::to_vec(&Value::Object(obj)).unwrap_or_default()
     }
@@ -181,10 +197,12 @@ impl RefMapFile {
     pub fn from_slice(bytes: &[u8]) -> Option<RefMapFile> {
         let v: Value = serde_json::from_slice(bytes).ok()?;
         let obj = v.as_object()?;
-        if obj
-            .keys()
-            .any(|k| !matches!(k.as_str(), "version" | "snapshots" | "page_host" | "refs"))
-        {
+        if obj.keys().any(|k| {
+            !matches!(
+                k.as_str(),
+                "version" | "snapshots" | "page_host" | "dialog" | "refs"
+            )
+        }) {
             return None;
         }
         let mut refs = BTreeMap::new();
@@ -204,12 +222,42 @@ impl RefMapFile {
                 None | Some(Value::Null) => None,
                 Some(h) => Some(h.as_str()?.to_owned()),
             },
+            dialog: match obj.get("dialog") {
+                None | Some(Value::Null) => None,
+                Some(d) => Some(d.as_str()?.to_owned()),
+            },
             refs,
         })
     }
 }
 
-/// Rule 1: a dangerous tool the flow did not opt into.
+/// What Playwright's answer says about the page's dialog: `Some(Some(message))` when its
+/// `### Modal state` section shows one (`- ["confirm" dialog with message "…"]: can be handled
+/// by …`), `Some(None)` when the answer shows the page and no dialog, `None` when it says nothing
+/// about the page (an error).
+pub fn modal_dialog(text: &str) -> Option<Option<String>> {
+    const OPEN: &str = " dialog with message \"";
+    const CLOSE: &str = "\"]: can be handled by";
+    let Some(at) = text.find("### Modal state") else {
+        let shows_page = text.contains("### Page") || text.contains("- Page URL:");
+        return shows_page.then_some(None);
+    };
+    let section = &text[at..];
+    let section = section[3..]
+        .find("\n### ")
+        .map_or(section, |end| &section[..end + 3]);
+    // The message is the page's own text: it may hold quotes and newlines, so it runs to the
+    // last closing marker of the section rather than to the next quote.
+    let Some(open) = section.find(OPEN) else {
+        return Some(None);
+    };
+    let rest = &section[open + OPEN.len()..];
+    let message = rest.rfind(CLOSE).map_or(rest, |close| &rest[..close]);
+    Some(Some(message.to_owned()))
+}
+
+/// Rule 1: a Playwright tool (`browser_…`) the catalogue does not offer, unless it is opt-in
+/// and the flow's `allow_tools` names it.
 pub fn dangerous_tool(flow: &Flow, input: &HookInput) -> Option<Denial> {
     if !input.tool_name.starts_with("mcp__") {
         return None;
@@ -220,46 +268,81 @@ pub fn dangerous_tool(flow: &Flow, input: &HookInput) -> Option<Denial> {
     let last = b.rsplit("__").next().unwrap_or(b);
     [b, last]
         .into_iter()
-        .any(|t| DANGEROUS_TOOLS.contains(&t) && !flow.allow_tools.iter().any(|a| a == t))
+        .any(|t| {
+            t.starts_with("browser_")
+                && catalogue::find(t).is_some_and(|e| e.offer != Offer::Offered)
+                && !catalogue::offered(t, &flow.allow_tools)
+        })
         .then(|| Denial::new(Reason::DangerousBrowserTool))
 }
 
-/// The element references a call acts on, when it is a call that acts on an element in a way
-/// the click rules care about (see the module docs). Non-string values are returned as `None`
-/// entries: they cannot be looked up.
-pub fn acted_refs<'a>(server: &str, input: &'a HookInput) -> Vec<Option<&'a str>> {
+/// What a call of the provisioned browser activates, for the ref map to judge (see the module
+/// docs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Acted<'a> {
+    /// The refs of the elements it activates; `None` for one that is missing or not a string.
+    pub refs: Vec<Option<&'a str>>,
+    /// It acts on the focused element, which no argument names.
+    pub focused: bool,
+    /// It accepts the page's dialog.
+    pub dialog: bool,
+}
+
+impl Acted<'_> {
+    /// It activates nothing.
+    pub fn is_empty(&self) -> bool {
+        self.refs.is_empty() && !self.focused && !self.dialog
+    }
+}
+
+/// Where an uncatalogued tool that activates by its name may carry its element refs.
+const REF_KEYS: &[&str] = &["target", "ref", "startTarget", "endTarget"];
+
+/// What a call of `server`'s tools activates. A call of another server's tool activates nothing
+/// here (its labels were judged by [`crate::decide`]).
+pub fn acted<'a>(server: &str, input: &'a HookInput) -> Acted<'a> {
     let Some(rest) = input
         .tool_name
         .strip_prefix("mcp__")
         .and_then(|r| r.strip_prefix(server))
         .and_then(|r| r.strip_prefix("__"))
     else {
-        return Vec::new();
+        return Acted::default();
     };
     let v = &input.tool_input;
-    let acts = match rest {
-        "browser_click" | "browser_drag" | "browser_drop" | "browser_select_option" => true,
-        "browser_type" => v.get("submit") == Some(&Value::Bool(true)),
-        _ => false,
-    };
-    if !acts {
-        return Vec::new();
+    let mut acted = Acted::default();
+    match catalogue::find(rest) {
+        Some(tool) => match catalogue::activation(tool, v) {
+            Activation::Elements => acted.refs = catalogue::element_refs(tool, v),
+            Activation::Focused => acted.focused = true,
+            Activation::Dialog => acted.dialog = true,
+            Activation::No => return acted,
+        },
+        None if activates_by_name(&input.tool_name) => {
+            acted.refs = REF_KEYS
+                .iter()
+                .filter_map(|k| v.get(*k))
+                .map(Value::as_str)
+                .collect();
+        }
+        None => return acted,
     }
-    ["target", "ref", "startTarget", "endTarget"]
-        .iter()
-        .filter_map(|k| v.get(*k))
-        .map(Value::as_str)
-        .collect()
+    // An activation that names no element at all cannot be judged by its element.
+    if acted.is_empty() {
+        acted.refs.push(None);
+    }
+    acted
 }
 
-/// Rule 2, pure: judges the acted-on references against the map.
-pub fn judge_refs(flow: &Flow, refs: &[Option<&str>], map: Option<&RefMapFile>) -> Verdict {
-    for r in refs {
+/// Rule 2, pure: judges what a call activates against the map.
+pub fn judge_acted(flow: &Flow, acted: &Acted<'_>, map: Option<&RefMapFile>) -> Verdict {
+    for r in &acted.refs {
         let entry = r.and_then(|r| map.and_then(|m| m.refs.get(r)));
         let Some(entry) = entry else {
-            let shown = r
-                .and_then(|r| safe_text(r, 40))
-                .map_or_else(|| "(not a string)".to_owned(), |r| format!("{r:?}"));
+            let shown = r.and_then(|r| safe_text(r, 40)).map_or_else(
+                || "(missing or not a string)".to_owned(),
+                |r| format!("{r:?}"),
+            );
             return Verdict::Deny(Denial::new(Reason::UnknownElementRef).with_detail(shown));
         };
         if let Some(hit) = flow.match_label(&entry.name) {
@@ -270,6 +353,35 @@ pub fn judge_refs(flow: &Flow, refs: &[Option<&str>], map: Option<&RefMapFile>) 
                 r.unwrap_or_default(),
                 hit.rule
             )));
+        }
+    }
+    if acted.focused {
+        let Some(map) = map else {
+            return Verdict::Deny(
+                Denial::new(Reason::FocusUnjudgeable).with_detail("no page snapshot seen yet"),
+            );
+        };
+        for entry in map.refs.values() {
+            if let Some(hit) = flow.match_label(&entry.name) {
+                let name = safe_text(&entry.name, 80).unwrap_or_else(|| "(withheld)".into());
+                let role = safe_text(&entry.role, 24).unwrap_or_default();
+                return Verdict::Deny(
+                    Denial::new(Reason::FocusUnjudgeable)
+                        .with_detail(format!("the page holds {role} {name:?}; {}", hit.rule)),
+                );
+            }
+        }
+    }
+    if acted.dialog {
+        let Some(message) = map.and_then(|m| m.dialog.as_deref()) else {
+            return Verdict::Deny(Denial::new(Reason::DialogUnknown));
+        };
+        if let Some(hit) = flow.match_label(message) {
+            let shown = safe_text(message, 80).unwrap_or_else(|| "(withheld)".into());
+            return Verdict::Deny(
+                Denial::new(Reason::IrreversibleLabel)
+                    .with_detail(format!("the dialog says {shown:?}; {}", hit.rule)),
+            );
         }
     }
     Verdict::Allow
@@ -301,7 +413,7 @@ pub fn read_ref_map(path: &Path) -> Result<Option<RefMapFile>, Denial> {
     Ok(Some(map))
 }
 
-/// Both rules, with the I/O: reads the ref map only when a call acts on an element of a flow
+/// Both rules, with the I/O: reads the ref map only when a call activates something on a flow
 /// with click rules, and waits up to `wait` for an unknown reference to appear.
 pub fn judge(flow: &Flow, browser: &BrowserState, input: &HookInput, wait: Duration) -> Verdict {
     if let Some(d) = dangerous_tool(flow, input) {
@@ -310,8 +422,8 @@ pub fn judge(flow: &Flow, browser: &BrowserState, input: &HookInput, wait: Durat
     if !flow.has_label_rules() {
         return Verdict::Allow;
     }
-    let refs = acted_refs(&browser.server, input);
-    if refs.is_empty() {
+    let acted = acted(&browser.server, input);
+    if acted.is_empty() {
         return Verdict::Allow;
     }
     let deadline = Instant::now() + wait;
@@ -320,9 +432,9 @@ pub fn judge(flow: &Flow, browser: &BrowserState, input: &HookInput, wait: Durat
             Ok(m) => m,
             Err(d) => return Verdict::Deny(d),
         };
-        let verdict = judge_refs(flow, &refs, map.as_ref());
+        let verdict = judge_acted(flow, &acted, map.as_ref());
         let unknown = matches!(&verdict, Verdict::Deny(d) if d.reason == Reason::UnknownElementRef);
-        if !unknown || refs.contains(&None) || Instant::now() >= deadline {
+        if !unknown || acted.refs.contains(&None) || Instant::now() >= deadline {
             return verdict;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -384,6 +496,7 @@ mod tests {
             snapshots: 1,
             page_host: Some("staging.example.com".into()),
             refs: BTreeMap::new(),
+            dialog: None,
         };
         for (r, role, name) in [
             ("f2e5", "button", "Place order"),
@@ -402,7 +515,9 @@ mod tests {
 
     #[test]
     fn the_files_round_trip_and_unknown_keys_are_refused() {
-        let m = map();
+        let mut m = map();
+        assert_eq!(RefMapFile::from_slice(&m.to_json()), Some(m.clone()));
+        m.dialog = Some("Sure?".into());
         assert_eq!(RefMapFile::from_slice(&m.to_json()), Some(m));
         assert_eq!(
             RefMapFile::from_slice(br#"{"version":1,"snapshots":0,"refs":{},"extra":1}"#),
@@ -427,14 +542,19 @@ mod tests {
     #[test]
     fn dangerous_tools_are_off_unless_named() {
         let f = flow("");
-        for t in DANGEROUS_TOOLS {
+        for t in catalogue::TOOLS
+            .iter()
+            .filter(|t| t.offer != Offer::Offered)
+        {
             let c = call(
-                &format!("mcp__browser__{t}"),
+                &format!("mcp__browser__browser_{}", t.name),
                 json!({"function": "() => 1"}),
             );
-            let d = dangerous_tool(&f, &c).expect(t);
+            let d = dangerous_tool(&f, &c).expect(t.name);
             assert_eq!(d.reason, Reason::DangerousBrowserTool);
         }
+        // Another server's plain `find` is not Playwright's.
+        assert!(dangerous_tool(&f, &call("mcp__files__find", json!({}))).is_none());
         assert!(dangerous_tool(&f, &call("mcp__browser__browser_click", json!({}))).is_none());
         let f = flow("allow_tools = [\"browser_evaluate\"]");
         let c = call(
@@ -464,8 +584,7 @@ mod tests {
             "mcp__browser__browser_click",
             json!({"element": "the blue button", "target": "f2e5"}),
         );
-        let refs = acted_refs("browser", &c);
-        let Verdict::Deny(d) = judge_refs(&f, &refs, Some(&map())) else {
+        let Verdict::Deny(d) = judge_acted(&f, &acted("browser", &c), Some(&map())) else {
             panic!("allowed")
         };
         assert_eq!(d.reason, Reason::IrreversibleLabel);
@@ -477,7 +596,7 @@ mod tests {
         // The description says "Place order" but the ref is "Add to cart": the ref map decides
         // here; `decide` has already judged the description itself.
         assert_eq!(
-            judge_refs(&f, &acted_refs("browser", &c), Some(&map())),
+            judge_acted(&f, &acted("browser", &c), Some(&map())),
             Verdict::Allow
         );
     }
@@ -487,23 +606,23 @@ mod tests {
         let f = flow("");
         for target in [json!("e5"), json!("button#place"), json!(5)] {
             let c = call("mcp__browser__browser_click", json!({ "target": target }));
-            let refs = acted_refs("browser", &c);
-            assert_eq!(refs.len(), 1);
-            let Verdict::Deny(d) = judge_refs(&f, &refs, Some(&map())) else {
+            let a = acted("browser", &c);
+            assert_eq!(a.refs.len(), 1);
+            let Verdict::Deny(d) = judge_acted(&f, &a, Some(&map())) else {
                 panic!("allowed {target}")
             };
             assert_eq!(d.reason, Reason::UnknownElementRef);
         }
         let c = call("mcp__browser__browser_click", json!({"target": "f2e6"}));
         assert!(matches!(
-            judge_refs(&f, &acted_refs("browser", &c), None),
+            judge_acted(&f, &acted("browser", &c), None),
             Verdict::Deny(_)
         ));
     }
 
     #[test]
     fn which_calls_act_on_elements() {
-        let refs = |tool: &str, v: Value| acted_refs("browser", &call(tool, v)).len();
+        let refs = |tool: &str, v: Value| acted("browser", &call(tool, v)).refs.len();
         assert_eq!(
             refs("mcp__browser__browser_click", json!({"target": "e1"})),
             1
@@ -533,6 +652,178 @@ mod tests {
         assert_eq!(
             refs("mcp__other__browser_click", json!({"target": "e1"})),
             0
+        );
+        // A later server's `browser_check`, not catalogued, is judged like a click; a click with
+        // no ref at all is one element Leopold cannot look up.
+        assert_eq!(
+            refs("mcp__browser__browser_check", json!({"target": "e1"})),
+            1
+        );
+        assert_eq!(
+            acted("browser", &call("mcp__browser__browser_click", json!({}))).refs,
+            [None]
+        );
+        assert_eq!(
+            refs(
+                "mcp__browser__browser_fill_form",
+                json!({"fields": [{"target": "e1", "type": "textbox"}, {"target": "e2", "type": "checkbox"}]})
+            ),
+            2
+        );
+        assert_eq!(
+            refs(
+                "mcp__browser__browser_fill_form",
+                json!({"fields": [{"target": "e1", "type": "textbox"}]})
+            ),
+            0
+        );
+        let enter = call("mcp__browser__browser_press_key", json!({"key": "Enter"}));
+        let a = acted("browser", &enter);
+        assert!(a.focused && a.refs.is_empty());
+        assert!(acted(
+            "browser",
+            &call("mcp__browser__browser_press_key", json!({"key": "Tab"}))
+        )
+        .is_empty());
+        assert!(
+            acted(
+                "browser",
+                &call(
+                    "mcp__browser__browser_handle_dialog",
+                    json!({"accept": true})
+                )
+            )
+            .dialog
+        );
+        assert!(acted(
+            "browser",
+            &call(
+                "mcp__browser__browser_handle_dialog",
+                json!({"accept": false})
+            )
+        )
+        .is_empty());
+    }
+
+    /// Every tool that can activate an element, on the element named "Place order" (by its ref,
+    /// whatever the description says), is denied; the same call on "Add to cart" is allowed.
+    #[test]
+    fn every_activating_tool_is_judged_by_the_real_name() {
+        let f = flow("");
+        let on = |r: &str| -> Vec<(&str, Value)> {
+            vec![
+                ("browser_click", json!({"element": "a button", "target": r})),
+                ("browser_check", json!({"element": "a box", "target": r})),
+                ("browser_uncheck", json!({"element": "a box", "target": r})),
+                (
+                    "browser_select_option",
+                    json!({"element": "a list", "target": r, "values": ["1"]}),
+                ),
+                (
+                    "browser_drag",
+                    json!({"startElement": "a", "startTarget": "f2e6", "endElement": "b", "endTarget": r}),
+                ),
+                (
+                    "browser_drag",
+                    json!({"startElement": "a", "startTarget": r, "endElement": "b", "endTarget": "f2e6"}),
+                ),
+                (
+                    "browser_type",
+                    json!({"element": "a field", "target": r, "text": "x", "submit": true}),
+                ),
+                (
+                    "browser_fill_form",
+                    json!({"fields": [{"name": "a box", "target": r, "type": "checkbox", "value": "true"}]}),
+                ),
+                (
+                    "browser_fill_form",
+                    json!({"fields": [{"name": "a list", "target": r, "type": "combobox", "value": "1"}]}),
+                ),
+            ]
+        };
+        for (tool, args) in on("f2e5") {
+            let c = call(&format!("mcp__browser__{tool}"), args.clone());
+            let Verdict::Deny(d) = judge_acted(&f, &acted("browser", &c), Some(&map())) else {
+                panic!("{tool} {args} allowed")
+            };
+            assert_eq!(d.reason, Reason::IrreversibleLabel, "{tool} {args}");
+        }
+        for (tool, args) in on("f2e6") {
+            let c = call(&format!("mcp__browser__{tool}"), args.clone());
+            assert_eq!(
+                judge_acted(&f, &acted("browser", &c), Some(&map())),
+                Verdict::Allow,
+                "{tool} {args}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_key_is_judged_against_the_page_it_lands_on() {
+        let f = flow("");
+        let enter = call("mcp__browser__browser_press_key", json!({"key": "Enter"}));
+        let a = acted("browser", &enter);
+        let Verdict::Deny(d) = judge_acted(&f, &a, Some(&map())) else {
+            panic!("Enter on a page holding \"Place order\" allowed")
+        };
+        assert_eq!(d.reason, Reason::FocusUnjudgeable);
+        assert!(d.detail.unwrap().contains("\"Place order\""));
+        assert_eq!(
+            judge_acted(&f, &a, None).reason(),
+            Some(Reason::FocusUnjudgeable),
+            "no snapshot yet"
+        );
+        let mut harmless = map();
+        harmless.refs.remove("f2e5");
+        assert_eq!(judge_acted(&f, &a, Some(&harmless)), Verdict::Allow);
+    }
+
+    #[test]
+    fn accepting_a_dialog_is_judged_by_its_message() {
+        let f = flow("");
+        let accept = call(
+            "mcp__browser__browser_handle_dialog",
+            json!({"accept": true}),
+        );
+        let a = acted("browser", &accept);
+        let mut m = map();
+        assert_eq!(
+            judge_acted(&f, &a, Some(&m)).reason(),
+            Some(Reason::DialogUnknown)
+        );
+        m.dialog = Some("Place order for $12?".into());
+        assert_eq!(
+            judge_acted(&f, &a, Some(&m)).reason(),
+            Some(Reason::IrreversibleLabel)
+        );
+        m.dialog = Some("Leave this page?".into());
+        assert_eq!(judge_acted(&f, &a, Some(&m)), Verdict::Allow);
+        let dismiss = call(
+            "mcp__browser__browser_handle_dialog",
+            json!({"accept": false}),
+        );
+        assert!(acted("browser", &dismiss).is_empty());
+    }
+
+    #[test]
+    fn the_dialog_is_read_from_the_modal_state_section() {
+        let shown = "### Page\n- Page URL: http://staging.example.com/\n### Modal state\n\
+                     - [\"confirm\" dialog with message \"Place \"the\" order?\nReally\"]: can be handled by browser_handle_dialog\n\
+                     ### Snapshot\n- button \"x\" [ref=e1]\n";
+        assert_eq!(
+            modal_dialog(shown),
+            Some(Some("Place \"the\" order?\nReally".into()))
+        );
+        assert_eq!(
+            modal_dialog("### Page\n- Page URL: http://staging.example.com/\n"),
+            Some(None)
+        );
+        assert_eq!(modal_dialog("### Error\nTimeout"), None);
+        assert_eq!(
+            modal_dialog(
+                "### Modal state\n- [File chooser]: can be handled by browser_file_upload\n"
+            ),
+            Some(None)
         );
     }
 

@@ -23,12 +23,20 @@
 //!
 //! - the tool's name against `irreversible.tools` and the built-in sets;
 //! - the path of every inside URL against `irreversible.url_paths` (normalised as servers route);
-//! - for a click/press/submit-like call (the tool's own name, after its last `__`, contains
-//!   `click`, `press`, `submit` or `tap`; or the input holds `"submit": true` at any depth), every
-//!   string under a **label key** at any depth against `click_labels` and the built-in sets. Label
-//!   keys, case-insensitive with `_` and `-` ignored: `element`, `label`, `text`, `name`,
-//!   `description`, `title`, `selector`, `locator`, `arialabel`, `accessiblename`, `buttontext`.
+//! - for a call that activates an element ([`activation`]: as the browser tool catalogue,
+//!   `leopold_flows::catalogue`, says for a tool it knows: a click, a drag, a chosen option, a
+//!   `type` with `submit`, a `fill_form` ticking or choosing a field, a key, an accepted dialog;
+//!   for any other tool, its own name contains `click`, `press`, `submit`, `tap`, `check`,
+//!   `select`, `drag`, `drop`, `toggle`, `fill` or `dialog`; or the input holds
+//!   `"submit": true` at any depth), every string under a **label key** at any depth, and every
+//!   name the catalogue says the arguments give the element (a drag's `startElement` and
+//!   `endElement`, a select's `values`, a checkbox or combobox field's `name` and `value`),
+//!   against `click_labels` and the built-in sets. Label keys, case-insensitive with `_` and `-`
+//!   ignored: `element`, `label`, `text`, `name`, `description`, `title`, `selector`, `locator`,
+//!   `arialabel`, `accessiblename`, `buttontext`. A key or a dialog names no element in the call:
+//!   a provisioned run judges them against the page (`crate::browser`).
 
+use leopold_flows::catalogue::{self, Activation, Tool};
 use leopold_flows::{Flow, UrlVerdict};
 use serde_json::Value;
 
@@ -130,7 +138,12 @@ pub fn decide(flow: &Flow, input: &HookInput) -> Verdict {
             );
         }
     }
-    if collect_labels && (submit || is_click_like(&input.tool_name)) {
+    if collect_labels && (submit || activation(&input.tool_name, &input.tool_input).activates()) {
+        // The names the catalogue knows the tool's arguments give (a drag's two ends, the chosen
+        // options) as well as every string under a label key.
+        if let Some(tool) = catalogue_entry(&input.tool_name) {
+            labels.extend(catalogue::element_names(tool, &input.tool_input));
+        }
         for label in &labels {
             if let Some(hit) = flow.match_label(label) {
                 return Verdict::Deny(Denial::new(Reason::IrreversibleLabel).with_detail(hit.rule));
@@ -138,6 +151,41 @@ pub fn decide(flow: &Flow, input: &HookInput) -> Verdict {
         }
     }
     Verdict::Allow
+}
+
+/// The catalogue's entry for an MCP tool: its own name's last segment (so a `__` in the
+/// server's name cannot hide it, see [`bare_tool`]), with or without Playwright's `browser_`.
+/// `None` for a tool that is not an MCP tool, or that the catalogue does not know.
+pub fn catalogue_entry(tool_name: &str) -> Option<&'static Tool> {
+    if !tool_name.starts_with("mcp__") {
+        return None;
+    }
+    let b = bare_tool(tool_name);
+    catalogue::find(b.rsplit("__").next().unwrap_or(b))
+}
+
+/// How a call activates an element: as the catalogue says for a tool it knows; for any other
+/// tool, [`Activation::Elements`] when its name says so ([`activates_by_name`]), so a later
+/// server's `browser_check` is judged like a click before anyone catalogues it.
+pub fn activation(tool_name: &str, input: &Value) -> Activation {
+    match catalogue_entry(tool_name) {
+        Some(tool) => catalogue::activation(tool, input),
+        None if activates_by_name(tool_name) => Activation::Elements,
+        None => Activation::No,
+    }
+}
+
+/// A tool the catalogue does not know, whose own name says it activates something: a click,
+/// press, submit or tap ([`is_click_like`]), or a check, select, drag, drop, toggle, fill or
+/// dialog.
+pub fn activates_by_name(tool_name: &str) -> bool {
+    let bare = bare_tool(tool_name).to_ascii_lowercase();
+    is_click_like(tool_name)
+        || [
+            "check", "select", "drag", "drop", "toggle", "fill", "dialog",
+        ]
+        .iter()
+        .any(|w| bare.contains(w))
 }
 
 /// What [`walk_call`] meets in a tool call's input, in document order.

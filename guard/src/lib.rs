@@ -37,8 +37,8 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 pub use decide::{
-    bare_tool, decide, is_click_like, looks_like_navigation, reduced_call, walk_call, CallItem,
-    HookInput, REDUCED_URL_KEY,
+    activates_by_name, activation, bare_tool, catalogue_entry, decide, is_click_like,
+    looks_like_navigation, reduced_call, walk_call, CallItem, HookInput, REDUCED_URL_KEY,
 };
 pub use events::{EventName, GuardEvent};
 pub use harness::{Harness, UnknownHarness};

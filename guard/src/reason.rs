@@ -77,7 +77,8 @@ pub enum Reason {
     NonStringUrl,
     /// The tool's name matches an irreversibility rule.
     IrreversibleTool,
-    /// A click/press/submit's label matches an irreversibility rule.
+    /// A name of the element a call activates (click, check, select, drag, submit, a dialog's
+    /// message) matches an irreversibility rule.
     IrreversibleLabel,
     /// A URL's path matches an irreversibility rule.
     IrreversiblePath,
@@ -112,6 +113,13 @@ pub enum Reason {
     UnknownElementRef,
     /// `ACTIVE.json`'s `browser` names a ref map that exists but cannot be read or parsed.
     RefMapUnreadable,
+    /// In a provisioned browser run whose flow has click rules, a key that can activate the
+    /// focused element, which the ref map cannot name, on a page holding an element whose name
+    /// matches a rule (or before any snapshot).
+    FocusUnjudgeable,
+    /// In a provisioned browser run whose flow has click rules, accepting a dialog whose message
+    /// Playwright's answers did not show.
+    DialogUnknown,
     /// The gateway: a tool that is not on its list of browser tools a persona needs (README
     /// "The gateway"), or a dangerous one the flow did not opt into.
     ToolNotListed,
@@ -147,6 +155,8 @@ impl Reason {
         Reason::DangerousBrowserTool,
         Reason::UnknownElementRef,
         Reason::RefMapUnreadable,
+        Reason::FocusUnjudgeable,
+        Reason::DialogUnknown,
         Reason::ToolNotListed,
         Reason::FilenameOutsideOutput,
         Reason::GatewayUnjudgeable,
@@ -176,6 +186,8 @@ impl Reason {
             Reason::DangerousBrowserTool => "dangerous_browser_tool",
             Reason::UnknownElementRef => "unknown_element_ref",
             Reason::RefMapUnreadable => "ref_map_unreadable",
+            Reason::FocusUnjudgeable => "focus_unjudgeable",
+            Reason::DialogUnknown => "dialog_unknown",
             Reason::ToolNotListed => "tool_not_listed",
             Reason::FilenameOutsideOutput => "filename_outside_output",
             Reason::GatewayUnjudgeable => "gateway_unjudgeable",
@@ -236,7 +248,8 @@ pub fn message(denial: &Denial, flow: Option<&str>, tool: Option<&str>) -> Strin
             tool.unwrap_or("(unknown)")
         ),
         Reason::IrreversibleLabel => format!(
-            "this click/press/submit targets an element labelled as an irreversible action under \
+            "this call activates (clicks, ticks, chooses, drags, submits or accepts) an element \
+             labelled as an irreversible action under \
              flow {flow:?} ({detail})"
         ),
         Reason::IrreversiblePath => format!(
@@ -289,6 +302,14 @@ pub fn message(denial: &Denial, flow: Option<&str>, tool: Option<&str>) -> Strin
         Reason::RefMapUnreadable => format!(
             "the run's element ref map cannot be read ({detail}), so clicks cannot be judged \
              against the click rules of flow {flow:?}"
+        ),
+        Reason::FocusUnjudgeable => format!(
+            "this key acts on whichever element has focus, which Leopold cannot name, and {detail}, \
+             an irreversible action under flow {flow:?}; activate elements by their ref instead"
+        ),
+        Reason::DialogUnknown => format!(
+            "accepting a dialog whose message Leopold has not seen cannot be judged against the \
+             click rules of flow {flow:?}; dismiss it (`accept: false`) or take a fresh snapshot"
         ),
         Reason::ToolNotListed => format!(
             "tool {:?} is not one of the browser tools Leopold's gateway offers a persona under \

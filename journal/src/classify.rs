@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use leopold_flows::catalogue::{self, Activation, Does, Tool};
 use serde_json::Value;
 
 use crate::action::{Action, ActionKind, Harness, Outcome, UrlRef, UrlRole};
@@ -18,36 +19,32 @@ pub fn bare_tool_name(tool: &str) -> String {
     leopold_guard::bare_tool(tool).to_ascii_lowercase()
 }
 
-/// The kind of a tool call, from its name and arguments.
+/// The kind of a tool call, from its name and arguments: for a browser tool the catalogue knows
+/// ([`leopold_flows::catalogue`], found as the guard finds it), what the catalogue says it does
+/// with these arguments; for any other tool, its family's name.
 pub fn classify(tool: &str, args: &Value) -> ActionKind {
+    if let Some(entry) = leopold_guard::catalogue_entry(tool) {
+        return catalogued(entry, args);
+    }
     let bare = bare_tool_name(tool);
     match bare.as_str() {
         "webfetch" | "fetch" | "http_request" | "http_get" | "curl" => ActionKind::Fetch,
-        "navigate"
-        | "browser_navigate"
-        | "browser_navigate_back"
-        | "browser_navigate_forward"
-        | "goto"
-        | "open_url"
-        | "visit"
-        | "open" => ActionKind::Navigate,
-        "click"
-        | "browser_click"
-        | "tap"
-        | "browser_select_option"
-        | "select_option"
-        | "browser_check"
-        | "check" => ActionKind::Click,
-        "type" | "browser_type" | "fill" | "fill_form" | "browser_fill_form" | "input_text" => {
+        // Tools of other servers, and Playwright tools a later version may add (not catalogued,
+        // so never offered; journaled by their names' family).
+        "browser_navigate_forward" | "browser_reload" | "goto" | "open_url" | "visit" | "open" => {
+            ActionKind::Navigate
+        }
+        "tap" | "browser_check" | "browser_uncheck" | "check" | "uncheck" => ActionKind::Click,
+        "fill" | "input_text" => {
             if args.get("submit").and_then(Value::as_bool) == Some(true) {
                 ActionKind::Submit
             } else {
                 ActionKind::Type
             }
         }
-        "press_key" | "browser_press_key" | "press" | "key" => {
+        "press" | "key" => {
             let key = args.get("key").and_then(Value::as_str).unwrap_or("");
-            if key.eq_ignore_ascii_case("enter") || key.eq_ignore_ascii_case("return") {
+            if catalogue::key_activates(key) {
                 ActionKind::Submit
             } else {
                 ActionKind::Other
@@ -64,6 +61,24 @@ pub fn classify(tool: &str, args: &Value) -> ActionKind {
         _ if bare.ends_with("_fetch") || bare.starts_with("fetch_") => ActionKind::Fetch,
         _ if args.get("url").is_some_and(Value::is_string) => ActionKind::Navigate,
         _ => ActionKind::Other,
+    }
+}
+
+/// The kind of a catalogued browser tool's call. An activation is a click, a key or an accepted
+/// dialog a submit (the journal judges the labels of both after the fact).
+fn catalogued(tool: &Tool, args: &Value) -> ActionKind {
+    let submit = args.get("submit").and_then(Value::as_bool) == Some(true);
+    match (tool.does, catalogue::activation(tool, args)) {
+        (Does::Navigate, _) => ActionKind::Navigate,
+        (Does::Type | Does::Fill, _) if submit => ActionKind::Submit,
+        (Does::Type, _) => ActionKind::Type,
+        (Does::Fill, Activation::No) => ActionKind::Type,
+        (_, Activation::Elements) => ActionKind::Click,
+        (_, Activation::Focused | Activation::Dialog) => ActionKind::Submit,
+        (_, Activation::No) if args.get("url").is_some_and(Value::is_string) => {
+            ActionKind::Navigate
+        }
+        (_, Activation::No) => ActionKind::Other,
     }
 }
 
@@ -318,7 +333,9 @@ pub fn build_action(
     if matches!(kind, ActionKind::Submit) && label.is_none() {
         label = str_arg("key");
     }
-    if kind == ActionKind::Type || (kind == ActionKind::Submit && args.get("fields").is_some()) {
+    if kind == ActionKind::Type
+        || (matches!(kind, ActionKind::Submit | ActionKind::Click) && args.get("fields").is_some())
+    {
         if let Some(fields) = args.get("fields").and_then(Value::as_array) {
             let names: Vec<&str> = fields
                 .iter()
@@ -462,8 +479,38 @@ mod tests {
             ),
             (
                 "mcp__browser__browser_press_key",
-                json!({"key":"ArrowDown"}),
+                json!({"key":"Tab"}),
                 ActionKind::Other,
+            ),
+            (
+                "mcp__browser__browser_press_key",
+                json!({"key":"Space"}),
+                ActionKind::Submit,
+            ),
+            (
+                "mcp__browser__browser_drag",
+                json!({"startTarget":"e1","endTarget":"e2"}),
+                ActionKind::Click,
+            ),
+            (
+                "mcp__browser__browser_fill_form",
+                json!({"fields":[{"name":"Agree","type":"checkbox","target":"e1","value":"true"}]}),
+                ActionKind::Click,
+            ),
+            (
+                "mcp__browser__browser_handle_dialog",
+                json!({"accept":true}),
+                ActionKind::Submit,
+            ),
+            (
+                "mcp__browser__browser_handle_dialog",
+                json!({"accept":false}),
+                ActionKind::Other,
+            ),
+            (
+                "mcp__browser__browser_tabs",
+                json!({"action":"new","url":"https://a.example/"}),
+                ActionKind::Navigate,
             ),
             (
                 "mcp__browser__browser_evaluate",

@@ -332,7 +332,13 @@ impl RefTracker {
     ///
     /// The ref map could not be written.
     pub fn tool_result(&mut self, tool: &str, text: &str) -> anyhow::Result<()> {
-        if tool.starts_with(&self.prefix) && self.result(text) {
+        if !tool.starts_with(&self.prefix) {
+            return Ok(());
+        }
+        // An answered dialog is gone, whether or not the answer shows the page (seen: 0.0.83
+        // answers a dismissal with no text); a message seen later is a new dialog's.
+        let answered = tool.ends_with("browser_handle_dialog") && self.map.dialog.take().is_some();
+        if self.result(text) || answered {
             self.write()?;
         }
         Ok(())
@@ -353,6 +359,13 @@ impl RefTracker {
                     .ok()
                     .filter(|u| matches!(u.scheme(), "http" | "https"))
                     .and_then(|u| u.host_str().map(str::to_owned));
+                changed = true;
+            }
+        }
+        // The dialog the page shows, which the guard judges an accepted dialog by.
+        if let Some(dialog) = leopold_guard::browser::modal_dialog(text) {
+            if self.map.dialog != dialog {
+                self.map.dialog = dialog;
                 changed = true;
             }
         }
@@ -628,5 +641,33 @@ mod tests {
         assert_eq!(t.map().refs["e5"].name, "Place order");
         assert_eq!(snapshot_file("- [Snapshot](/etc/passwd)"), None);
         assert_eq!(snapshot_file("- [Snapshot](x/page-../../a.yml)"), None);
+    }
+
+    #[test]
+    fn the_map_keeps_the_dialog_the_page_shows() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = BrowserState {
+            kind: "playwright".into(),
+            server: SERVER.into(),
+            ref_map: dir.path().join("refs.json"),
+        };
+        let mut t = RefTracker::new(&state, dir.path());
+        // The text Playwright MCP 0.0.83 renders for a pending `confirm()`.
+        let shown = "### Ran Playwright code\n```js\nawait page.getByRole('button', { name: 'Continue' }).click();\n```\n\
+                     ### Page\n- Page URL: http://staging.example.com/checkout\n### Modal state\n\
+                     - [\"confirm\" dialog with message \"Place the order?\"]: can be handled by browser_handle_dialog\n";
+        t.tool_result("mcp__browser__browser_click", shown).unwrap();
+        let on_disk = RefMapFile::from_slice(&std::fs::read(&state.ref_map).unwrap()).unwrap();
+        assert_eq!(on_disk.dialog.as_deref(), Some("Place the order?"));
+        // An error says nothing about the page; the next page without a modal clears it.
+        assert!(!t.result("### Error\nTimeout"));
+        assert!(t.result("### Page\n- Page URL: http://staging.example.com/checkout\n"));
+        assert_eq!(t.map().dialog, None);
+        // Answering the dialog forgets it, even when the answer shows nothing.
+        t.tool_result("mcp__browser__browser_click", shown).unwrap();
+        t.tool_result("mcp__browser__browser_handle_dialog", "")
+            .unwrap();
+        let on_disk = RefMapFile::from_slice(&std::fs::read(&state.ref_map).unwrap()).unwrap();
+        assert_eq!(on_disk.dialog, None);
     }
 }

@@ -290,7 +290,11 @@ pub fn build_prompt(flow: &Flow) -> String {
         rules.push(format!("any {} action", set.name()));
     }
     for re in &irr.click_labels {
-        rules.push(format!("clicking anything labelled like /{}/", re.as_str()));
+        // Every way the browser tool catalogue says a call activates an element is judged.
+        rules.push(format!(
+            "clicking, ticking, choosing, dragging or submitting anything labelled like /{}/",
+            re.as_str()
+        ));
     }
     for path in &irr.url_paths {
         rules.push(format!("visiting or submitting to a path starting {path}"));
@@ -303,6 +307,11 @@ pub fn build_prompt(flow: &Flow) -> String {
             "- Irreversible, never do: {}. Doing one stops the run.\n",
             rules.join("; ")
         ));
+    }
+    if flow.has_label_rules() {
+        p.push_str(
+            "- Act on elements by the refs of the latest page snapshot. On a page showing an irreversible element, keys other than Tab and Escape are refused (Leopold cannot tell which element has focus), and a dialog can be accepted only once its message was shown.\n",
+        );
     }
     p.push_str(
         "- When a step is refused (by Leopold's guard or by the browser), do not retry it or work around it: note the wall as a finding and go on.\n\nFinish with a short report of your findings.\n",
@@ -731,6 +740,8 @@ mod tests {
             "payment",
             "place order",
             "finding",
+            "ticking, choosing, dragging or submitting",
+            "Tab and Escape",
         ] {
             assert!(p.contains(needle), "{needle} missing from {p}");
         }

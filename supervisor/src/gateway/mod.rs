@@ -9,7 +9,7 @@
 //! the gateway relays newline-delimited JSON-RPC, each request under an id of its own so that
 //! every answer is judged, recorded and returned as the answer to the request it answers:
 //!
-//! - a `tools/call` goes on only if the tool is listed ([`policy::LISTED_TOOLS`]) and the
+//! - a `tools/call` goes on only if the browser tool catalogue offers it ([`policy::catalogue`]) and the
 //!   guard's own decision allows it; a denied call is answered here with an MCP tool error
 //!   carrying the guard's one-line message, and is never forwarded. This holds whether or not
 //!   the harness ran its hook (on Codex a hook that cannot run fails open, HARNESS-FACTS §1);

@@ -4,49 +4,15 @@
 use std::path::{Component, Path, PathBuf};
 
 use leopold_flows::Flow;
-use leopold_guard::browser::{acted_refs, judge_refs, RefMapFile};
+use leopold_guard::browser::{acted, judge_acted, RefMapFile};
 use leopold_guard::{decide, Denial, HookInput, Reason, Verdict};
 use serde_json::{json, Value};
 
-/// The browser tools a persona is offered, by bare name (a server's `browser_` prefix is
-/// dropped before the comparison, so the test kit's stub `navigate` and Playwright's
-/// `browser_navigate` are the same entry). What an ordinary user does in a browser, and
-/// nothing that runs code, reads the disk or changes the browser's own state behind the page's
-/// back. A tool a later server version adds is not here, so it is not offered until someone
-/// decides it is safe and adds it.
-pub const LISTED_TOOLS: &[&str] = &[
-    "navigate",
-    "navigate_back",
-    "navigate_forward",
-    "reload",
-    "snapshot",
-    "click",
-    "type",
-    "fill_form",
-    "select_option",
-    "check",
-    "uncheck",
-    "press_key",
-    "hover",
-    "wait_for",
-    "tabs",
-    "take_screenshot",
-    "console_messages",
-    "network_requests",
-    "handle_dialog",
-    "resize",
-    "close",
-];
-
-/// Offered only when the flow's `allow_tools` names them (as `browser_<name>`, the guard's
-/// opt-in, [`leopold_flows::browser::DANGEROUS_TOOLS`]).
-pub const OPT_IN_TOOLS: &[&str] = &["evaluate", "file_upload", "drop"];
-
-/// Never offered, whatever the flow says: Playwright's own docs call `run_code_unsafe`
-/// RCE-equivalent, and a `webmcp_*` tool is one the page chose.
-fn never(bare: &str) -> bool {
-    bare == "run_code_unsafe" || bare.starts_with("webmcp") || bare.contains("webmcp_")
-}
+/// Which tools a persona is offered, what each does and which arguments name an element: the
+/// browser tool catalogue, [`leopold_flows::catalogue`]. A tool it does not know (a later server
+/// version's, a `webmcp_*` tool a page chose) is neither offered nor forwarded until someone
+/// catalogues it.
+pub use leopold_flows::catalogue;
 
 /// Argument keys whose string values are paths the server writes or reads.
 const PATH_KEYS: &[&str] = &[
@@ -58,11 +24,6 @@ const PATH_KEYS: &[&str] = &[
     "dir",
     "outputdir",
 ];
-
-/// A tool's bare name: without a `browser_` prefix.
-pub fn bare(tool: &str) -> &str {
-    tool.strip_prefix("browser_").unwrap_or(tool)
-}
 
 /// What one gateway judges by: the flow, the server's name (tools are `mcp__<server>__<tool>`
 /// to the guard's decision), the run's browser output folder, and whether the server is the
@@ -77,19 +38,10 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// Whether `tool` (the server's own name for it) is offered.
+    /// Whether `tool` (the server's own name for it) is offered: the catalogue says so, for this
+    /// flow's `allow_tools`.
     pub fn listed(&self, tool: &str) -> bool {
-        let b = bare(tool);
-        if never(b) || never(tool) {
-            return false;
-        }
-        LISTED_TOOLS.contains(&b)
-            || (OPT_IN_TOOLS.contains(&b)
-                && self
-                    .flow
-                    .allow_tools
-                    .iter()
-                    .any(|a| bare(a) == b && a.starts_with("browser_")))
+        catalogue::offered(tool, &self.flow.allow_tools)
     }
 
     /// The name the harness and the guard know the tool by.
@@ -144,8 +96,8 @@ impl Policy {
             return Err((Some(tool), d));
         }
         if self.provisioned && self.flow.has_label_rules() {
-            let acted = acted_refs(&self.server, &input);
-            if let Verdict::Deny(d) = judge_refs(&self.flow, &acted, refs) {
+            let acted = acted(&self.server, &input);
+            if let Verdict::Deny(d) = judge_acted(&self.flow, &acted, refs) {
                 return Err((Some(tool), d));
             }
         }
@@ -407,22 +359,27 @@ mod tests {
             "browser_webmcp_call",
             "browser_webmcp_list",
             "browser_cookie_set",
+            "browser_check",
+            "browser_reload",
+            "browser_navigate_forward",
+            "browser_find",
+            "browser_mouse_click_xy",
             "browser_pdf_save",
             "browser_new_tool_of_a_later_version",
             "browser_file_upload",
         ] {
             assert!(!p.listed(t), "{t}");
         }
-        let opted = policy(
-            "allow_tools = [\"browser_evaluate\", \"browser_run_code_unsafe\"]",
-            true,
-            dir.path(),
-        );
+        let opted = policy("allow_tools = [\"browser_evaluate\"]", true, dir.path());
         assert!(opted.listed("browser_evaluate"));
-        assert!(
-            !opted.listed("browser_run_code_unsafe"),
-            "never, whatever the flow says"
-        );
+        assert!(!opted.listed("browser_file_upload"));
+        // A never-offered tool cannot even be named: the flow does not parse.
+        let e = Flow::parse(
+            "+++\nname = \"c\"\nallowlist = [\"a.example\"]\nallow_tools = [\"browser_run_code_unsafe\"]\n+++\n",
+            Path::new("flows/c.md"),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("allow_tools[0]"), "{e}");
     }
 
     #[test]
@@ -493,6 +450,76 @@ mod tests {
                 .1
                 .reason,
             Reason::IrreversibleLabel
+        );
+    }
+
+    /// Issue #22: the gateway judges every activating tool as the guard does, by the ref map's
+    /// real name, whatever the description says; and it never forwards an uncatalogued tool.
+    #[test]
+    fn every_activating_tool_is_judged_by_the_page() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = policy("", true, dir.path());
+        let mut map = RefMapFile {
+            version: leopold_guard::browser::REF_MAP_VERSION,
+            ..RefMapFile::default()
+        };
+        for (r, name) in [("e5", "Place order"), ("e6", "Add to cart")] {
+            map.refs.insert(
+                r.into(),
+                leopold_guard::browser::RefEntry {
+                    role: "button".into(),
+                    name: name.into(),
+                },
+            );
+        }
+        let on = |r: &str| {
+            [
+                call("browser_click", json!({"element": "x", "target": r})),
+                call(
+                    "browser_select_option",
+                    json!({"element": "x", "target": r, "values": ["1"]}),
+                ),
+                call(
+                    "browser_drag",
+                    json!({"startElement": "x", "startTarget": "e6", "endElement": "y", "endTarget": r}),
+                ),
+                call(
+                    "browser_type",
+                    json!({"element": "x", "target": r, "text": "1", "submit": true}),
+                ),
+                call(
+                    "browser_fill_form",
+                    json!({"fields": [{"name": "x", "target": r, "type": "checkbox", "value": "true"}]}),
+                ),
+            ]
+        };
+        for c in on("e5") {
+            let e = p.judge_call(Some(&c), Some(&map)).unwrap_err();
+            assert_eq!(e.1.reason, Reason::IrreversibleLabel, "{c}");
+        }
+        for c in on("e6") {
+            assert!(p.judge_call(Some(&c), Some(&map)).is_ok(), "{c}");
+        }
+        let enter = call("browser_press_key", json!({"key": "Enter"}));
+        assert_eq!(
+            p.judge_call(Some(&enter), Some(&map)).unwrap_err().1.reason,
+            Reason::FocusUnjudgeable
+        );
+        let accept = call("browser_handle_dialog", json!({"accept": true}));
+        assert_eq!(
+            p.judge_call(Some(&accept), Some(&map))
+                .unwrap_err()
+                .1
+                .reason,
+            Reason::DialogUnknown
+        );
+        map.refs.remove("e5");
+        assert!(p.judge_call(Some(&enter), Some(&map)).is_ok());
+        let check = call("browser_check", json!({"element": "x", "target": "e6"}));
+        assert_eq!(
+            p.judge_call(Some(&check), Some(&map)).unwrap_err().1.reason,
+            Reason::ToolNotListed,
+            "uncatalogued: never forwarded"
         );
     }
 

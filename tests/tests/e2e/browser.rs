@@ -359,6 +359,87 @@ fn codex_ways_out_are_refused_by_the_browser() {
     ways_out_are_refused_by_the_browser(Harness::Codex);
 }
 
+/// Issue #22: every gesture that can activate "Place order" is judged like a click on it, in
+/// real Chromium on both harnesses: a key on the focused button (Tab onto it, then Space or
+/// Enter), a drag from or onto it, an option chosen in it, a field of it ticked. The app's log is
+/// the witness: the order never arrives.
+fn every_gesture_on_place_order_is_denied(harness: Harness) {
+    let Some(s) = run_scenario(
+        harness,
+        "activating_gestures",
+        "max_denials_in_a_row = 1000",
+        |_| {
+            let tool = |t: &str, input: Value| call(t, input);
+            vec![
+                nav("/checkout"),
+                call("browser_snapshot", json!({})),
+                tool("browser_press_key", json!({"key": "Tab"})),
+                tool("browser_press_key", json!({"key": "Space"})),
+                tool("browser_press_key", json!({"key": "Enter"})),
+                tool(
+                    "browser_drag",
+                    json!({"startElement": "the total", "startTarget": "e5", "endElement": "the heading", "endTarget": "e3"}),
+                ),
+                tool(
+                    "browser_select_option",
+                    json!({"element": "the blue thing", "target": "e5", "values": ["1"]}),
+                ),
+                tool(
+                    "browser_fill_form",
+                    json!({"fields": [{"name": "the box", "target": "e5", "type": "checkbox", "value": "true"}]}),
+                ),
+            ]
+        },
+    ) else {
+        return;
+    };
+    assert_eq!(s.run.status.code(), Some(0), "{}", s.run);
+    assert!(
+        !s.app
+            .seen()
+            .iter()
+            .any(|(m, p, _)| m == "POST" || p == "/checkout/confirm"),
+        "the order was placed: {:?}\n{}",
+        s.app.seen(),
+        s.run
+    );
+    s.assert_nothing_got_out();
+    let events = s.events();
+    let denied = |tool: &str, reason: &str| {
+        events.contains(&(format!("mcp__browser__{tool}"), reason.into()))
+    };
+    assert!(
+        denied("browser_press_key", "focus_unjudgeable"),
+        "{events:?}\n{}",
+        s.run
+    );
+    for tool in ["browser_drag", "browser_select_option", "browser_fill_form"] {
+        assert!(
+            denied(tool, "irreversible_label"),
+            "{tool}: {events:?}\n{}",
+            s.run
+        );
+    }
+    // Tab moved focus and activated nothing: it ran.
+    let journal = s.journal();
+    assert!(
+        journal
+            .iter()
+            .any(|a| a["tool"] == "mcp__browser__browser_press_key" && a["outcome"] == "completed"),
+        "{journal:?}"
+    );
+}
+
+#[test]
+fn claude_every_gesture_on_place_order_is_denied() {
+    every_gesture_on_place_order_is_denied(Harness::Claude);
+}
+
+#[test]
+fn codex_every_gesture_on_place_order_is_denied() {
+    every_gesture_on_place_order_is_denied(Harness::Codex);
+}
+
 #[test]
 fn claude_guard_denies_evaluate_and_a_misleading_click() {
     the_guard_denies_evaluate_and_a_misleading_click(Harness::Claude);
@@ -371,31 +452,6 @@ fn codex_guard_denies_evaluate_and_a_misleading_click() {
 
 // ---------------------------------------------------------------------------------------------
 // The gateway (README "The gateway"), through the real harnesses and the real browser.
-
-/// The Playwright tools the gateway offers a persona (its list, with Playwright's prefix).
-const OFFERED: &[&str] = &[
-    "browser_navigate",
-    "browser_navigate_back",
-    "browser_navigate_forward",
-    "browser_reload",
-    "browser_snapshot",
-    "browser_click",
-    "browser_type",
-    "browser_fill_form",
-    "browser_select_option",
-    "browser_check",
-    "browser_uncheck",
-    "browser_press_key",
-    "browser_hover",
-    "browser_wait_for",
-    "browser_tabs",
-    "browser_take_screenshot",
-    "browser_console_messages",
-    "browser_network_requests",
-    "browser_handle_dialog",
-    "browser_resize",
-    "browser_close",
-];
 
 /// Every browser tool name the harness offered the model, over all its requests: Claude's
 /// `mcp__browser__<tool>` entries, Codex's `mcp__browser` namespace's tools.
@@ -489,7 +545,7 @@ fn the_gateway_offers_only_listed_tools_and_no_webmcp(harness: Harness) {
     );
     for t in &offered {
         assert!(
-            OFFERED.contains(&t.as_str()),
+            leopold_flows::catalogue::offered(t, &[]),
             "{} offered {t}: {offered:?}",
             harness.as_str()
         );

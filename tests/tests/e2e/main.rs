@@ -7,6 +7,7 @@
 //! - `guard_wired`: the guard wired straight into the harness's settings/config (no supervisor),
 //!   proving the hook level on both harnesses.
 //! - `browser`: `persona run --browser playwright` in real Chromium against the staging app.
+//! - `catalogue`: the browser tool catalogue against the real Playwright MCP's `tools/list`.
 //! - `demo`: the README demo over both CLIs.
 //! - `persona_run`: the issue's scenarios through `leopold persona run`.
 //! - `contained`: issue #12 "Prove it": a persona trying every way out of the box, on both CLIs.
@@ -20,6 +21,7 @@
 //! - `two_projects`: two Codex runs in two projects sharing one user `CODEX_HOME` (issue #12).
 
 mod browser;
+mod catalogue;
 mod contained;
 mod contained_browser;
 mod demo;
