@@ -401,6 +401,8 @@ struct Ctx {
     /// every later one: a server per connection was a browser per connection (20 Playwright
     /// servers for one run), each outside the box.
     server: Mutex<Option<Arc<Server>>>,
+    /// The browser proxy's refusals, for the provisioned browser.
+    web: Option<Arc<Mutex<crate::web::Seen>>>,
 }
 
 impl Ctx {
@@ -434,6 +436,9 @@ pub struct Start<'a> {
     pub max_record: Option<u64>,
     /// Tripped when the record is full.
     pub tripwire: crate::sandbox::limits::Tripwire,
+    /// What the browser's proxy refused ([`crate::web`]): the provisioned browser's answers
+    /// tell the persona about the requests its call caused that were refused.
+    pub web: Option<Arc<Mutex<crate::web::Seen>>>,
 }
 
 /// The running gateway. Dropping it stops it, its servers and removes its sockets.
@@ -526,6 +531,7 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
         let listener = UnixListener::bind(&sock)
             .with_context(|| format!("cannot listen on {}", sock.display()))?;
         gw.sockets.push(sock);
+        let up_provisioned = up.provisioned;
         let ctx = Arc::new(Ctx {
             policy: Policy {
                 flow: s.flow.clone(),
@@ -541,6 +547,7 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
             cwd: output_dir.clone(),
             run_id: s.run_id.to_owned(),
             server: Mutex::new(None),
+            web: if up_provisioned { s.web.clone() } else { None },
         });
         gw.ctxs.push(ctx.clone());
         gw.tasks.push(tokio::spawn(async move {
@@ -584,6 +591,8 @@ enum Pending {
     ToolsCall {
         seq: u64,
         tool: String,
+        /// How many requests the browser's proxy had refused when the call went on.
+        refused_before: usize,
     },
     /// Passed back as it is (`ping`).
     Other,
@@ -1024,7 +1033,20 @@ fn client_message(ctx: &Ctx, srv: &Server, conn: u64, line: &[u8]) {
                             call,
                             answer: None,
                         });
-                    pass_on(srv, conn, &id, Pending::ToolsCall { seq, tool }, msg);
+                    let refused_before = ctx.web.as_ref().map_or(0, |w| {
+                        w.lock().unwrap_or_else(|e| e.into_inner()).refused.len()
+                    });
+                    pass_on(
+                        srv,
+                        conn,
+                        &id,
+                        Pending::ToolsCall {
+                            seq,
+                            tool,
+                            refused_before,
+                        },
+                        msg,
+                    );
                 }
                 Err((tool, denial)) => {
                     let full = tool.as_deref().map(|t| policy.full_name(t));
@@ -1226,7 +1248,11 @@ fn server_message(ctx: &Ctx, srv: &Server, line: &[u8]) {
                     }
                     srv.to_conn(route.conn, &msg);
                 }
-                Pending::ToolsCall { seq, tool } => {
+                Pending::ToolsCall {
+                    seq,
+                    tool,
+                    refused_before,
+                } => {
                     let result = msg.get("result");
                     let text = result.map(policy::result_text).unwrap_or_default();
                     let is_error = result.is_none()
@@ -1261,6 +1287,14 @@ fn server_message(ctx: &Ctx, srv: &Server, line: &[u8]) {
                                 page_host: host,
                             },
                         );
+                    if let Some(w) = &ctx.web {
+                        let seen = w.lock().unwrap_or_else(|e| e.into_inner());
+                        if let Some(note) = crate::web::refusal_note(
+                            &seen.refused[refused_before.min(seen.refused.len())..],
+                        ) {
+                            policy::append_text(&mut msg, &note);
+                        }
+                    }
                     srv.to_conn(route.conn, &msg);
                 }
                 Pending::Other => srv.to_conn(route.conn, &msg),
@@ -1314,6 +1348,7 @@ mod tests {
                 run_id: "r1".into(),
                 stderr_log: out.join("log"),
                 server: Mutex::new(None),
+                web: None,
             };
             let (to_server, server_rx) = mpsc::unbounded_channel();
             let srv = Server::new(to_server);

@@ -299,6 +299,18 @@ pub fn page_of(text: &str) -> (Option<String>, Option<String>) {
     (host, title)
 }
 
+/// Adds a text item to a tool result's content (a message with no `result.content` list, an
+/// error, is left as it is).
+pub fn append_text(msg: &mut Value, text: &str) {
+    if let Some(items) = msg
+        .get_mut("result")
+        .and_then(|r| r.get_mut("content"))
+        .and_then(Value::as_array_mut)
+    {
+        items.push(json!({"type": "text", "text": text}));
+    }
+}
+
 /// The text items of a tool result, joined.
 pub fn result_text(result: &Value) -> String {
     result

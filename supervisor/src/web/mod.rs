@@ -84,6 +84,29 @@ pub enum Listen {
     Tcp(std::net::TcpListener),
 }
 
+/// What the persona is told, in the answer of the call during which the browser's requests were
+/// refused: method, host and rule, as recorded; `None` when none were.
+pub fn refusal_note(refused: &[Refused]) -> Option<String> {
+    if refused.is_empty() {
+        return None;
+    }
+    let mut note = String::from(
+        "### Refused by Leopold\nThe browser sent requests during this call that the flow does not allow; \
+         they never reached the app (the page or request failed as on a network error):",
+    );
+    for r in refused.iter().take(10) {
+        note.push_str(&format!(
+            "\n- {} to {}: {}",
+            r.method, r.host, r.refusal.rule
+        ));
+    }
+    if refused.len() > 10 {
+        note.push_str(&format!("\n- and {} more", refused.len() - 10));
+    }
+    note.push_str("\nGo on with what the flow allows.");
+    Some(note)
+}
+
 /// What [`start`] needs.
 pub struct Start {
     pub flow: Flow,
@@ -92,6 +115,8 @@ pub struct Start {
     /// `--ca-cert` files: extra roots for the app's own certificate.
     pub ca_certs: Vec<PathBuf>,
     pub record: Recorder,
+    /// Shared with the gateway, which tells the persona of refusals ([`refusal_note`]).
+    pub seen: Arc<Mutex<Seen>>,
 }
 
 struct Ctx {
@@ -152,7 +177,7 @@ impl Drop for WebPath {
 /// The socket cannot be bound, or a `--ca-cert` file is unusable.
 pub fn start(s: Start) -> anyhow::Result<WebPath> {
     let client = tokio_rustls::TlsConnector::from(tls::client_config(&s.ca_certs)?);
-    let seen = Arc::new(Mutex::new(Seen::default()));
+    let seen = s.seen;
     let ctx = Arc::new(Ctx {
         hosts: s
             .flow
@@ -562,5 +587,48 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
         std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(method: &str, rule: &str) -> Refused {
+        Refused {
+            method: method.into(),
+            host: "staging.example.com".into(),
+            refusal: Refusal {
+                reason: "irreversible",
+                rule: rule.into(),
+            },
+        }
+    }
+
+    #[test]
+    fn the_persona_is_told_what_was_refused_host_only() {
+        assert_eq!(refusal_note(&[]), None);
+        let note = refusal_note(&[refused(
+            "POST",
+            "irreversible.url_paths \"/checkout/confirm\"",
+        )])
+        .unwrap();
+        assert!(note.starts_with("### Refused by Leopold\n"), "{note}");
+        assert!(note.contains(
+            "- POST to staging.example.com: irreversible.url_paths \"/checkout/confirm\""
+        ));
+        assert!(!note.contains("://"));
+        let many: Vec<Refused> = (0..12).map(|_| refused("GET", "allowlist")).collect();
+        let note = refusal_note(&many).unwrap();
+        assert_eq!(note.matches("- GET to").count(), 10);
+        assert!(note.contains("- and 2 more"));
+        // Into a tool result's content, after the browser's own text.
+        let mut msg = serde_json::json!({"jsonrpc": "2.0", "id": 3,
+            "result": {"content": [{"type": "text", "text": "### Page"}]}});
+        crate::gateway::policy::append_text(&mut msg, &note);
+        assert_eq!(msg["result"]["content"][1]["text"], note.as_str());
+        let mut err = serde_json::json!({"jsonrpc": "2.0", "id": 3, "error": {"code": 1}});
+        crate::gateway::policy::append_text(&mut err, &note);
+        assert!(err.get("result").is_none());
     }
 }

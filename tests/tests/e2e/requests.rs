@@ -51,7 +51,7 @@ struct Done {
     sb: Sandbox,
     app: StagingApp,
     run: Run,
-    _model: ModelServer,
+    model: ModelServer,
 }
 
 impl Done {
@@ -136,7 +136,7 @@ fn run(harness: Harness, tls: bool, rules: &str, turns: Vec<Turn>) -> Option<Don
         sb,
         app,
         run,
-        _model: model,
+        model,
     })
 }
 
@@ -285,6 +285,13 @@ fn gesture_does_not_place_the_order(harness: Harness, which: usize) {
                     .stderr
                     .contains("browser: refused POST to staging.example.com"),
                 "{}",
+                d.run
+            );
+            // The persona was told, in the answer of the call that caused it.
+            assert!(
+                d.model.received("### Refused by Leopold")
+                    && d.model.received("POST to staging.example.com"),
+                "`{name}`: the model never saw the refusal\n{}",
                 d.run
             );
         }

@@ -756,6 +756,8 @@ fn launch(
         None => None,
     };
     // The gateway, in boxed and unboxed runs alike: the decision depends on no hook.
+    // What the browser's proxy refuses, seen by the gateway too (crate::web::refusal_note).
+    let web_seen = std::sync::Arc::new(std::sync::Mutex::new(crate::web::Seen::default()));
     let gateway = if upstreams.is_empty() {
         None
     } else {
@@ -774,6 +776,7 @@ fn launch(
             refs: provisioned.map(|p| crate::browser::RefTracker::new(&p.state, &p.output_dir)),
             max_record: plan.limits.records,
             tripwire: plan.tripwire.clone(),
+            web: provisioned.map(|_| web_seen.clone()),
         })
         .map_err(|e| format!("{e:#}"))?;
         observer = observer.with_gateway(gw.shared.clone());
@@ -793,6 +796,7 @@ fn launch(
                     authority: p.authority.clone(),
                     ca_certs: plan.ca_certs.clone(),
                     record: gw.recorder(),
+                    seen: web_seen.clone(),
                 })
                 .map_err(|e| format!("{e:#}"))?,
             )
