@@ -401,8 +401,10 @@ struct Ctx {
     /// every later one: a server per connection was a browser per connection (20 Playwright
     /// servers for one run), each outside the box.
     server: Mutex<Option<Arc<Server>>>,
-    /// The browser proxy's refusals, for the provisioned browser.
-    web: Option<Arc<Mutex<crate::web::Seen>>>,
+    /// The browser proxy's refusals, for the provisioned browser, and how many of them the
+    /// persona has been told of: each answer tells the ones since the last (a form a call
+    /// submitted by script may be refused after that call's own answer).
+    web: Option<(Arc<Mutex<crate::web::Seen>>, Mutex<usize>)>,
 }
 
 impl Ctx {
@@ -547,7 +549,11 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
             cwd: output_dir.clone(),
             run_id: s.run_id.to_owned(),
             server: Mutex::new(None),
-            web: if up_provisioned { s.web.clone() } else { None },
+            web: if up_provisioned {
+                s.web.clone().map(|w| (w, Mutex::new(0)))
+            } else {
+                None
+            },
         });
         gw.ctxs.push(ctx.clone());
         gw.tasks.push(tokio::spawn(async move {
@@ -591,8 +597,6 @@ enum Pending {
     ToolsCall {
         seq: u64,
         tool: String,
-        /// How many requests the browser's proxy had refused when the call went on.
-        refused_before: usize,
     },
     /// Passed back as it is (`ping`).
     Other,
@@ -1033,20 +1037,7 @@ fn client_message(ctx: &Ctx, srv: &Server, conn: u64, line: &[u8]) {
                             call,
                             answer: None,
                         });
-                    let refused_before = ctx.web.as_ref().map_or(0, |w| {
-                        w.lock().unwrap_or_else(|e| e.into_inner()).refused.len()
-                    });
-                    pass_on(
-                        srv,
-                        conn,
-                        &id,
-                        Pending::ToolsCall {
-                            seq,
-                            tool,
-                            refused_before,
-                        },
-                        msg,
-                    );
+                    pass_on(srv, conn, &id, Pending::ToolsCall { seq, tool }, msg);
                 }
                 Err((tool, denial)) => {
                     let full = tool.as_deref().map(|t| policy.full_name(t));
@@ -1248,11 +1239,7 @@ fn server_message(ctx: &Ctx, srv: &Server, line: &[u8]) {
                     }
                     srv.to_conn(route.conn, &msg);
                 }
-                Pending::ToolsCall {
-                    seq,
-                    tool,
-                    refused_before,
-                } => {
+                Pending::ToolsCall { seq, tool } => {
                     let result = msg.get("result");
                     let text = result.map(policy::result_text).unwrap_or_default();
                     let is_error = result.is_none()
@@ -1287,13 +1274,14 @@ fn server_message(ctx: &Ctx, srv: &Server, line: &[u8]) {
                                 page_host: host,
                             },
                         );
-                    if let Some(w) = &ctx.web {
+                    if let Some((w, told)) = &ctx.web {
                         let seen = w.lock().unwrap_or_else(|e| e.into_inner());
-                        if let Some(note) = crate::web::refusal_note(
-                            &seen.refused[refused_before.min(seen.refused.len())..],
-                        ) {
+                        let mut told = told.lock().unwrap_or_else(|e| e.into_inner());
+                        let new = &seen.refused[(*told).min(seen.refused.len())..];
+                        if let Some(note) = crate::web::refusal_note(new) {
                             policy::append_text(&mut msg, &note);
                         }
+                        *told = seen.refused.len();
                     }
                     srv.to_conn(route.conn, &msg);
                 }

@@ -273,7 +273,14 @@ fn a_notification_call_and_a_reused_id_never_reach_the_server_and_are_recorded()
     ]);
     sb.set_script(&format!("@mcp-send browser {msgs}\n@exit 0\n"));
     let out = run(&sb, "codex", &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The one call forwarded was sent behind the harness's stream: the records disagree, which
+    // is a violation of its own.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("does not show with those arguments"),
+        "{}",
+        stderr(&out)
+    );
     let seen = browser.seen();
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].1["url"], "https://staging.example.com/cart");

@@ -254,7 +254,7 @@ mod tests {
     }
 
     #[test]
-    fn a_limit_hit_exits_6_unless_a_violation_came_first() {
+    fn a_limit_hit_exits_5_unless_a_violation_came_first() {
         let killed = ExitStatus::from_raw(9);
         let l = Stop::OverLimit("the worker's processes reached --max-procs 64".into());
         let c = classify(&end(0, Some(&l), Some(&killed)));
@@ -267,7 +267,7 @@ mod tests {
             )
         );
         assert_eq!(c.outcome.as_str(), "over_limit");
-        assert_eq!(c.outcome.exit_code(), 6);
+        assert_eq!(c.outcome.exit_code(), 5);
         assert_eq!(
             classify(&end(1, Some(&l), Some(&killed))).outcome,
             RunOutcome::Violated
