@@ -231,7 +231,8 @@ fn round(
     anyhow::ensure!(peer.status.success(), "bare run failed:\n{peer}");
     anyhow::ensure!(
         checkout_seen(&app) == 2,
-        "bare run: the click did not reach /checkout"
+        "bare run: the click did not reach /checkout: {:?}\n{peer}",
+        app.seen()
     );
     Ok((run.elapsed, peer.elapsed))
 }
@@ -253,5 +254,12 @@ fn unproxied(config: &Path, port: u16) -> anyhow::Result<()> {
         "--host-resolver-rules=MAP staging.example.com 127.0.0.1:{port}"
     )));
     std::fs::write(config, serde_json::to_vec_pretty(&cfg)?)?;
+    // The boxed Chromium's profile lock names the box's host name and pid: outside the box it
+    // reads as a profile in use by another machine.
+    if let Some(profile) = cfg["browser"]["userDataDir"].as_str() {
+        for f in ["SingletonLock", "SingletonSocket", "SingletonCookie"] {
+            let _ = std::fs::remove_file(Path::new(profile).join(f));
+        }
+    }
     Ok(())
 }
