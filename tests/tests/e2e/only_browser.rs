@@ -367,6 +367,44 @@ fn codex_offers_exactly_the_browser_tools_on_every_catalog_model() {
     }
 }
 
+/// The three resource tools Codex offers with any MCP server have no switch: they reach only the
+/// flow's servers, through the gateway, which offers no `resources` capability and refuses every
+/// `resources/*` message. Seen: Codex answers `list_mcp_resources` itself (empty), the gateway
+/// refuses the templates list, and the guard stops the run on a `file:` URI read (violated,
+/// exit 1). No byte of the file reaches the model, and the browser is never asked.
+#[test]
+fn codex_resource_tools_reach_only_the_gateway_which_refuses_them() {
+    let script = |_: &Sandbox| Script {
+        turns: vec![
+            call("list_mcp_resources", json!({})),
+            call("list_mcp_resource_templates", json!({"server": "browser"})),
+            call(
+                "read_mcp_resource",
+                json!({"server": "browser", "uri": "file:///etc/passwd"}),
+            ),
+        ],
+        final_answer: "Done.".into(),
+    };
+    let Some(w) = World::new(Harness::Codex, script, "", "") else {
+        return;
+    };
+    let run = w.persona_run(&[]);
+    assert_eq!(run.status.code(), Some(1), "{run}");
+    assert!(run.stdout.contains("read_mcp_resource"), "{run}");
+    let reqs = w.model.requests();
+    assert!(
+        !reqs.iter().any(|r| r.to_string().contains("root:x:0")),
+        "a file reached the model\n{run}"
+    );
+    let results = w.model.tool_results();
+    assert_eq!(results[0], r#"{"resources":[]}"#, "{results:#?}");
+    assert!(
+        results[1].contains("gateway does not pass on `resources/templates/list`"),
+        "{results:#?}"
+    );
+    assert!(w.browser.seen().is_empty(), "{run}");
+}
+
 /// A Codex whose model catalog Leopold cannot read, or reads in a shape it does not know,
 /// would leave `tool_search`, `apply_patch` and code mode on: the run refuses before it starts
 /// (exit 2), naming them, and no worker runs (the scripted model is never asked).
