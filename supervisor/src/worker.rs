@@ -336,11 +336,28 @@ pub const CLAUDE_ONLY_THE_BROWSER: [&str; 6] = [
     "",
 ];
 
+/// Claude's environment that offers the browser's tools directly: without
+/// `ENABLE_TOOL_SEARCH=false`, Claude Code 2.1.332 keeps deferred tool loading on and offers the
+/// model a `DeferredToolPlaceholder` tool (`defer_loading`) beside them, whatever `--model`
+/// (seen with `sonnet`, `haiku`, `opus`; README "Only the browser"). Set over the user's own
+/// value, boxed or not.
+pub const CLAUDE_ONLY_THE_BROWSER_ENV: &[(&str, &str)] = &[("ENABLE_TOOL_SEARCH", "false")];
+
+/// The variables that switch a harness's tools off ([`CLAUDE_ONLY_THE_BROWSER_ENV`]).
+pub fn only_the_browser_env(kind: Harness) -> &'static [(&'static str, &'static str)] {
+    match kind {
+        Harness::Claude => CLAUDE_ONLY_THE_BROWSER_ENV,
+        Harness::Codex => &[],
+    }
+}
+
 /// Codex's switches that leave the worker the browser (HARNESS-FACTS §9; README "Running a
 /// persona"): its own sandbox on, read-only and without network (`-s read-only`), never asking
 /// (`approval_policy="never"`: `exec` has nobody to ask), and every tool that has a switch off.
 /// Codex ignores an unknown `features.*` key silently, so a renamed feature would come back:
-/// the end-to-end test `only_browser` pins the exact tool list the model is offered.
+/// the end-to-end test `only_browser` pins the exact tool list the model is offered. The tools
+/// a catalog model brings (`tool_search`, `apply_patch`, code mode, sub-agents) have no switch
+/// here: Leopold's own catalog takes them off ([`crate::harness::codex_catalog`]).
 pub const CODEX_ONLY_THE_BROWSER: &[(&str, &str)] = &[
     ("-s", "read-only"),
     ("-c", "approval_policy=\"never\""),
@@ -383,6 +400,9 @@ pub struct WorkerSpec<'a> {
     pub mcp_servers: Vec<McpServer>,
     /// Claude: the run's `--settings` file carrying the guard.
     pub guard_settings: Option<&'a Path>,
+    /// Codex: the run's model catalog with every model's own tools off
+    /// ([`crate::harness::codex_catalog`]).
+    pub codex_catalog: Option<&'a Path>,
     pub extra: &'a [String],
 }
 
@@ -436,6 +456,15 @@ pub fn worker_args(spec: &WorkerSpec<'_>) -> Vec<String> {
             for (flag, value) in CODEX_ONLY_THE_BROWSER {
                 a.push((*flag).to_owned());
                 a.push((*value).to_owned());
+            }
+            if let Some(catalog) = spec.codex_catalog {
+                a.push("-c".into());
+                a.push(format!(
+                    "model_catalog_json={}",
+                    toml_edit::Value::from(catalog.display().to_string())
+                        .to_string()
+                        .trim()
+                ));
             }
             a.push("-C".into());
             a.push(spec.project.display().to_string());
@@ -501,7 +530,8 @@ pub fn worker_command(spec: &WorkerSpec<'_>, run_id: &str) -> Command {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .env(crate::os::RUN_ID_ENV, run_id);
+        .env(crate::os::RUN_ID_ENV, run_id)
+        .envs(only_the_browser_env(spec.kind).iter().copied());
     crate::os::configure_worker(&mut cmd);
     cmd
 }
@@ -637,6 +667,7 @@ mod tests {
             mcp_config: Some(&cfg),
             mcp_servers: servers,
             guard_settings: Some(&settings),
+            codex_catalog: None,
             extra: &[],
         };
         let a = worker_args(&spec);
@@ -667,9 +698,15 @@ mod tests {
             mcp_config: Some(&cfg),
             mcp_servers: servers,
             guard_settings: None,
+            codex_catalog: Some(Path::new("/run/models \"x\".json")),
             extra: &[],
         };
         let a = worker_args(&spec);
+        assert!(
+            a.windows(2)
+                .any(|w| w[0] == "-c" && w[1] == r#"model_catalog_json='/run/models "x".json'"#),
+            "{a:?}"
+        );
         assert_eq!(
             &a[..4],
             &s(&[

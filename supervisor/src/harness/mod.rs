@@ -25,6 +25,7 @@
 
 mod claude;
 mod codex;
+pub mod codex_catalog;
 mod json_text;
 pub mod run_home;
 #[cfg(test)]

@@ -101,11 +101,16 @@ fn without_mcp_servers(file: &Path, bytes: &[u8]) -> anyhow::Result<Vec<u8>> {
     Ok(doc.to_string().into_bytes())
 }
 
-/// Removes the run's copy of the configuration and its login entry (symlink, placeholder, or a
-/// file the harness wrote in its place), once unwired. Codex's own sessions and logs stay.
+/// Removes the run's copy of the configuration, its model catalog and its login entry
+/// (symlink, placeholder, or a file the harness wrote in its place), once unwired. Codex's own
+/// sessions and logs stay.
 pub fn remove_codex_copy(run_home: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
-    for name in ["config.toml", "auth.json"] {
+    for name in [
+        "config.toml",
+        super::codex_catalog::CATALOG_FILE,
+        "auth.json",
+    ] {
         let p = run_home.join(name);
         if std::fs::remove_file(&p).is_ok() {
             removed.push(p);
@@ -141,9 +146,11 @@ mod tests {
         );
         let link = run.join("auth.json");
         assert_eq!(std::fs::read_link(&link).unwrap(), user.join("auth.json"));
+        let catalog = run.join(crate::harness::codex_catalog::CATALOG_FILE);
+        std::fs::write(&catalog, "{}").unwrap();
         assert_eq!(
             remove_codex_copy(&run),
-            vec![run.join("config.toml"), link.clone()]
+            vec![run.join("config.toml"), catalog, link.clone()]
         );
         assert!(
             user.join("auth.json").is_file(),

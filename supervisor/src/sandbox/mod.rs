@@ -672,6 +672,10 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
         env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
     }
     env.push(("HOME".into(), r.scratch.clone().into_os_string()));
+    for (k, v) in crate::worker::only_the_browser_env(r.kind) {
+        env.retain(|(n, _)| n != k);
+        env.push(((*k).into(), (*v).into()));
+    }
     env.push(("TMPDIR".into(), "/tmp".into()));
     env.push((crate::os::RUN_ID_ENV.into(), r.run_id.into()));
     env.push((

@@ -54,6 +54,8 @@
 //! At start, if `FAKE_WORKER_RECORD` is set, it writes `{argv, pid, pgid, cwd, stdin_is_null,
 //! run_id, mono_ns}` there as JSON. With `--version` it prints `FAKE_WORKER_VERSION` (default a
 //! Claude Code version line) and exits, after sleeping `FAKE_WORKER_VERSION_HANG` seconds if set.
+//! With `debug models` it prints a one-model catalog in Codex 0.171.0's shape, every tool field on
+//! (Leopold reads a Codex's catalog before the run: `harness::codex_catalog`).
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 #![allow(unsafe_code)]
 
@@ -693,6 +695,12 @@ fn main() {
         }
         out(&std::env::var("FAKE_WORKER_VERSION")
             .unwrap_or_else(|_| "2.1.332 (Claude Code)".into()));
+        return;
+    }
+    if argv.iter().map(String::as_str).eq(["debug", "models"]) {
+        out(
+            r#"{"models":[{"slug":"fake","supports_search_tool":true,"apply_patch_tool_type":"freeform","tool_mode":"code_mode_only","multi_agent_version":"v2","experimental_supported_tools":["clock"]}]}"#,
+        );
         return;
     }
     if argv.first().map(String::as_str) == Some("--hold") {

@@ -30,19 +30,18 @@ use serde_json::{json, Value};
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What Claude Code 2.1.332 offers the model under `persona run` (sorted): the stub browser's
-/// three tools and Claude's deferred-loading placeholder, which runs nothing ("Reserved
-/// placeholder that keeps deferred tool loading active; never call this tool").
+/// three tools, whatever `--model`. Without Leopold's `ENABLE_TOOL_SEARCH=false` it also
+/// offered `DeferredToolPlaceholder` (deferred loading on).
 const CLAUDE_TOOLS: &[&str] = &[
-    "DeferredToolPlaceholder",
     "mcp__browser__click",
     "mcp__browser__navigate",
     "mcp__browser__type",
 ];
 
 /// What Codex 0.171.0 offers the model under `persona run` (sorted; a namespace as
-/// `name:[its tools]`): the stub browser's namespace and the three MCP resource tools, which
-/// Codex adds whenever an MCP server is configured and which no switch removes (they reach only
-/// the configured servers: the flow's browser).
+/// `name:[its tools]`), whatever the model: the stub browser's namespace and the three MCP
+/// resource tools, which Codex adds whenever an MCP server is configured and which no switch
+/// removes (they reach only the configured servers: the flow's browser, through the gateway).
 const CODEX_TOOLS: &[&str] = &[
     "list_mcp_resource_templates",
     "list_mcp_resources",
@@ -100,38 +99,65 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
-/// The tool names of the first model request (Claude `/v1/messages`, Codex `/v1/responses`),
-/// sorted; a Codex namespace as `name:[tools]`.
+/// The tool list of the first model request that carries one, sorted: Claude `/v1/messages`
+/// and Codex `/v1/responses` `tools`, or Codex's "responses lite" shape (the catalog's newer
+/// models), where the tools come as `additional_tools` input items and plain functions sit in a
+/// `functions` namespace (listed here as top-level names, as in the other shape). A namespace is
+/// `name:[its tools]`; a tool the harness defers (`defer_loading`, offered only through a search
+/// tool) is marked `deferred:`, so that "directly offered" is part of the comparison.
 fn first_request_tools(model: &ModelServer) -> Vec<String> {
+    first_request(model).1
+}
+
+/// The first request carrying tools: its `model` and its tools as [`first_request_tools`].
+fn first_request(model: &ModelServer) -> (String, Vec<String>) {
     let reqs = model.requests();
-    let first = reqs
+    let lite = |r: &Value| -> Vec<Value> {
+        r["body"]["input"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|i| i["type"] == "additional_tools")
+            .flat_map(|i| i["tools"].as_array().cloned().unwrap_or_default())
+            .collect()
+    };
+    let (first, tools) = reqs
         .iter()
-        .find(|r| r["body"]["tools"].is_array())
-        .unwrap_or_else(|| panic!("no model request carried tools: {reqs:#?}"));
-    let mut names: Vec<String> = first["body"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| match t["type"].as_str() {
-            Some("namespace") => {
-                let mut inner: Vec<&str> = t["tools"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|x| x["name"].as_str())
-                    .collect();
-                inner.sort_unstable();
-                format!("{}:[{}]", t["name"].as_str().unwrap_or(""), inner.join(","))
-            }
-            _ => t["name"]
-                .as_str()
-                .or_else(|| t["type"].as_str())
-                .unwrap_or("?")
-                .to_owned(),
+        .find_map(|r| match r["body"]["tools"].as_array() {
+            Some(t) => Some((r, t.clone())),
+            None => Some((r, lite(r))).filter(|(_, t)| !t.is_empty()),
         })
-        .collect();
+        .unwrap_or_else(|| panic!("no model request carried tools: {reqs:#?}"));
+    let name = |t: &Value| -> String {
+        let n = t["name"]
+            .as_str()
+            .or_else(|| t["type"].as_str())
+            .unwrap_or("?")
+            .to_owned();
+        if t["defer_loading"] == true {
+            format!("deferred:{n}")
+        } else {
+            n
+        }
+    };
+    let mut names: Vec<String> = Vec::new();
+    for t in &tools {
+        let inner = || t["tools"].as_array().into_iter().flatten();
+        match t["type"].as_str() {
+            Some("namespace") if t["name"] == "functions" => names.extend(inner().map(name)),
+            Some("namespace") => {
+                let mut inner: Vec<String> = inner().map(name).collect();
+                inner.sort_unstable();
+                names.push(format!("{}:[{}]", name(t), inner.join(",")));
+            }
+            _ => names.push(name(t)),
+        }
+    }
     names.sort();
-    names
+    (
+        first["body"]["model"].as_str().unwrap_or("").to_owned(),
+        names,
+    )
 }
 
 struct World {
@@ -184,6 +210,11 @@ impl World {
     }
 
     fn persona_run(&self, extra: &[&str]) -> Run {
+        self.persona_run_env(extra, &[])
+    }
+
+    /// As [`World::persona_run`], with `env` in the user's environment.
+    fn persona_run_env(&self, extra: &[&str], env: &[(&str, &str)]) -> Run {
         let mut cmd = Command::new(leopold_bin());
         cmd.args([
             "persona",
@@ -200,6 +231,7 @@ impl World {
         .arg(&self.mcp_config)
         .args(extra);
         self.sb.hermetic(&mut cmd, &self.model);
+        cmd.envs(env.iter().copied());
         run_bounded(cmd, TIMEOUT)
     }
 }
@@ -251,6 +283,192 @@ fn claude_offers_the_model_exactly_the_browser_tools() {
 #[test]
 fn codex_offers_the_model_exactly_the_browser_tools() {
     tool_list(Harness::Codex, CODEX_TOOLS);
+}
+
+/// Claude Code's model aliases each get the same list, directly: no deferred-loading
+/// placeholder even when the user's environment turns tool search on (`ENABLE_TOOL_SEARCH=true`).
+#[test]
+fn claude_offers_exactly_the_browser_tools_whatever_the_model() {
+    if require_cli(Harness::Claude).is_none() {
+        return;
+    }
+    for alias in ["sonnet", "haiku", "opus"] {
+        let script = |_: &Sandbox| Script {
+            turns: vec![navigate()],
+            final_answer: "Walked the product page.".into(),
+        };
+        let w = World::new(Harness::Claude, script, "", "").unwrap();
+        let run = w.persona_run_env(&["--", "--model", alias], &[("ENABLE_TOOL_SEARCH", "true")]);
+        assert_eq!(run.status.code(), Some(0), "--model {alias}\n{run}");
+        let (model, tools) = first_request(&w.model);
+        assert!(model.contains(alias), "--model {alias} asked {model}");
+        assert_eq!(tools, CLAUDE_TOOLS, "--model {alias}");
+        assert_eq!(w.browser.seen().len(), 1, "--model {alias}\n{run}");
+    }
+}
+
+/// The slugs of the pinned Codex's own model catalog (`codex debug models`, in a scratch home).
+fn codex_catalog_models(cli: &Path) -> Vec<String> {
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(cli)
+        .args(["debug", "models"])
+        .env_clear()
+        .env("HOME", home.path())
+        .env("CODEX_HOME", home.path())
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .expect("run codex debug models");
+    assert!(out.status.success(), "{out:?}");
+    let cat: Value = serde_json::from_slice(&out.stdout).expect("the catalog is JSON");
+    cat["models"]
+        .as_array()
+        .expect("a models array")
+        .iter()
+        .map(|m| m["slug"].as_str().expect("a slug").to_owned())
+        .collect()
+}
+
+/// Issue #22: on a catalog model, Codex offered `apply_patch` and `tool_search` with the browser
+/// hidden behind it (`gpt-5.5`), or a JavaScript `exec`, `wait` and sub-agent tools with the
+/// browser nested inside (`gpt-6.2-sol` and the other code-mode models). Every model of the
+/// catalog, chosen with `-m` after `--`, must be offered exactly what the scripted model's name
+/// is offered, directly, and the browser call must reach the browser.
+#[test]
+fn codex_offers_exactly_the_browser_tools_on_every_catalog_model() {
+    let Some(cli) = require_cli(Harness::Codex) else {
+        return;
+    };
+    let models = codex_catalog_models(&cli);
+    for want in ["gpt-5.5", "gpt-6.2-sol"] {
+        assert!(
+            models.iter().any(|m| m == want),
+            "{want} left the catalog: {models:?}"
+        );
+    }
+    for slug in &models {
+        let script = |_: &Sandbox| Script {
+            turns: vec![navigate()],
+            final_answer: "Walked the product page.".into(),
+        };
+        let w = World::new(Harness::Codex, script, "", "").unwrap();
+        let run = w.persona_run(&["--", "-m", slug]);
+        assert_eq!(run.status.code(), Some(0), "-m {slug}\n{run}");
+        let (model, tools) = first_request(&w.model);
+        assert_eq!(&model, slug, "`-m {slug}` was not the model asked");
+        assert_eq!(
+            tools, CODEX_TOOLS,
+            "-m {slug}: Codex offered the model more than the browser, or hid it"
+        );
+        assert_eq!(
+            w.browser.seen().len(),
+            1,
+            "-m {slug}: the browser call\n{run}"
+        );
+    }
+}
+
+/// The three resource tools Codex offers with any MCP server have no switch: they reach only the
+/// flow's servers, through the gateway, which offers no `resources` capability and refuses every
+/// `resources/*` message. Seen: Codex answers `list_mcp_resources` itself (empty), the gateway
+/// refuses the templates list, and the guard stops the run on a `file:` URI read (violated,
+/// exit 1). No byte of the file reaches the model, and the browser is never asked.
+#[test]
+fn codex_resource_tools_reach_only_the_gateway_which_refuses_them() {
+    let script = |_: &Sandbox| Script {
+        turns: vec![
+            call("list_mcp_resources", json!({})),
+            call("list_mcp_resource_templates", json!({"server": "browser"})),
+            call(
+                "read_mcp_resource",
+                json!({"server": "browser", "uri": "file:///etc/passwd"}),
+            ),
+        ],
+        final_answer: "Done.".into(),
+    };
+    let Some(w) = World::new(Harness::Codex, script, "", "") else {
+        return;
+    };
+    let run = w.persona_run(&[]);
+    assert_eq!(run.status.code(), Some(1), "{run}");
+    assert!(run.stdout.contains("read_mcp_resource"), "{run}");
+    let reqs = w.model.requests();
+    assert!(
+        !reqs.iter().any(|r| r.to_string().contains("root:x:0")),
+        "a file reached the model\n{run}"
+    );
+    let results = w.model.tool_results();
+    assert_eq!(results[0], r#"{"resources":[]}"#, "{results:#?}");
+    assert!(
+        results[1].contains("gateway does not pass on `resources/templates/list`"),
+        "{results:#?}"
+    );
+    assert!(w.browser.seen().is_empty(), "{run}");
+}
+
+/// A Codex whose model catalog Leopold cannot read, or reads in a shape it does not know,
+/// would leave `tool_search`, `apply_patch` and code mode on: the run refuses before it starts
+/// (exit 2), naming them, and no worker runs (the scripted model is never asked).
+#[test]
+fn a_codex_whose_catalog_cannot_be_switched_off_is_refused() {
+    let script = |_: &Sandbox| Script {
+        turns: vec![navigate()],
+        final_answer: "Walked.".into(),
+    };
+    // A stand-in for the harness binary; no real CLI is needed.
+    let cases = [
+        ("exit 3", "cannot read the model catalog"),
+        (
+            r#"echo '{"models":[{"name":"gpt-9","apply_patch_tool_type":"freeform"}]}'"#,
+            "a model entry has no `slug`",
+        ),
+    ];
+    for (body, says) in cases {
+        let sb = Sandbox::new();
+        let model = ModelServer::start(&sb, &script(&sb));
+        let browser = sb.stub_browser(checkout::SERVER);
+        let mcp_config = sb.write_claude_mcp_config(&browser);
+        let flows = sb.project.join("flows");
+        std::fs::create_dir_all(&flows).unwrap();
+        std::fs::copy(checkout::flow_path(), flows.join("checkout.md")).unwrap();
+        sb.write_codex_config(&model, "");
+        let fake = sb.logs.join("codex");
+        std::fs::write(
+            &fake,
+            format!(
+                "#!/bin/sh\necho called >> {}/fake-codex.log\n{body}\n",
+                sb.logs.display()
+            ),
+        )
+        .unwrap();
+        let mut perms = std::fs::metadata(&fake).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(&fake, perms).unwrap();
+        let mut cmd = Command::new(leopold_bin());
+        cmd.args(["persona", "run", "flows/checkout.md", "--harness", "codex"])
+            .arg("--project")
+            .arg(&sb.project)
+            .arg("--harness-bin")
+            .arg(&fake)
+            .arg("--mcp-config")
+            .arg(&mcp_config);
+        sb.hermetic(&mut cmd, &model);
+        let run = run_bounded(cmd, TIMEOUT);
+        assert_eq!(run.status.code(), Some(2), "{run}");
+        assert!(run.stderr.contains(says), "{run}");
+        assert!(
+            run.stderr.contains("`tool_search`") && run.stderr.contains("`apply_patch`"),
+            "the refusal names the tools it would leave on\n{run}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(sb.logs.join("fake-codex.log"))
+                .unwrap()
+                .lines()
+                .count(),
+            1,
+            "the binary was run once, to read its catalog, and never as the worker\n{run}"
+        );
+        assert!(model.requests().is_empty(), "a worker ran\n{run}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -699,6 +699,15 @@ fn launch(
         state::write_atomic_as(&relay_config, text.as_bytes(), state::Durability::Volatile)
             .map_err(|e| format!("{e:#}"))?;
     }
+    // In the run's own Codex home, which the worker reads inside the box.
+    let codex_catalog = started
+        .ctx
+        .codex_home
+        .join(harness::codex_catalog::CATALOG_FILE);
+    if let Some(text) = &plan.codex_catalog {
+        state::write_atomic_as(&codex_catalog, text.as_bytes(), state::Durability::Volatile)
+            .map_err(|e| format!("{e:#}"))?;
+    }
     let spec = WorkerSpec {
         kind: plan.kind,
         bin: plan.bin.clone(),
@@ -707,6 +716,10 @@ fn launch(
         mcp_config: (!given.is_empty()).then_some(relay_config.as_path()),
         mcp_servers: given,
         guard_settings: started.guard_settings.as_deref(),
+        codex_catalog: plan
+            .codex_catalog
+            .is_some()
+            .then_some(codex_catalog.as_path()),
         extra: &extra,
     };
     let mut observer = Observer::new(

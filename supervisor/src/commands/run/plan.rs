@@ -35,6 +35,8 @@ pub struct Plan {
     pub junit: Option<PathBuf>,
     /// The box (README "The box"): bwrap's path, or `None` with `--no-contain`.
     pub bwrap: Option<PathBuf>,
+    /// Codex: its model catalog with every model's own tools off (README "Only the browser").
+    pub codex_catalog: Option<String>,
     /// `--ca-cert`: extra roots the browser's proxy trusts for the app's own certificate.
     pub ca_certs: Vec<PathBuf>,
     /// `--max-procs` and the other limits (README "The box", "Limits").
@@ -130,6 +132,18 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(kind.as_str()));
     let bin = crate::os::harness_executable(&wanted, args.harness_bin.is_some())?;
+    // Before any side effect: a catalog that cannot be made leaves tools Leopold cannot switch
+    // off, so the run refuses (exit 2).
+    let codex_catalog = match kind {
+        Harness::Codex => Some(harness::codex_catalog::catalog_without_tools(&bin).map_err(
+            |why| {
+                anyhow::anyhow!(
+                    "refused: {why}\n(hint: run the pinned Codex, `leopold setup` installs it)"
+                )
+            },
+        )?),
+        Harness::Claude => None,
+    };
     let junit = match &args.junit {
         Some(p) => Some(
             std::path::absolute(p).with_context(|| format!("cannot resolve {}", p.display()))?,
@@ -171,6 +185,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         ctx,
         junit,
         bwrap,
+        codex_catalog,
         ca_certs: args
             .ca_cert
             .iter()
@@ -233,7 +248,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let flow = write_flow(dir.path(), "");
         let bin = dir.path().join("codex");
-        std::fs::write(&bin, "#!/bin/sh\n").unwrap();
+        // Answers `debug models` as Codex 0.171.0 does, with one catalog model.
+        std::fs::write(
+            &bin,
+            "#!/bin/sh\necho '{\"models\":[{\"slug\":\"gpt-5.5\",\"supports_search_tool\":true}]}'\n",
+        )
+        .unwrap();
         {
             use std::os::unix::fs::PermissionsExt as _;
             std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -247,6 +267,9 @@ mod tests {
         assert_eq!(p.flow_path, flow);
         assert_eq!(p.kind, Harness::Codex);
         assert_eq!(p.bin, bin);
+        let catalog: serde_json::Value =
+            serde_json::from_str(p.codex_catalog.as_deref().unwrap()).unwrap();
+        assert_eq!(catalog["models"][0]["supports_search_tool"], false);
         assert_eq!(p.timeout, Some(Duration::from_secs(90)));
         // Never endless unless asked: 30 minutes by default, `0` for none.
         for (given, want) in [
