@@ -70,8 +70,6 @@ pub struct Refused {
 /// What the proxy saw, shared with the run.
 #[derive(Debug, Default)]
 pub struct Seen {
-    /// Requests forwarded to the app.
-    pub forwarded: u64,
     /// Requests refused, in order.
     pub refused: Vec<Refused>,
 }
@@ -303,10 +301,7 @@ async fn handle(
         return Err(Closed);
     }
     Ok(match forward(req, ctx, &target).await {
-        Ok(res) => {
-            ctx.seen.lock().unwrap_or_else(|e| e.into_inner()).forwarded += 1;
-            res
-        }
+        Ok(res) => res,
         Err(e) => {
             tracing::debug!("web: {} {}: {e:#}", method, target.host);
             plain(
@@ -348,7 +343,7 @@ fn connect(mut req: Request<Incoming>, ctx: &Arc<Ctx>) -> Response<Body> {
         // TLS starts with a handshake record (0x16); anything else is served as plain HTTP/1.1
         // (a `ws://` tunnel), and what is neither fails to parse there.
         let mut first = [0u8; 1];
-        let Ok(n) = peek(&mut io, &mut first).await else {
+        let Ok(n) = tokio::io::AsyncReadExt::read(&mut io, &mut first).await else {
             return;
         };
         let io = Prefixed::new(first[..n].to_vec(), io);
@@ -383,11 +378,6 @@ fn connect(mut req: Request<Incoming>, ctx: &Arc<Ctx>) -> Response<Body> {
         }
     });
     Response::new(empty())
-}
-
-async fn peek<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
-    use tokio::io::AsyncReadExt as _;
-    r.read(buf).await
 }
 
 /// Sends a judged request on to the app, and its answer back; an upgrade (a WebSocket) is
