@@ -714,6 +714,15 @@ impl Server {
             t.abort();
         }
         if let Some(mut child) = self.child.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            // Boxed, the server's child is PID 1 of the browser's box. Killed itself, its end
+            // comes only once the kernel has ended every process of the box's namespace;
+            // killing bwrap alone left Chromium's processes dying after the run said it ended.
+            let inner = child.id().map(crate::os::children).unwrap_or_default();
+            for &pid in &inner {
+                if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
+            }
             // Its group: what it started in it goes too.
             if let Some(pid) = child.id() {
                 let _ = crate::os::signal_group(pid, libc::SIGKILL);
@@ -726,6 +735,11 @@ impl Server {
                     Ok(None) => std::thread::sleep(std::time::Duration::from_millis(1)),
                     _ => break,
                 }
+            }
+            // Bounded: a process the kernel cannot end (stuck in the disk) must not hold the run.
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while inner.iter().any(|&p| !crate::os::ended(p)) && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(2));
             }
         }
         self.gone();

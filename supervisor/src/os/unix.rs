@@ -163,36 +163,51 @@ pub fn run_group_members(pgid: u32, run_id: &str) -> Vec<u32> {
         .collect()
 }
 
+/// `pid`'s state letter, parent and process group, from `/proc/<pid>/stat`. Linux only.
+fn stat_of(pid: u32) -> Option<(char, u32, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
+    let (_, after) = stat.rsplit_once(')')?;
+    let mut fields = after.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, ppid, pgrp))
+}
+
+fn proc_pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The pids of `pid`'s live (non-zombie) children. Linux only (reads `/proc`); elsewhere empty.
+pub fn children(pid: u32) -> Vec<u32> {
+    proc_pids()
+        .into_iter()
+        .filter(|&c| stat_of(c).is_some_and(|(state, ppid, _)| ppid == pid && state != 'Z'))
+        .collect()
+}
+
+/// Whether `pid` has ended: no such process, or a zombie waiting only for its parent's `wait`.
+pub fn ended(pid: u32) -> bool {
+    stat_of(pid).is_none_or(|(state, _, _)| state == 'Z' || state == 'X')
+}
+
 fn scan(want_pgid: Option<u32>, run_id: &str) -> Vec<(u32, u32)> {
     #[cfg(target_os = "linux")]
     {
         let needle = format!("{RUN_ID_ENV}={run_id}");
-        let Ok(dir) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
         let mut found = Vec::new();
-        for entry in dir.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<u32>().ok())
-            else {
+        for pid in proc_pids() {
+            let Some((state, _, pgrp)) = stat_of(pid) else {
                 continue;
             };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
-            let Some(after) = stat.rsplit_once(')').map(|(_, a)| a) else {
-                continue;
-            };
-            let mut fields = after.split_whitespace();
-            let state = fields.next();
-            let _ppid = fields.next();
-            let Some(pgrp) = fields.next().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            if want_pgid.is_some_and(|g| g != pgrp) || state == Some("Z") {
+            if want_pgid.is_some_and(|g| g != pgrp) || state == 'Z' {
                 continue;
             }
             let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
@@ -247,6 +262,30 @@ pub fn run_processes(run_id: &str) -> Vec<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_is_found_and_ended_once_killed() {
+        let mut child = Command::new("sh")
+            .args(["-c", "sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let shell = child.id();
+        let mut found = Vec::new();
+        for _ in 0..200 {
+            found = children(shell);
+            if !found.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(found.len(), 1, "the shell's sleep: {found:?}");
+        assert!(!ended(found[0]));
+        let pid = rustix::process::Pid::from_raw(found[0] as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+        let _ = child.wait();
+        assert!(ended(found[0]));
+        assert!(!children(std::process::id()).contains(&shell));
+    }
 
     #[test]
     fn a_worker_group_is_found_by_run_id_and_killed() {
