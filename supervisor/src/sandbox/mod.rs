@@ -36,10 +36,13 @@
 //!   mechanisms: [`limits`].
 //! - **Network.** A network namespace with only loopback. The model endpoint is reached through
 //!   the run's socket directory: inside, `leopold persona box-init` listens on the endpoint's
-//!   own loopback address (or on a CONNECT proxy port for a remote https endpoint) and forwards
-//!   each connection to `<sock dir>/model.sock`; outside, the supervisor connects it to the one
-//!   endpoint and nowhere else (a CONNECT to any other host:port is refused there, outside the
-//!   worker's reach).
+//!   own loopback address (or, for a remote https endpoint, on a loopback port the harness's
+//!   base URL is pointed at, in plain HTTP) and forwards each connection to
+//!   `<sock dir>/model.sock`; outside, the supervisor's model relay sends each request to the
+//!   one endpoint and nowhere else ([`model_relay`]).
+//! - **Credentials.** Not in the box: the harness's key variables and login files hold
+//!   placeholders, and the model relay puts the real values back into each request's
+//!   credential header, outside the worker's reach ([`model_relay`]).
 //! - **The guard** runs inside (the harness starts it); it reads the flow and ACTIVE.json
 //!   read-only and sends its event line to `<sock dir>/events.sock` (`LEOPOLD_EVENTS_SOCKET`);
 //!   the supervisor appends it to `events.jsonl`.
@@ -50,6 +53,7 @@ pub mod browser_box;
 mod etc;
 pub mod init;
 pub mod limits;
+mod model_relay;
 mod relay;
 
 use std::ffi::OsString;
@@ -61,13 +65,14 @@ use anyhow::Context as _;
 
 use crate::harness::Harness;
 
+pub use model_relay::Credentials;
 pub use relay::{make_sock_dir, RunBox};
 
 /// The variable naming the supervisor's event socket, read by the guard.
 pub const EVENTS_SOCKET_ENV: &str = leopold_guard::EVENTS_SOCKET_ENV;
-/// Inside the box, the CONNECT proxy's port (the network namespace is the run's own: any port
-/// is free).
-pub const PROXY_PORT: u16 = 3128;
+/// Inside the box, the port a remote endpoint's relay listens on (the network namespace is the
+/// run's own: any port is free).
+pub const MODEL_PORT: u16 = 3128;
 
 /// Test-only knobs, like the other `__LEOPOLD_*` variables: extra variables passed into the box
 /// (comma-separated names) and extra read-only and read-write paths (colon-separated), so the
@@ -83,9 +88,9 @@ pub enum Endpoint {
     /// An endpoint on this machine's loopback (a local gateway, the test kit's scripted model):
     /// inside, the same address listens and forwards; outside, the supervisor connects to it.
     Loopback(SocketAddr),
-    /// A remote https endpoint: inside, `HTTPS_PROXY` points at a forwarder; outside, the
-    /// supervisor admits exactly one `CONNECT host:port`.
-    Connect { host: String, port: u16 },
+    /// A remote https endpoint: inside, the harness's base URL points at
+    /// `http://127.0.0.1:MODEL_PORT` (its path kept); outside, the relay speaks TLS to it.
+    Remote { host: String, port: u16 },
 }
 
 impl Endpoint {
@@ -93,7 +98,7 @@ impl Endpoint {
     pub fn describe(&self) -> String {
         match self {
             Endpoint::Loopback(a) => a.to_string(),
-            Endpoint::Connect { host, port } => format!("{host}:{port}"),
+            Endpoint::Remote { host, port } => format!("{host}:{port}"),
         }
     }
 }
@@ -114,8 +119,6 @@ pub struct BoxSpec {
     pub ro_late: Vec<PathBuf>,
     /// Bound read-write (e.g. a per-run harness configuration folder).
     pub rw: Vec<PathBuf>,
-    /// Files bound read-only at another place (a login file into the scratch): (source, inside).
-    pub ro_at: Vec<(PathBuf, PathBuf)>,
     /// Short per-run directory holding the sockets (bound read-only: connecting to a socket
     /// needs no write access to the mount).
     pub sock_dir: PathBuf,
@@ -123,6 +126,8 @@ pub struct BoxSpec {
     pub env: Vec<(OsString, OsString)>,
     /// The one network destination.
     pub endpoint: Endpoint,
+    /// What the box's placeholders stand for, put back by the relay.
+    pub credentials: Credentials,
     /// The scratch's size (a tmpfs of that size, seeded from the scratch folder on disk), or
     /// `None`: the folder itself, bound read-write.
     pub scratch_size: Option<u64>,
@@ -379,9 +384,6 @@ pub fn command(
     {
         cmd.arg("--ro-bind").arg(&resolv).arg("/etc/resolv.conf");
     }
-    for (from, inside) in &spec.ro_at {
-        cmd.arg("--ro-bind").arg(from).arg(inside);
-    }
     // The new root itself (a tmpfs bwrap made, holding the folders the binds above needed) is
     // read-only too: nothing the worker writes outside its scratch and `/tmp` can stand in for a
     // missing file, not even inside the box.
@@ -409,8 +411,8 @@ pub fn command(
     .args(["persona", "box-init", "--forward"]);
     let (listen, sock) = match &spec.endpoint {
         Endpoint::Loopback(a) => (*a, spec.sock_dir.join(relay::MODEL_SOCK)),
-        Endpoint::Connect { .. } => (
-            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), PROXY_PORT),
+        Endpoint::Remote { .. } => (
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), MODEL_PORT),
             spec.sock_dir.join(relay::MODEL_SOCK),
         ),
     };
@@ -436,12 +438,25 @@ pub fn sock_dir_for(run_id: &str) -> PathBuf {
     base.join(format!("leopold-{run_id}"))
 }
 
+/// The model endpoint a harness is configured for.
+#[derive(Debug)]
+pub struct ModelEndpoint {
+    pub endpoint: Endpoint,
+    /// The variables that carry the provider's key (a Codex provider's `env_key`).
+    pub keys: Vec<String>,
+    /// The base URL's path (`/v1`), kept when the harness in the box is pointed at the relay.
+    pub path: String,
+    /// Codex: the configured model provider, when not the built-in OpenAI one.
+    pub codex_provider: Option<String>,
+}
+
 /// The model endpoint the harness is configured for, and the variables that carry its
 /// credentials. Claude: `ANTHROPIC_BASE_URL` (default https://api.anthropic.com). Codex: the
 /// `model_provider`'s `base_url` in `$CODEX_HOME/config.toml` (its `env_key` is passed), else
-/// `OPENAI_BASE_URL`, else https://api.openai.com.
-pub fn model_endpoint(kind: Harness, codex_home: &Path) -> anyhow::Result<(Endpoint, Vec<String>)> {
+/// `OPENAI_BASE_URL`, else https://api.openai.com/v1.
+pub fn model_endpoint(kind: Harness, codex_home: &Path) -> anyhow::Result<ModelEndpoint> {
     let mut keys = Vec::new();
+    let mut codex_provider = None;
     let url = match kind {
         Harness::Claude => std::env::var("ANTHROPIC_BASE_URL")
             .ok()
@@ -462,8 +477,9 @@ pub fn model_endpoint(kind: Harness, codex_home: &Path) -> anyhow::Result<(Endpo
                 None | Some("openai") => std::env::var("OPENAI_BASE_URL")
                     .ok()
                     .filter(|s| !s.is_empty())
-                    .unwrap_or_else(|| "https://api.openai.com".into()),
+                    .unwrap_or_else(|| "https://api.openai.com/v1".into()),
                 Some(p) => {
+                    codex_provider = Some(p.to_owned());
                     let table = doc.get("model_providers").and_then(|t| t.get(p));
                     if let Some(k) = table
                         .and_then(|t| t.get("env_key"))
@@ -485,7 +501,115 @@ pub fn model_endpoint(kind: Harness, codex_home: &Path) -> anyhow::Result<(Endpo
             }
         }
     };
-    Ok((endpoint_of(&url)?, keys))
+    let path = url::Url::parse(&url)
+        .map(|u| u.path().trim_end_matches('/').to_owned())
+        .unwrap_or_default();
+    Ok(ModelEndpoint {
+        endpoint: endpoint_of(&url)?,
+        keys,
+        path,
+        codex_provider,
+    })
+}
+
+/// The variables that carry a model key, kept out of the box ([`model_relay`]).
+fn is_credential(kind: Harness, name: &str, provider_keys: &[String]) -> bool {
+    let own: &[&str] = match kind {
+        Harness::Claude => &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"],
+        Harness::Codex => &["OPENAI_API_KEY", "CODEX_API_KEY"],
+    };
+    own.contains(&name) || provider_keys.iter().any(|k| k == name)
+}
+
+/// The login file's secret fields, by JSON pointer: Codex's `auth.json` (a key, or a ChatGPT
+/// login's tokens; its `id_token` only names the account, and Codex reads it itself) and
+/// Claude's `.credentials.json` (an OAuth login's tokens).
+fn login_secrets(kind: Harness) -> &'static [&'static str] {
+    match kind {
+        Harness::Claude => &["/claudeAiOauth/accessToken", "/claudeAiOauth/refreshToken"],
+        Harness::Codex => &[
+            "/OPENAI_API_KEY",
+            "/tokens/access_token",
+            "/tokens/refresh_token",
+        ],
+    }
+}
+
+/// Writes the box's copy of a login file, each secret field a placeholder, mode 0600. The
+/// user's file is only read.
+fn placeholder_login(
+    kind: Harness,
+    login: &Path,
+    inside: &Path,
+    credentials: &mut Credentials,
+    run_id: &str,
+) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(login)
+        .with_context(|| format!("cannot read the login file {}", login.display()))?;
+    let mut v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{} is not JSON ({e})\n(hint: log in with the harness again, or pass the key in its variable)",
+            login.display()
+        )
+    })?;
+    let file = login.file_name().map(|f| f.to_string_lossy().into_owned());
+    for ptr in login_secrets(kind) {
+        if let Some(serde_json::Value::String(secret)) = v.pointer_mut(ptr) {
+            if !secret.is_empty() {
+                let name = format!("{}{ptr}", file.as_deref().unwrap_or("login"));
+                *secret = credentials.placeholder(&name, secret, run_id);
+            }
+        }
+    }
+    if let Some(dir) = inside.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut bytes = serde_json::to_vec_pretty(&v)?;
+    bytes.push(b'\n');
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(inside)
+        .and_then(|mut f| f.write_all(&bytes))
+        .with_context(|| format!("cannot write {}", inside.display()))
+}
+
+/// Points a harness in the box at the relay's loopback port for a remote endpoint, the base
+/// URL's path kept: Claude's and OpenAI's variables, or a Codex provider's `base_url` in the
+/// run's own `config.toml` (Leopold's copy).
+fn point_at_relay(
+    kind: Harness,
+    me: &ModelEndpoint,
+    codex_home: &Path,
+    env: &mut Vec<(OsString, OsString)>,
+) -> anyhow::Result<()> {
+    let base = format!("http://127.0.0.1:{MODEL_PORT}{}", me.path);
+    let var = match (kind, &me.codex_provider) {
+        (Harness::Claude, _) => "ANTHROPIC_BASE_URL",
+        (Harness::Codex, None) => "OPENAI_BASE_URL",
+        (Harness::Codex, Some(p)) => {
+            let cfg = codex_home.join("config.toml");
+            let text = std::fs::read_to_string(&cfg)
+                .with_context(|| format!("cannot read {}", cfg.display()))?;
+            let mut doc: toml_edit::DocumentMut = text
+                .parse()
+                .with_context(|| format!("{} is not valid TOML", cfg.display()))?;
+            doc["model_providers"][p.as_str()]["base_url"] = toml_edit::value(base);
+            crate::state::write_atomic_as(
+                &cfg,
+                doc.to_string().as_bytes(),
+                crate::state::Durability::Volatile,
+            )?;
+            return Ok(());
+        }
+    };
+    env.retain(|(k, _)| k != var);
+    env.push((var.into(), base.into()));
+    Ok(())
 }
 
 fn endpoint_of(raw: &str) -> anyhow::Result<Endpoint> {
@@ -508,9 +632,9 @@ fn endpoint_of(raw: &str) -> anyhow::Result<Endpoint> {
     };
     match (loopback, u.scheme()) {
         (Some(ip), _) => Ok(Endpoint::Loopback(SocketAddr::new(ip, port))),
-        (None, "https") => Ok(Endpoint::Connect { host, port }),
+        (None, "https") => Ok(Endpoint::Remote { host, port }),
         (None, scheme) => anyhow::bail!(
-            "the model endpoint {host}:{port} is {scheme}, not https: the box relays a remote endpoint only as an https CONNECT\n(hint: use an https endpoint, or pass --no-contain to run without the box)"
+            "the model endpoint {host}:{port} is {scheme}, not https: the box relays a remote endpoint only over https\n(hint: use an https endpoint, or pass --no-contain to run without the box)"
         ),
     }
 }
@@ -585,7 +709,9 @@ pub struct RunInputs<'a> {
 
 /// Fills a [`BoxSpec`] for a run: what is bound, the environment, the endpoint.
 pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
-    let (endpoint, cred_keys) = model_endpoint(r.kind, r.codex_home)?;
+    let me = model_endpoint(r.kind, r.codex_home)?;
+    let endpoint = me.endpoint.clone();
+    let mut credentials = Credentials::default();
     // The project is not in the box, only its `.leopold/` (what the guard reads: ACTIVE.json, the
     // run's ref map; the flow file comes in through `r.ro`). A read-only bind is not enough: a
     // unix socket anywhere in it (a dev server's, a database's, an IDE's) stays connectable,
@@ -629,15 +755,10 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
     // `harness::run_home`), and the user's login file is bound read-only over an empty
     // placeholder in it (never copied: credentials are not left in the project). The user's
     // folder is not there.
-    let mut ro_at: Vec<(PathBuf, PathBuf)> = Vec::new();
     if r.kind == Harness::Codex {
         if let Some(login) = r.codex_login.filter(|p| p.is_file()) {
-            std::fs::create_dir_all(r.codex_home)
-                .with_context(|| format!("cannot create {}", r.codex_home.display()))?;
-            let placeholder = r.codex_home.join("auth.json");
-            std::fs::write(&placeholder, b"")
-                .with_context(|| format!("cannot create {}", placeholder.display()))?;
-            ro_at.push((login, placeholder));
+            let inside = r.codex_home.join("auth.json");
+            placeholder_login(r.kind, &login, &inside, &mut credentials, r.run_id)?;
         }
     }
     let codex_home = r.codex_home.to_path_buf();
@@ -655,7 +776,7 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
     ro.extend(split(TEST_RO));
     rw.extend(split(TEST_RW));
 
-    let mut extra_names = cred_keys;
+    let mut extra_names = me.keys.clone();
     if let Some(v) = crate::knobs::var(TEST_PASS_ENV) {
         extra_names.extend(
             v.split(',')
@@ -685,35 +806,28 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
     if r.kind == Harness::Codex {
         env.push(("CODEX_HOME".into(), codex_home.into_os_string()));
     }
-    if let Endpoint::Connect { .. } = endpoint {
-        let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
-        for k in [
-            "HTTPS_PROXY",
-            "https_proxy",
-            "HTTP_PROXY",
-            "http_proxy",
-            "ALL_PROXY",
-            "all_proxy",
-        ] {
-            env.push((k.into(), proxy.clone().into()));
+    for (k, v) in env.iter_mut() {
+        let name = k.to_string_lossy().into_owned();
+        if is_credential(r.kind, &name, &me.keys) && !v.is_empty() {
+            *v = credentials
+                .placeholder(&name, &v.to_string_lossy(), r.run_id)
+                .into();
         }
+    }
+    if let Endpoint::Remote { .. } = endpoint {
+        point_at_relay(r.kind, &me, r.codex_home, &mut env)?;
     }
     if r.kind == Harness::Claude
         && std::env::var_os("ANTHROPIC_API_KEY").is_none()
         && std::env::var_os("ANTHROPIC_AUTH_TOKEN").is_none()
     {
-        // No key variable: Claude's login file, read-only, where it looks for it in HOME.
+        // No key variable: Claude's login file, where it looks for it in HOME, its tokens
+        // placeholders.
         if let Some(home) = std::env::var_os("HOME") {
-            let cred = Path::new(&home).join(".claude/.credentials.json");
-            if cred.is_file() {
+            let login = Path::new(&home).join(".claude/.credentials.json");
+            if login.is_file() {
                 let inside = r.scratch.join(".claude/.credentials.json");
-                if let Some(dir) = inside.parent() {
-                    std::fs::create_dir_all(dir)
-                        .with_context(|| format!("cannot create {}", dir.display()))?;
-                }
-                std::fs::write(&inside, b"")
-                    .with_context(|| format!("cannot create {}", inside.display()))?;
-                ro_at.push((cred, inside));
+                placeholder_login(r.kind, &login, &inside, &mut credentials, r.run_id)?;
             }
         }
     }
@@ -730,10 +844,10 @@ pub fn plan_spec(r: RunInputs<'_>) -> anyhow::Result<BoxSpec> {
         hide,
         ro_late,
         rw,
-        ro_at,
         sock_dir: r.sock_dir,
         env,
         endpoint,
+        credentials,
         scratch_size: r.scratch_size,
         links,
     })
@@ -1174,7 +1288,7 @@ impl Boxed {
         let mut parts = Vec::new();
         if n > 0 {
             parts.push(format!(
-                "the box refused {n} connection(s) to hosts other than the model endpoint {}",
+                "the box refused {n} request(s) for hosts other than the model endpoint {}",
                 self.run_box.spec.endpoint.describe()
             ));
         }
@@ -1203,7 +1317,7 @@ mod tests {
         );
         assert_eq!(
             endpoint_of("https://api.anthropic.com").unwrap(),
-            Endpoint::Connect {
+            Endpoint::Remote {
                 host: "api.anthropic.com".into(),
                 port: 443
             }
@@ -1223,9 +1337,14 @@ mod tests {
             "model_provider = \"mock\"\n[model_providers.mock]\nbase_url = \"http://127.0.0.1:5555/v1\"\nenv_key = \"MOCK_API_KEY\"\n",
         )
         .unwrap();
-        let (e, keys) = model_endpoint(Harness::Codex, dir.path()).unwrap();
-        assert_eq!(e, Endpoint::Loopback("127.0.0.1:5555".parse().unwrap()));
-        assert_eq!(keys, ["MOCK_API_KEY"]);
+        let me = model_endpoint(Harness::Codex, dir.path()).unwrap();
+        assert_eq!(
+            me.endpoint,
+            Endpoint::Loopback("127.0.0.1:5555".parse().unwrap())
+        );
+        assert_eq!(me.keys, ["MOCK_API_KEY"]);
+        assert_eq!(me.path, "/v1");
+        assert_eq!(me.codex_provider.as_deref(), Some("mock"));
     }
 
     #[test]

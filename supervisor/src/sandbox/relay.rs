@@ -7,15 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::{TcpStream, UnixDatagram, UnixListener, UnixStream};
-
-use super::Endpoint;
+use tokio::net::{UnixDatagram, UnixListener};
 
 pub const MODEL_SOCK: &str = "model.sock";
 pub const EVENTS_SOCK: &str = "events.sock";
-/// Longest CONNECT request head read before it is refused.
-const MAX_HEAD: usize = 8 * 1024;
 /// Longest event datagram accepted (the guard's lines are a few hundred bytes).
 const MAX_EVENT: usize = 16 * 1024;
 
@@ -31,7 +26,7 @@ pub struct RunBox {
     pub spec: super::BoxSpec,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     gate: tokio::sync::watch::Sender<bool>,
-    /// CONNECT requests to anything but the endpoint, refused.
+    /// Requests for anything but the model endpoint, refused.
     pub refused: Arc<AtomicUsize>,
     /// Events from the event socket that were not guard events, dropped.
     pub dropped_events: Arc<AtomicUsize>,
@@ -74,13 +69,13 @@ impl RunBox {
         let refused = Arc::new(AtomicUsize::new(0));
         let dropped_events = Arc::new(AtomicUsize::new(0));
         let (gate, shut) = tokio::sync::watch::channel(false);
+        let relay = super::model_relay::ModelRelay::new(
+            spec.endpoint.clone(),
+            spec.credentials.clone(),
+            refused.clone(),
+        )?;
         let tasks = vec![
-            tokio::spawn(relay_model(
-                model,
-                spec.endpoint.clone(),
-                refused.clone(),
-                shut.clone(),
-            )),
+            tokio::spawn(relay_model(model, Arc::new(relay), shut.clone())),
             tokio::spawn(receive_events(
                 events,
                 EventsOut {
@@ -124,72 +119,19 @@ impl Drop for RunBox {
 
 async fn relay_model(
     listener: UnixListener,
-    endpoint: Endpoint,
-    refused: Arc<AtomicUsize>,
+    relay: Arc<super::model_relay::ModelRelay>,
     gate: tokio::sync::watch::Receiver<bool>,
 ) {
     while let Ok((conn, _)) = listener.accept().await {
-        let endpoint = endpoint.clone();
-        let refused = refused.clone();
+        let relay = relay.clone();
         let mut gate = gate.clone();
         tokio::spawn(async move {
             // Accepted at once (the worker sees a slow answer, not a refusal), relayed once open.
             if opened(&mut gate).await {
-                let _ = relay_one(conn, &endpoint, &refused).await;
+                relay.serve(conn).await;
             }
         });
     }
-}
-
-async fn relay_one(
-    mut conn: UnixStream,
-    endpoint: &Endpoint,
-    refused: &AtomicUsize,
-) -> std::io::Result<()> {
-    match endpoint {
-        Endpoint::Loopback(addr) => {
-            let mut up = TcpStream::connect(addr).await?;
-            tokio::io::copy_bidirectional(&mut conn, &mut up).await?;
-        }
-        Endpoint::Connect { host, port } => {
-            // `CONNECT host:port HTTP/1.1`, headers, blank line. Only the endpoint is admitted;
-            // the name is resolved here, outside the box.
-            let mut head = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                let n = conn.read(&mut buf).await?;
-                if n == 0 || head.len() + n > MAX_HEAD {
-                    return Ok(());
-                }
-                head.extend_from_slice(&buf[..n]);
-            }
-            let end = head.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(0) + 4;
-            let line = String::from_utf8_lossy(
-                &head[..head.iter().position(|b| *b == b'\r').unwrap_or(0)],
-            )
-            .into_owned();
-            let mut parts = line.split(' ');
-            let ok = parts.next() == Some("CONNECT")
-                && parts
-                    .next()
-                    .is_some_and(|t| t.eq_ignore_ascii_case(&format!("{host}:{port}")));
-            if !ok {
-                refused.fetch_add(1, Ordering::Relaxed);
-                conn.write_all(
-                    b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                )
-                .await?;
-                return Ok(());
-            }
-            let mut up = TcpStream::connect((host.as_str(), *port)).await?;
-            conn.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                .await?;
-            // Bytes the client sent after the head (a TLS ClientHello) go first.
-            up.write_all(&head[end..]).await?;
-            tokio::io::copy_bidirectional(&mut conn, &mut up).await?;
-        }
-    }
-    Ok(())
 }
 
 /// Where the box's guard events go, and how much of them.

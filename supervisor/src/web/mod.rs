@@ -54,7 +54,7 @@ pub const SOCK: &str = "web.sock";
 /// any port is free).
 pub const BOX_PORT: u16 = 3128;
 
-type Body = BoxBody<Bytes, hyper::Error>;
+pub(crate) type Body = BoxBody<Bytes, hyper::Error>;
 
 /// Where refused requests are written: the gateway's hash-chained record.
 pub type Recorder = Arc<dyn Fn(Value) + Send + Sync>;
@@ -423,11 +423,21 @@ async fn forward(
     } else {
         send(tcp, req).await?
     };
+    answer(&mut res, client_upgrade);
+    Ok(res.map(BodyExt::boxed))
+}
+
+/// Readies the server's answer for the client: an agreed upgrade (a WebSocket) is joined end to
+/// end once both sides have switched; any other answer loses its hop-by-hop headers.
+pub(crate) fn answer(
+    res: &mut Response<Incoming>,
+    client_upgrade: Option<hyper::upgrade::OnUpgrade>,
+) {
     if res.status() == StatusCode::SWITCHING_PROTOCOLS {
         if let Some(client_side) = client_upgrade {
-            let app_side = hyper::upgrade::on(&mut res);
+            let server_side = hyper::upgrade::on(res);
             tokio::spawn(async move {
-                if let (Ok(c), Ok(a)) = (client_side.await, app_side.await) {
+                if let (Ok(c), Ok(a)) = (client_side.await, server_side.await) {
                     let (mut c, mut a) = (TokioIo::new(c), TokioIo::new(a));
                     let _ = tokio::io::copy_bidirectional(&mut c, &mut a).await;
                 }
@@ -436,21 +446,30 @@ async fn forward(
     } else {
         strip_hop_by_hop(res.headers_mut(), false);
     }
-    Ok(res.map(BodyExt::boxed))
 }
 
 async fn send<S>(io: S, req: Request<Incoming>) -> anyhow::Result<Response<Incoming>>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
+    Ok(handshake(io).await?.send_request(req).await?)
+}
+
+/// An HTTP/1.1 client connection on `io`, driven by a task of its own (upgrades included).
+pub(crate) async fn handshake<S>(
+    io: S,
+) -> anyhow::Result<hyper::client::conn::http1::SendRequest<Incoming>>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
     tokio::spawn(async move {
         let _ = conn.with_upgrades().await;
     });
-    Ok(sender.send_request(req).await?)
+    Ok(sender)
 }
 
-fn is_upgrade<B>(req: &Request<B>) -> bool {
+pub(crate) fn is_upgrade<B>(req: &Request<B>) -> bool {
     req.headers().contains_key(hyper::header::UPGRADE)
         && req
             .headers()
@@ -464,7 +483,7 @@ fn is_upgrade<B>(req: &Request<B>) -> bool {
 
 /// Headers that belong to one hop (RFC 9110 §7.6.1), the proxy's own included. An upgrade keeps
 /// `Connection: upgrade` and `Upgrade`, which the app needs to agree to it.
-fn strip_hop_by_hop(h: &mut hyper::HeaderMap, upgrade: bool) {
+pub(crate) fn strip_hop_by_hop(h: &mut hyper::HeaderMap, upgrade: bool) {
     let listed: Vec<String> = h
         .get_all(hyper::header::CONNECTION)
         .iter()
@@ -510,7 +529,7 @@ fn refuse(ctx: &Ctx, method: &str, host: &str, r: &Refusal) {
         });
 }
 
-fn plain(status: StatusCode, text: &str) -> Response<Body> {
+pub(crate) fn plain(status: StatusCode, text: &str) -> Response<Body> {
     let mut res = Response::new(full(text.to_owned()));
     *res.status_mut() = status;
     res

@@ -337,15 +337,19 @@ fn codex_a_failed_proof_stops_the_boxed_worker_before_its_model() {
     a_failed_proof_stops_the_boxed_worker_before_its_model("codex");
 }
 
-/// A remote https endpoint: the box has a CONNECT proxy that the supervisor holds to the one
-/// endpoint; a CONNECT to the forbidden host is refused outside the box.
+/// A remote https endpoint: in the box the harness's base URL is the model relay's loopback
+/// port, in plain HTTP, and the relay outside sends requests to the one endpoint only. A
+/// `CONNECT` to the forbidden host (by IP and by name) and a proxy-style `GET` for it are
+/// refused outside the box, counted, and never reach it.
 #[test]
-fn the_connect_proxy_admits_only_the_endpoint() {
+fn the_model_relay_admits_only_the_endpoint() {
     let sb = Sandbox::with_user_files();
     let forbidden = Witness::start();
+    let base = sb.kit().join("base-url.txt");
     sb.set_script(&format!(
-        "@connect 127.0.0.1:{0}\n@connect localhost:{0}\n@get http://127.0.0.1:{0}/direct\n@exit 0\n",
-        forbidden.port
+        "@sh printf %s \"$ANTHROPIC_BASE_URL\" > {1}\n@connect 127.0.0.1:{0}\n@connect localhost:{0}\n@proxy-get http://127.0.0.1:{0}/proxied\n@get http://127.0.0.1:{0}/direct\n@exit 0\n",
+        forbidden.port,
+        base.display()
     ));
     let out = sb
         .run_cmd("claude", &[])
@@ -353,17 +357,26 @@ fn the_connect_proxy_admits_only_the_endpoint() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(&base).unwrap(),
+        "http://127.0.0.1:3128",
+        "the harness in the box is pointed at the relay"
+    );
     let results = sb.results_lines();
-    let connects = results_for(&results, "connect");
-    assert_eq!(connects.len(), 2, "{results:?}");
-    for c in connects {
+    let refused: Vec<_> = results
+        .iter()
+        .filter(|l| l["op"] == "connect" || l["op"] == "proxy-get")
+        .collect();
+    assert_eq!(refused.len(), 3, "{results:?}");
+    for c in refused {
         assert!(
             c["detail"].as_str().unwrap().contains("403"),
             "refused by the supervisor: {c}"
         );
     }
+    assert_eq!(results_for(&results, "get")[0]["ok"], false, "{results:?}");
     assert!(
-        stderr(&out).contains("the box refused 2 connection(s)"),
+        stderr(&out).contains("the box refused 3 request(s)"),
         "{}",
         stderr(&out)
     );

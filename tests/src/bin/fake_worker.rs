@@ -40,7 +40,10 @@
 //! JSON line to `$FAKE_WORKER_RESULTS`; `${VAR}` in an argument is replaced by the variable):
 //!
 //! - `@get URL`: an HTTP GET over a plain TCP connection (no proxy), `http://host:port/path`;
-//! - `@connect TARGET`: `CONNECT TARGET` through `$HTTPS_PROXY`, records the status line;
+//! - `@connect TARGET`: `CONNECT TARGET` to the box's model relay (the authority of
+//!   `$ANTHROPIC_BASE_URL`, else `$OPENAI_BASE_URL`), as to a proxy; records the status line;
+//! - `@proxy-get URL`: `GET URL` in absolute form to the same relay, as to a proxy; records the
+//!   status line;
 //! - `@write PATH`: append a line to PATH (created if missing);
 //! - `@read PATH`: read PATH whole (records the byte count only);
 //! - `@detach SECS URL FILE`: start a child in a new session (`setsid`), not waited for, with
@@ -280,15 +283,18 @@ fn http_get(url: &str) -> Result<String, String> {
     Ok(text.lines().next().unwrap_or("").to_owned())
 }
 
-fn proxy_connect(target: &str) -> Result<String, String> {
-    let proxy = std::env::var("HTTPS_PROXY").map_err(|_| "no HTTPS_PROXY".to_owned())?;
-    let authority = proxy
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_owned();
+/// Sends `METHOD TARGET` to the box's model relay as to a proxy; the answer's status line.
+fn via_relay(method: &str, target: &str, host: &str) -> Result<String, String> {
+    let base = std::env::var("ANTHROPIC_BASE_URL")
+        .or_else(|_| std::env::var("OPENAI_BASE_URL"))
+        .map_err(|_| "no model base URL".to_owned())?;
+    let rest = base
+        .strip_prefix("http://")
+        .ok_or("the base URL is not http://")?;
+    let authority = rest.split('/').next().unwrap_or(rest).to_owned();
     let mut s = std::net::TcpStream::connect(&authority).map_err(|e| e.to_string())?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    write!(s, "CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").map_err(|e| e.to_string())?;
+    write!(s, "{method} {target} HTTP/1.1\r\nHost: {host}\r\n\r\n").map_err(|e| e.to_string())?;
     let mut buf = [0u8; 256];
     let n = s.read(&mut buf).map_err(|e| e.to_string())?;
     Ok(String::from_utf8_lossy(&buf[..n])
@@ -580,8 +586,19 @@ fn adversary(name: &str, arg: &str) -> bool {
                 serde_json::json!({"op":"get","url":arg,"ok":r.is_ok(),"detail":r.unwrap_or_else(|e| e)}),
             );
         }
+        "proxy-get" => {
+            let host = arg
+                .strip_prefix("http://")
+                .and_then(|r| r.split('/').next())
+                .unwrap_or("")
+                .to_owned();
+            let r = via_relay("GET", &arg, &host);
+            result(
+                serde_json::json!({"op":"proxy-get","url":arg,"ok":r.is_ok(),"detail":r.unwrap_or_else(|e| e)}),
+            );
+        }
         "connect" => {
-            let r = proxy_connect(&arg);
+            let r = via_relay("CONNECT", &arg, &arg);
             result(
                 serde_json::json!({"op":"connect","target":arg,"ok":r.is_ok(),"detail":r.unwrap_or_else(|e| e)}),
             );

@@ -182,6 +182,9 @@ async fn serve(listener: TcpListener, api: Api, state: Arc<State>) {
 struct Request {
     method: String,
     path: String,
+    /// The credential header as it arrived (`x-api-key`, else `authorization`): what the
+    /// endpoint was given, logged so a test can tell the key from a box's placeholder.
+    credential: Option<String>,
     body: Vec<u8>,
 }
 
@@ -210,11 +213,15 @@ async fn read_request(sock: &mut TcpStream) -> std::io::Result<Option<Request>> 
     let target = first.next().unwrap_or_default();
     let path = target.split('?').next().unwrap_or_default().to_owned();
     let (mut length, mut chunked) = (0usize, false);
+    let mut credential = None;
     for line in lines {
         let Some((k, v)) = line.split_once(':') else {
             continue;
         };
         let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
+        if k == "x-api-key" || (k == "authorization" && credential.is_none()) {
+            credential = Some(v.to_owned());
+        }
         if k == "content-length" {
             length = v.parse().map_err(|_| bad("bad content-length"))?;
         } else if k == "transfer-encoding" && v.to_ascii_lowercase().contains("chunked") {
@@ -242,7 +249,12 @@ async fn read_request(sock: &mut TcpStream) -> std::io::Result<Option<Request>> 
         rest.truncate(length);
         rest
     };
-    Ok(Some(Request { method, path, body }))
+    Ok(Some(Request {
+        method,
+        path,
+        credential,
+        body,
+    }))
 }
 
 async fn read_chunked(sock: &mut TcpStream, mut buf: Vec<u8>) -> std::io::Result<Vec<u8>> {
@@ -363,6 +375,7 @@ async fn handle(mut sock: TcpStream, api: Api, state: &State) -> std::io::Result
             "api": api.name(),
             "method": req.method,
             "path": req.path,
+            "credential": req.credential,
             "reply": reply_kind,
             "tool_results": tool_results,
             "turn": turn,
