@@ -25,14 +25,29 @@
 
 mod claude;
 mod codex;
-pub mod codex_catalog;
 mod json_text;
-pub mod run_home;
+
+pub use codex::{catalog as codex_catalog, run_home};
 #[cfg(test)]
 mod tests;
 pub(crate) mod version_cache;
 
 pub(crate) use claude::schema_problems as claude_schema_problems;
+
+/// What the harness's worker needs in the box (`crate::sandbox::Needs`), told by its wing:
+/// Claude's from its variables and its login file in `home`; Codex's from the run's own
+/// `codex_home` and the user's login file `codex_login`.
+pub fn box_needs(
+    kind: Harness,
+    scratch: &Path,
+    codex_home: &Path,
+    codex_login: Option<PathBuf>,
+) -> anyhow::Result<crate::sandbox::Needs> {
+    match kind {
+        Harness::Claude => claude::box_needs(scratch),
+        Harness::Codex => codex::box_needs(codex_home, codex_login),
+    }
+}
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -222,7 +222,12 @@ fn a_harness_kept_in_the_home_folder_brings_no_secret_into_the_box() {
         reads[2]
     );
     let env = std::fs::read_to_string(&env_dump).unwrap();
-    assert!(env.contains("ANTHROPIC_API_KEY=the-key"), "{env}");
+    // The key's variable passes, holding the relay's placeholder: the key is not in the box.
+    assert!(
+        env.contains("ANTHROPIC_API_KEY=the-leopold-placeholder-ANTHROPIC-API-KEY-"),
+        "{env}"
+    );
+    assert!(!env.contains("the-key"), "{env}");
     assert!(!env.contains("planted"), "{env}");
 
     std::fs::write(&harness, "#!/bin/sh\nexit 0\n").unwrap();

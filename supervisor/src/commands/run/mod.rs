@@ -745,12 +745,15 @@ fn launch(
         Some(bwrap) => Some(
             crate::sandbox::start(crate::sandbox::Launch {
                 bwrap,
-                kind: plan.kind,
                 project: &plan.paths.project,
                 harness_bin: &plan.bin,
-                codex_home: &started.ctx.codex_home,
-                codex_login: Some(plan.ctx.codex_home.join("auth.json"))
-                    .filter(|p| plan.kind == Harness::Codex && p.is_file()),
+                needs: harness::box_needs(
+                    plan.kind,
+                    &started.run_dir.join("scratch"),
+                    &started.ctx.codex_home,
+                    Some(plan.ctx.codex_home.join("auth.json")).filter(|p| p.is_file()),
+                )
+                .map_err(|e| format!("{e:#}"))?,
                 run_id: &started.run_id,
                 run_dir: &started.run_dir,
                 events_file: plan.paths.events(),

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use super::Context;
+use crate::harness::Context;
 
 /// `<run dir>/scratch/.codex`: the run's `CODEX_HOME`.
 pub fn codex_home_for_run(run_dir: &Path) -> PathBuf {
@@ -106,11 +106,7 @@ fn without_mcp_servers(file: &Path, bytes: &[u8]) -> anyhow::Result<Vec<u8>> {
 /// sessions and logs stay.
 pub fn remove_codex_copy(run_home: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
-    for name in [
-        "config.toml",
-        super::codex_catalog::CATALOG_FILE,
-        "auth.json",
-    ] {
+    for name in ["config.toml", super::catalog::CATALOG_FILE, "auth.json"] {
         let p = run_home.join(name);
         if std::fs::remove_file(&p).is_ok() {
             removed.push(p);
@@ -196,11 +192,11 @@ mod tests {
         let run_dir = Path::new("/p/.leopold/persona/runs/r1");
         let c = run_context(&ctx, run_dir);
         assert_eq!(
-            c.settings_path(super::super::Harness::Codex),
+            c.settings_path(crate::harness::Harness::Codex),
             run_dir.join("scratch/.codex/config.toml")
         );
         assert_eq!(
-            c.record_path(super::super::Harness::Codex),
+            c.record_path(crate::harness::Harness::Codex),
             run_dir.join("wiring/codex.json")
         );
         assert!(!c.by_hand);

@@ -11,8 +11,8 @@ use toml_edit::{
     Array, ArrayOfTables, Document, DocumentMut, InlineTable, Item, Table, TableLike, Value,
 };
 
-use super::json_text::line_col;
-use super::{
+use crate::harness::json_text::line_col;
+use crate::harness::{
     match_line_endings, Added, Created, HookSpec, WiredHandler, WiringError, MATCHER, TAG,
 };
 
@@ -164,7 +164,7 @@ fn list_doc(file: &Path, doc: &DocumentMut, spec: &HookSpec) -> Vec<WiredHandler
     out
 }
 
-pub(super) fn list(
+pub(in crate::harness) fn list(
     file: &Path,
     text: &str,
     spec: &HookSpec,
@@ -180,7 +180,11 @@ fn handler_table(spec: &HookSpec) -> Table {
     h
 }
 
-pub(super) fn add(file: &Path, text: Option<&str>, spec: &HookSpec) -> Result<Added, WiringError> {
+pub(in crate::harness) fn add(
+    file: &Path,
+    text: Option<&str>,
+    spec: &HookSpec,
+) -> Result<Added, WiringError> {
     let src = text.unwrap_or("");
     let mut doc = parse_checked(file, src)?;
     let groups_before = groups(&doc).len();
@@ -283,7 +287,7 @@ fn strip_group(group: &mut dyn TableLike) -> (usize, bool) {
     }
 }
 
-pub(super) fn strip(
+pub(in crate::harness) fn strip(
     file: &Path,
     text: &str,
     created: Created,

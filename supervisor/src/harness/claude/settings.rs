@@ -8,11 +8,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::json_text::{self, Kind, Node, Style, J};
-use super::{Added, Created, HookSpec, WiredHandler, WiringError, MATCHER, TAG};
+use crate::harness::json_text::{self, Kind, Node, Style, J};
+use crate::harness::{Added, Created, HookSpec, WiredHandler, WiringError, MATCHER, TAG};
 
 /// The hook group `wire` adds, keys in the order written.
-pub(super) fn group(spec: &HookSpec) -> J {
+pub(in crate::harness) fn group(spec: &HookSpec) -> J {
     let mut handler = vec![
         ("type", J::Str("command".to_owned())),
         ("command", J::Str(spec.command.clone())),
@@ -170,7 +170,7 @@ fn is_tagged(handler: &Node) -> bool {
         .is_some_and(|c| c.contains(TAG))
 }
 
-pub(super) fn list(
+pub(in crate::harness) fn list(
     file: &Path,
     text: &str,
     spec: &HookSpec,
@@ -203,7 +203,11 @@ pub(super) fn list(
     Ok(out)
 }
 
-pub(super) fn add(file: &Path, text: Option<&str>, spec: &HookSpec) -> Result<Added, WiringError> {
+pub(in crate::harness) fn add(
+    file: &Path,
+    text: Option<&str>,
+    spec: &HookSpec,
+) -> Result<Added, WiringError> {
     let g = group(spec);
     let Some(text) = text else {
         let doc = J::Obj(vec![(
@@ -280,7 +284,7 @@ fn internal(file: &Path, problem: &str) -> WiringError {
     }
 }
 
-pub(super) fn strip(
+pub(in crate::harness) fn strip(
     file: &Path,
     text: &str,
     created: Created,
@@ -352,7 +356,7 @@ pub(super) fn strip(
 /// Shapes Claude Code is known to reject (a documented subset of its settings schema). Claude
 /// skips the *whole* project file when any field fails validation (HARNESS-FACTS §2), silently
 /// under `-p`, so a hook wired there would not be in force.
-pub(super) fn validation_warnings(file: &Path, text: &str) -> Vec<String> {
+pub(in crate::harness) fn validation_warnings(file: &Path, text: &str) -> Vec<String> {
     let Ok(Value::Object(root)) = serde_json::from_str::<Value>(text) else {
         return Vec::new();
     };
