@@ -26,8 +26,10 @@
 mod claude;
 mod codex;
 mod json_text;
+mod launch;
 
 pub use codex::{catalog as codex_catalog, run_home};
+pub use launch::{check_extra_args, worker_command, WorkerSpec};
 #[cfg(test)]
 mod tests;
 pub(crate) mod version_cache;

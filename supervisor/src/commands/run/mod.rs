@@ -20,6 +20,7 @@ mod outcome;
 // `doctor` names what loosens a flow's bounds as a run does (`plan::loosened`).
 pub(super) mod plan;
 mod progress;
+mod prompt;
 mod proof;
 mod supervise;
 mod teardown;
@@ -33,13 +34,14 @@ use serde_json::json;
 
 use crate::cli::RunArgs;
 use crate::commands::pause_point;
+use crate::harness::WorkerSpec;
 use crate::harness::{self, Harness};
 use crate::observe::Observer;
 use crate::output::Failure;
 use crate::state::{
     self, ActiveState, LockHolder, RunLock, RunOutcome, StateFile, TryLock, WiringEntry,
 };
-use crate::worker::{self, WorkerSpec};
+use crate::worker;
 use outcome::{classify, Ended};
 use plan::Plan;
 use progress::{Mode, Reporter};
@@ -712,7 +714,7 @@ fn launch(
         kind: plan.kind,
         bin: plan.bin.clone(),
         project: &plan.paths.project,
-        prompt: worker::build_prompt(&plan.flow),
+        prompt: prompt::build_prompt(&plan.flow),
         mcp_config: (!given.is_empty()).then_some(relay_config.as_path()),
         mcp_servers: given,
         guard_settings: started.guard_settings.as_deref(),
@@ -735,7 +737,7 @@ fn launch(
     if let Some(p) = proof {
         settle(p, plan, &mut observer, timings)?;
     }
-    let mut cmd = worker::worker_command(&spec, &started.run_id);
+    let mut cmd = harness::worker_command(&spec, &started.run_id);
     if plan.kind == Harness::Codex {
         // Unboxed, the run's own configuration is the worker's (the box sets it itself).
         cmd.env("CODEX_HOME", &started.ctx.codex_home);

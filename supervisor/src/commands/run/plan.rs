@@ -99,7 +99,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let project = state::resolve_project(args.project.project.as_deref())?;
     let (flow_path, flow) = crate::project::load_flow(&args.flow)?;
     let kind = args.harness;
-    worker::check_extra_args(kind, &args.extra).map_err(|why| {
+    crate::harness::check_extra_args(kind, &args.extra).map_err(|why| {
         anyhow::anyhow!(
             "refused harness argument: {why}\n(hint: Leopold's guard must stay in force; remove it from after `--`)"
         )

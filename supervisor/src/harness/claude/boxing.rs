@@ -40,7 +40,7 @@ pub fn box_needs(scratch: &Path) -> anyhow::Result<Needs> {
         .unwrap_or_else(|| "https://api.anthropic.com".into());
     let (endpoint, path) = Endpoint::parse(&url)?;
     let mut set: Vec<(std::ffi::OsString, std::ffi::OsString)> =
-        crate::worker::only_the_browser_env(super::super::Harness::Claude)
+        super::launch::CLAUDE_ONLY_THE_BROWSER_ENV
             .iter()
             .map(|(k, v)| ((*k).into(), (*v).into()))
             .collect();

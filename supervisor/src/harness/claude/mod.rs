@@ -2,6 +2,7 @@
 //! its worker needs in the box ([`boxing`]).
 
 mod boxing;
+pub(in crate::harness) mod launch;
 mod settings;
 
 pub use boxing::box_needs;
