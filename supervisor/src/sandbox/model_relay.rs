@@ -109,15 +109,18 @@ pub struct ModelRelay {
 }
 
 impl ModelRelay {
+    /// `extra_roots`: PEM files trusted beside the system's roots (which honour
+    /// `SSL_CERT_FILE`).
     pub fn new(
         endpoint: Endpoint,
         credentials: Credentials,
         refused: Arc<AtomicUsize>,
+        extra_roots: &[std::path::PathBuf],
     ) -> anyhow::Result<ModelRelay> {
         let (tls, host_header) = match &endpoint {
             Endpoint::Loopback(a) => (None, a.to_string()),
             Endpoint::Remote { host, port } => (
-                Some(crate::web::tls::client_config(&[])?),
+                Some(crate::web::tls::client_config(extra_roots)?),
                 if *port == 443 {
                     host.clone()
                 } else {
@@ -156,10 +159,16 @@ impl ModelRelay {
     ) -> Response<Body> {
         if req.method() == Method::CONNECT || req.uri().authority().is_some() {
             self.refused.fetch_add(1, Ordering::Relaxed);
-            return crate::web::plain(
+            let mut res = crate::web::plain(
                 StatusCode::FORBIDDEN,
                 "leopold: the box reaches only its model endpoint\n",
             );
+            // The connection ends with the refusal: nothing more is read from it.
+            res.headers_mut().insert(
+                hyper::header::CONNECTION,
+                hyper::header::HeaderValue::from_static("close"),
+            );
+            return res;
         }
         match self.forward(req, upstream).await {
             Ok(res) => res,
@@ -242,6 +251,107 @@ mod tests {
             );
         }
         h
+    }
+
+    /// A remote endpoint over TLS (a local server with a certificate for `localhost`): the
+    /// request arrives with the endpoint's `Host`, the real key and its body as sent; a
+    /// `CONNECT` for another host is refused and counted, and never reaches it.
+    #[tokio::test]
+    async fn a_remote_endpoint_gets_the_key_over_tls_and_nothing_else() {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let dir = tempfile::tempdir().unwrap();
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+        let pem = dir.path().join("ca.pem");
+        std::fs::write(&pem, cert.cert.pem()).unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(
+            rustls::pki_types::PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der()),
+        );
+        let server = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    continue;
+                };
+                let mut buf = vec![0u8; 4096];
+                let mut got = Vec::new();
+                while !String::from_utf8_lossy(&got).contains("\r\n\r\nhi") {
+                    let n = tls.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+                log.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&got).into_owned());
+                let _ = tls
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                    .await;
+                let _ = tls.shutdown().await;
+            }
+        });
+        let mut creds = Credentials::default();
+        let placeholder = creds.placeholder("ANTHROPIC_API_KEY", "sk-ant-api03-REAL", "r1");
+        let refused = Arc::new(AtomicUsize::new(0));
+        let relay = Arc::new(
+            ModelRelay::new(
+                Endpoint::Remote {
+                    host: "localhost".into(),
+                    port,
+                },
+                creds,
+                refused.clone(),
+                &[pem],
+            )
+            .unwrap(),
+        );
+        let ask = |text: String| {
+            let relay = relay.clone();
+            async move {
+                let (mut a, b) = UnixStream::pair().unwrap();
+                tokio::spawn(relay.serve(b));
+                a.write_all(text.as_bytes()).await.unwrap();
+                let mut answer = Vec::new();
+                let _ = a.read_to_end(&mut answer).await;
+                String::from_utf8_lossy(&answer).into_owned()
+            }
+        };
+        let answer = ask(format!(
+            "POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:3128\r\nx-api-key: {placeholder}\r\ncontent-length: 2\r\nconnection: close\r\n\r\nhi"
+        ))
+        .await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.ends_with("ok"), "{answer}");
+        let got = seen.lock().unwrap().clone();
+        assert_eq!(got.len(), 1, "{got:?}");
+        let head = got[0].to_ascii_lowercase();
+        assert!(head.starts_with("post /v1/messages http/1.1"), "{head}");
+        assert!(head.contains(&format!("host: localhost:{port}")), "{head}");
+        assert!(head.contains("x-api-key: sk-ant-api03-real"), "{head}");
+        assert!(!head.contains("leopold-placeholder"), "{head}");
+        let answer =
+            ask("CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n\r\n".into()).await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+        let answer = ask(
+            "GET http://evil.example/ HTTP/1.1\r\nHost: evil.example\r\nconnection: close\r\n\r\n"
+                .into(),
+        )
+        .await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+        assert_eq!(refused.load(Ordering::Relaxed), 2);
+        assert_eq!(seen.lock().unwrap().len(), 1, "nothing else reached it");
     }
 
     #[test]

@@ -73,6 +73,7 @@ impl RunBox {
             spec.endpoint.clone(),
             spec.credentials.clone(),
             refused.clone(),
+            &[],
         )?;
         let tasks = vec![
             tokio::spawn(relay_model(model, Arc::new(relay), shut.clone())),
