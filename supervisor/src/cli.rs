@@ -34,9 +34,8 @@ Exit codes (every command; docs/reference.md#exit-codes-and-output):
   2  usage or configuration error: bad flow, argument or file; nothing is left wired
   3  the worker failed, timed out or was interrupted (run)
   4  another persona run is active in this project; nothing was touched (run, recover)
-  5  the persona was stuck: denied `max_denials_in_a_row` times running; stopped (run)
-  6  the boxed worker hit a limit (--max-procs, --max-memory, --max-scratch, --max-records);
-     stopped (run)
+  5  the persona was stuck: denied `max_denials_in_a_row` times running; or the boxed worker
+     hit a limit (--max-procs, --max-memory, --max-scratch, --max-records); stopped (run)
 
 The project (where `.leopold/` lives) is found like git finds a repository: the nearest
 ancestor of the current directory holding `.leopold/`, else the repository root (the nearest
@@ -105,7 +104,7 @@ pub enum PersonaCommand {
     /// Exit codes: 0 clean run; 1 violations (the worker was stopped); 2 usage or configuration
     /// error (nothing left wired); 3 the worker failed, timed out or was interrupted; 4 another
     /// persona run is active in this project (nothing touched); 5 stuck: the flow's
-    /// `max_denials_in_a_row` denials with no allowed action between (the worker was stopped); 6
+    /// `max_denials_in_a_row` denials with no allowed action between (the worker was stopped); or
     /// over a limit: the boxed worker hit `--max-procs`, `--max-memory`, `--max-scratch` or
     /// `--max-records` (the worker was stopped).
     /// The persona's final answer is saved as `findings.md` in the run directory and printed
