@@ -1,4 +1,5 @@
-//! Leopold persona guard: the PreToolUse hook's decision. See issue #2 and docs/security.md#the-guard.
+//! Leopold persona guard: the PreToolUse hook's decision. See issue #2 and
+//! docs/security.md#the-guard.
 //!
 //! # Contract
 //!
@@ -10,7 +11,8 @@
 //!   the host (never the URL), the flow and the reason id, and one JSON line appended to
 //!   `<root>/.leopold/persona/events.jsonl`.
 //!
-//! No other exit code, ever: a panic prints a reason and exits 2 (docs/harness-facts.md#1-what-fails-open: exit 1 and
+//! No other exit code, ever: a panic prints a reason and exits 2
+//! (docs/harness-facts.md#1-what-fails-open: exit 1 and
 //! 101 fail open on Codex and on Claude without `onFailure`).
 //!
 //! # Decision

@@ -10,8 +10,8 @@
 //!   background networking off, every request sent to the run's proxy (which maps `[hosts]`
 //!   itself), and the per-run CA's key trusted for the proxy's tunnels;
 //! - `browser/mcp.json`: the real server as the gateway starts it, outside the worker's box (the
-//!   worker gets a relay instead, docs/security.md#the-gateway) and, in a boxed run, inside the browser's
-//!   own ([`crate::sandbox::browser_box`]), launched through `env -i` so no `PLAYWRIGHT_MCP_*` or
+//!   worker gets a relay instead, docs/security.md#the-gateway) and, in a boxed run, inside the
+//!   browser's own ([`crate::sandbox::browser_box`]), launched through `env -i` so no `PLAYWRIGHT_MCP_*` or
 //!   proxy variable of the caller's environment reaches it;
 //! - `browser/refs.json`: the ref map ([`RefTracker`]), read by the guard.
 //!
@@ -106,7 +106,8 @@ pub fn playwright_config(
         },
         "outputDir": browser_dir.join("output"),
         "imageResponses": "omit",
-        // A page must not register tools of its own (`navigator.modelContext`, docs/harness-facts.md#9-what-the-worker-can-do-besides-the-browser).
+        // A page must not register tools of its own (`navigator.modelContext`,
+        // docs/harness-facts.md#9-what-the-worker-can-do-besides-the-browser).
         "webmcp": false,
     })
 }

@@ -116,7 +116,8 @@ pub enum PersonaCommand {
     /// off). A Codex run wires the guard into its own copy of the user's `config.toml`
     /// (`<run dir>/scratch/.codex`), never the user's file; a boxed Claude run passes it with its
     /// own `--settings` file and edits no file of the user's (with `--no-contain`, the project's
-    /// `.claude/settings.json` is wired too). docs/security.md#only-the-browser, docs/reference.md#wiring.
+    /// `.claude/settings.json` is wired too). docs/security.md#only-the-browser,
+    /// docs/reference.md#wiring.
     Run(Box<RunArgs>),
     /// The PreToolUse hook: reads the harness payload on stdin; exit 0 allows, exit 2 denies.
     ///
@@ -318,7 +319,8 @@ pub struct RunArgs {
     /// findings go in `system-out`), for CI. See docs/guide.md#ci.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Run the worker without the box (docs/security.md#the-box): no PID, network or file isolation,
+    /// Run the worker without the box (docs/security.md#the-box): no PID, network or file
+    /// isolation,
     /// only the guard, the browser's rules and the journal. Said again on every run. Without this
     /// flag a machine that cannot build the box (no bubblewrap, no namespaces, not Linux) refuses
     /// to run (exit 2).

@@ -42,7 +42,8 @@ fn main() -> ExitCode {
     {
         return ExitCode::from(leopold_guard::main_entry());
     }
-    // The box's first program (docs/security.md#the-box): raw arguments, the worker's own after `--`.
+    // The box's first program (docs/security.md#the-box): raw arguments, the worker's own after
+    // `--`.
     let mut raw = std::env::args_os().skip(1);
     if raw.next().is_some_and(|a| a == "persona") && raw.next().is_some_and(|a| a == "box-init") {
         let rest: Vec<std::ffi::OsString> = raw.collect();

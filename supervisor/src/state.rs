@@ -163,10 +163,12 @@ pub struct RunEnd {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gateway_mismatches: Vec<String>,
     /// The journal's hash-chain head when the run ended (SHA-256 of its last line, hex;
-    /// docs/reference.md#journal): what `persona replay --expect` checks. Absent for a run without a journal.
+    /// docs/reference.md#journal): what `persona replay --expect` checks. Absent for a run without
+    /// a journal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_hash: Option<String>,
-    /// The head of the gateway record's hash chain (`gateway.jsonl`, docs/security.md#the-gateway) when
+    /// The head of the gateway record's hash chain (`gateway.jsonl`, docs/security.md#the-gateway)
+    /// when
     /// the run ended: what `persona replay` checks that file against. Absent when the gateway
     /// recorded nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]

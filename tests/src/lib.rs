@@ -343,7 +343,8 @@ impl Sandbox {
     }
 
     /// Writes `$CODEX_HOME/config.toml` pointing Codex at the scripted model (the `mock`
-    /// provider of docs/harness-facts.md#6-driving-the-real-clis-hermetically), followed by `extra` (e.g. hook wiring). Returns its path.
+    /// provider of docs/harness-facts.md#6-driving-the-real-clis-hermetically), followed by `extra`
+    /// (e.g. hook wiring). Returns its path.
     pub fn write_codex_config(&self, model: &ModelServer, extra: &str) -> PathBuf {
         let path = self.codex_home.join("config.toml");
         let text = format!(
@@ -381,7 +382,8 @@ impl Sandbox {
         )
     }
 
-    /// `claude -p` with the headless flags of docs/harness-facts.md#5-headless-worker-invocations, the stub browser as its only
+    /// `claude -p` with the headless flags of docs/harness-facts.md#5-headless-worker-invocations,
+    /// the stub browser as its only
     /// MCP server and its tools allowed, in the project directory, hermetic env.
     pub fn claude_command(
         &self,
@@ -401,7 +403,8 @@ impl Sandbox {
         cmd
     }
 
-    /// `codex exec` with the headless flags of docs/harness-facts.md#5-headless-worker-invocations and the stub browser given with
+    /// `codex exec` with the headless flags of docs/harness-facts.md#5-headless-worker-invocations
+    /// and the stub browser given with
     /// `-c mcp_servers.<name>...` (no user file touched). Call [`Sandbox::write_codex_config`]
     /// first.
     pub fn codex_command(
@@ -780,7 +783,8 @@ impl StubBrowser {
             .collect()
     }
 
-    /// The `-c` overrides that give Codex this server (docs/harness-facts.md#8-a-real-browser-playwright-mcp-and-chromium).
+    /// The `-c` overrides that give Codex this server
+    /// (docs/harness-facts.md#8-a-real-browser-playwright-mcp-and-chromium).
     pub fn codex_overrides(&self) -> Vec<String> {
         vec![
             format!(

@@ -12,7 +12,8 @@
 //! - a `tools/call` goes on only if the browser tool catalogue offers it ([`policy::catalogue`]) and the
 //!   guard's own decision allows it; a denied call is answered here with an MCP tool error
 //!   carrying the guard's one-line message, and is never forwarded. This holds whether or not
-//!   the harness ran its hook (on Codex a hook that cannot run fails open, docs/harness-facts.md#1-what-fails-open);
+//!   the harness ran its hook (on Codex a hook that cannot run fails open,
+//!   docs/harness-facts.md#1-what-fails-open);
 //! - `initialize`: the client's `roots` capability is replaced by the gateway's; the server's
 //!   `roots/list` is answered with the output folder alone; `tools/list` results are filtered;
 //! - anything the gateway cannot parse or judge is refused with a named reason and recorded: a

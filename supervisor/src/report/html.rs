@@ -65,7 +65,8 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
                         } @else if let Some(r) = end.and_then(|e| e.reason.as_deref()) { " — " (r) }
                     }
                     @if !rec.tampered.is_empty() {
-                        // docs/reference.md#reports: a broken hash chain, so nothing below can be trusted.
+                        // docs/reference.md#reports: a broken hash chain, so nothing below can be
+                        // trusted.
                         section #tampered {
                             p { strong { "Tampered: " } "the hash chains show the run's records were changed after the run wrote them, so nothing below can be taken as clean"
                                 @if let Some(e) = end { " (run.json says " code { (e.outcome.as_str()) } ")" } "." }

@@ -1,9 +1,11 @@
 //! The box: the worker's whole process tree runs in a sandbox built with Debian's `bubblewrap`
-//! (`bwrap`), so that what the worker can do does not depend on a harness flag (docs/harness-facts.md#1-what-fails-open,
+//! (`bwrap`), so that what the worker can do does not depend on a harness flag
+//! (docs/harness-facts.md#1-what-fails-open,
 //! docs/harness-facts.md#9-what-the-worker-can-do-besides-the-browser). docs/security.md#the-box.
 //!
 //! Why bubblewrap: it is what Flatpak and Anthropic's own sandbox runtime use, it is packaged by
-//! every distribution (one `apt-get install`), it was seen working on this machine kind (§9), and
+//! every distribution (one `apt-get install`), it was seen working on this machine kind
+//! (docs/harness-facts.md#9-what-the-worker-can-do-besides-the-browser), and
 //! it gives in one exec everything the box needs: PID, network, mount, IPC and UTS namespaces, a
 //! new root built from explicit binds, `--die-with-parent` and `--new-session`. Doing the same
 //! with `rustix` namespaces by hand means re-writing bwrap's mount choreography (and its

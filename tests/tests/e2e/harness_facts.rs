@@ -1,4 +1,5 @@
-//! The harness behaviours Leopold's design rests on (docs/harness-facts.md#1-what-fails-open, docs/harness-facts.md#2-when-hooks-are-not-in-force), pinned on the real
+//! The harness behaviours Leopold's design rests on (docs/harness-facts.md#1-what-fails-open,
+//! docs/harness-facts.md#2-when-hooks-are-not-in-force), pinned on the real
 //! CLIs: if an upgrade changes one, these fail before a persona run silently loses its guard.
 
 use std::time::Duration;

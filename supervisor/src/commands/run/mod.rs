@@ -92,7 +92,8 @@ impl Timings {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), json!(*v as u64)))
                 .collect();
-            // Not a time: how often the run waited on the disk (docs/reference.md#what-reaches-the-disk).
+            // Not a time: how often the run waited on the disk
+            // (docs/reference.md#what-reaches-the-disk).
             obj.insert("fsyncs".into(), json!(crate::fs::syncs()));
             let _ = std::fs::write(path, serde_json::Value::Object(obj).to_string());
         }

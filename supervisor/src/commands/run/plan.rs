@@ -35,7 +35,8 @@ pub struct Plan {
     pub junit: Option<PathBuf>,
     /// The box (docs/security.md#the-box): bwrap's path, or `None` with `--no-contain`.
     pub bwrap: Option<PathBuf>,
-    /// Codex: its model catalog with every model's own tools off (docs/security.md#only-the-browser).
+    /// Codex: its model catalog with every model's own tools off
+    /// (docs/security.md#only-the-browser).
     pub codex_catalog: Option<String>,
     /// `--ca-cert`: extra roots the browser's proxy trusts for the app's own certificate.
     pub ca_certs: Vec<PathBuf>,

@@ -163,7 +163,8 @@ pub fn summary_line(
         reason
             .map(|r| format!("; {}", output::Rendered::from_text(r).message))
             .unwrap_or_default(),
-        // What `persona replay --expect` checks the journal against later (docs/reference.md#journal).
+        // What `persona replay --expect` checks the journal against later
+        // (docs/reference.md#journal).
         journal_hash
             .map(|h| format!("; journal_hash {h}"))
             .unwrap_or_default(),
