@@ -42,6 +42,8 @@
 
 pub mod checkout;
 pub mod fake_run;
+#[cfg(test)]
+mod links;
 pub mod script;
 pub mod staging;
 pub mod witness;
