@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the worker's box needs, if it is not there yet: Debian's `bubblewrap` (apt-get),
 # only when `bwrap` is absent. Idempotent and fast when present (no package manager call then).
-# Prints the path of `bwrap` on stdout; everything else goes to stderr. README "The box".
+# Prints the path of `bwrap` on stdout; everything else goes to stderr. docs/security.md#the-box.
 set -euo pipefail
 
 if ! command -v bwrap >/dev/null; then

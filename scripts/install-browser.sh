@@ -6,7 +6,7 @@
 # binary on stdout; everything else goes to stderr.
 #
 # Why pinned: the tool names, argument shapes and result text (`- Page URL:`, `[ref=e5]`) the guard,
-# the journal and the ref map rely on were observed on exactly this version (HARNESS-FACTS §8).
+# the journal and the ref map rely on were observed on exactly this version (docs/harness-facts.md#8-a-real-browser-playwright-mcp-and-chromium).
 # Playwright MCP is told where Chromium is (`executablePath`), so Playwright's own browser download
 # is never needed.
 set -euo pipefail

@@ -4,7 +4,7 @@
 # Prints the bin directory holding `claude` and `codex` on stdout; everything else goes to stderr.
 #
 # Why pinned: hook semantics change between releases (`onFailure` exists only from 2.1.295),
-# and every fact the tests rely on was observed on exactly these versions (HARNESS-FACTS §7).
+# and every fact the tests rely on was observed on exactly these versions (docs/harness-facts.md#7-installing-the-clis).
 set -euo pipefail
 
 CLAUDE_VERSION="2.1.332"

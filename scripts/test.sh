@@ -12,7 +12,7 @@ export LEOPOLD_CODEX_BIN="$bin/codex"
 export LEOPOLD_PLAYWRIGHT_MCP="$(./scripts/install-browser.sh)"
 export LEOPOLD_CHROMIUM="${LEOPOLD_CHROMIUM:-/usr/bin/chromium}"
 
-# The worker's box (Debian's bubblewrap): `persona run` refuses without it (README "The box").
+# The worker's box (Debian's bubblewrap): `persona run` refuses without it (docs/security.md#the-box).
 ./scripts/install-box.sh >/dev/null
 
 target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"

@@ -2,7 +2,8 @@
 //!
 //! They are deliberately broad: a persona run on staging loses little when a benign "Pay later
 //! info" link is refused, and a lot when a real charge goes through. Each pattern is documented in
-//! README "Built-in rule sets"; a flow that needs one of these actions names it precisely instead
+//! docs/guide.md#built-in-rule-sets; a flow that needs one of these actions names it precisely
+//! instead
 //! and drops the set.
 //!
 //! - **labels** match a click/press/submit label, text or element description (case-insensitive,

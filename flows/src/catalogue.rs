@@ -52,7 +52,7 @@ pub enum Does {
 }
 
 impl Does {
-    /// The name in the README's table and in messages.
+    /// The name in docs/security.md#the-browsers-tools's table and in messages.
     pub fn as_str(self) -> &'static str {
         match self {
             Does::Navigate => "navigate",
@@ -119,7 +119,7 @@ pub struct Tool {
     pub urls: &'static [&'static str],
     /// Whether a persona is offered it.
     pub offer: Offer,
-    /// Why it has this offer, in a few words (the README's table).
+    /// Why it has this offer, in a few words (docs/security.md#the-browsers-tools's table).
     pub why: &'static str,
 }
 
@@ -571,10 +571,10 @@ mod tests {
         }
     }
 
-    /// README's reference table ("The browser's tools") is the catalogue, row for row.
+    /// The table of docs/security.md#the-browsers-tools is the catalogue, row for row.
     #[test]
     fn the_readme_table_is_the_catalogue() {
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../../docs/security.md");
         let rows: Vec<&str> = readme
             .lines()
             .filter(|l| l.starts_with("| `browser_"))
@@ -591,12 +591,15 @@ mod tests {
                 t.does.as_str(),
                 t.why
             );
-            assert!(rows.contains(&row.as_str()), "README lacks the row\n{row}");
+            assert!(
+                rows.contains(&row.as_str()),
+                "docs/security.md lacks the row\n{row}"
+            );
         }
         assert_eq!(
             rows.len(),
             TOOLS.len(),
-            "README lists a tool the catalogue does not"
+            "docs/security.md lists a tool the catalogue does not"
         );
     }
 

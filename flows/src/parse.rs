@@ -22,7 +22,7 @@ pub enum FlowError {
         source: std::io::Error,
     },
     /// No `+++` front matter.
-    #[error("flow file {} has no front matter\n(hint: start the file with a line `+++`, the TOML keys, then another `+++` line; see README \"Flow files\")", path.display())]
+    #[error("flow file {} has no front matter\n(hint: start the file with a line `+++`, the TOML keys, then another `+++` line; see docs/guide.md#flow-files)", path.display())]
     NoFrontMatter {
         /// The flow file.
         path: PathBuf,
@@ -107,7 +107,7 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
         hint: "the keys are `name`, `allowlist`, `start_url`, `browser`, `allow_tools`, \
                `max_denials_in_a_row`, the table \
                `[irreversible]` (`forbid`, `click_labels`, `url_paths`, `tools`) and the table \
-               `[hosts]`; see README \"Flow files\""
+               `[hosts]`; see docs/guide.md#flow-files"
             .into(),
     })?;
     let key_err = |key: String, problem: String, hint: &str| FlowError::Key {

@@ -42,7 +42,8 @@ use serde_json::Value;
 
 use crate::reason::{Denial, Reason, Verdict};
 
-/// The PreToolUse payload, both harnesses' shapes (HARNESS-FACTS §3). Unknown fields are ignored.
+/// The PreToolUse payload, both harnesses' shapes (docs/harness-facts.md#3-hook-input). Unknown
+/// fields are ignored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookInput {
     /// `tool_name`, e.g. `mcp__browser__browser_navigate`.

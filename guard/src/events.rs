@@ -98,7 +98,7 @@ mod tests {
             tool_use_id: Some("toolu_01".into()),
             call: None,
         };
-        // README "events.jsonl", byte for byte.
+        // docs/security.md#eventsjsonl, byte for byte.
         assert_eq!(
             String::from_utf8(e.to_line()).unwrap(),
             "{\"ts\":\"2026-11-30T10:44:45.123Z\",\"event\":\"persona_guard_block\",\"tool\":\"mcp__browser__browser_navigate\",\"host\":\"evil.example\",\"flow\":\"checkout\",\"reason\":\"outside_allowlist\",\"tool_use_id\":\"toolu_01\"}\n"

@@ -1,4 +1,5 @@
-//! Leopold persona guard: the PreToolUse hook's decision. See issue #2 and README "The guard".
+//! Leopold persona guard: the PreToolUse hook's decision. See issue #2 and
+//! docs/security.md#the-guard.
 //!
 //! # Contract
 //!
@@ -10,7 +11,8 @@
 //!   the host (never the URL), the flow and the reason id, and one JSON line appended to
 //!   `<root>/.leopold/persona/events.jsonl`.
 //!
-//! No other exit code, ever: a panic prints a reason and exits 2 (HARNESS-FACTS §1: exit 1 and
+//! No other exit code, ever: a panic prints a reason and exits 2
+//! (docs/harness-facts.md#1-what-fails-open: exit 1 and
 //! 101 fail open on Codex and on Claude without `onFailure`).
 //!
 //! # Decision
@@ -214,7 +216,7 @@ pub fn event_line(
 }
 
 /// In a boxed run, the supervisor's datagram socket that takes the guard's event lines: the
-/// project, and so `events.jsonl`, is read-only inside the box (README "The box").
+/// project, and so `events.jsonl`, is read-only inside the box (docs/security.md#the-box).
 pub const EVENTS_SOCKET_ENV: &str = "LEOPOLD_EVENTS_SOCKET";
 
 /// Records one event line: sent as one datagram to the supervisor's socket when

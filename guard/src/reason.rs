@@ -62,7 +62,7 @@ impl Denial {
 }
 
 /// Every reason the guard denies for. The ids ([`Reason::id`]) are stable: they appear in
-/// `events.jsonl`, at the end of the stderr line, and in README "The guard".
+/// `events.jsonl`, at the end of the stderr line, and in docs/security.md#the-guard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Reason {
@@ -120,8 +120,8 @@ pub enum Reason {
     /// In a provisioned browser run whose flow has click rules, accepting a dialog whose message
     /// Playwright's answers did not show.
     DialogUnknown,
-    /// The gateway: a tool that is not on its list of browser tools a persona needs (README
-    /// "The gateway"), or a dangerous one the flow did not opt into.
+    /// The gateway: a tool that is not on its list of browser tools a persona needs
+    /// (docs/security.md#the-gateway), or a dangerous one the flow did not opt into.
     ToolNotListed,
     /// The gateway: a `filename` (or other path) argument that resolves outside the run's
     /// browser output folder (absolute, `..`, a symlink).

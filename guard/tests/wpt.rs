@@ -103,7 +103,7 @@ fn wpt_parity() {
                 }
             }
             // The flow format refuses, on purpose, entries that are only dots or hold a `*`
-            // (README "Flow files"): such a host can never be allowed, only denied (below).
+            // (docs/guide.md#flow-files): such a host can never be allowed, only denied (below).
             Err(e)
                 if (hostname.trim_matches('.').is_empty() || hostname.contains('*'))
                     && e.contains("not a bare host") =>

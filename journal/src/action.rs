@@ -143,7 +143,7 @@ impl UrlRef {
     }
 }
 
-/// One action of the worker, as journaled. See README "Journal" for the line format.
+/// One action of the worker, as journaled. See docs/reference.md#journal for the line format.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Action {
@@ -197,8 +197,8 @@ pub struct Action {
     pub screenshot: Option<String>,
     /// The call's arguments as [`leopold_guard::reduced_call`] reduces them (the form the
     /// gateway's own record keeps), for actions read from a harness's stream. Not journaled: the
-    /// supervisor compares it with the gateway's record while the run lasts (README "The
-    /// gateway"); a journal line never carries it.
+    /// supervisor compares it with the gateway's record while the run lasts
+    /// (docs/security.md#the-gateway); a journal line never carries it.
     #[serde(skip)]
     pub call: Option<serde_json::Value>,
 }

@@ -5,7 +5,8 @@
 //! Claude's stream shows every call, its denials as hook-error `tool_result`s. Codex's shows
 //! only the two calls that ran; its five denials exist only as the guard's events. Those events
 //! are made here by the real guard (`leopold_guard::evaluate` + `report`) on the Codex hook
-//! payloads of the same calls (HARNESS-FACTS §3's shape), in a project whose ACTIVE.json names
+//! payloads of the same calls (the shape of docs/harness-facts.md#3-hook-input), in a project whose
+//! ACTIVE.json names
 //! the flow the fixtures were recorded under.
 
 use std::path::{Path, PathBuf};

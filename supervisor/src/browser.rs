@@ -1,5 +1,5 @@
 //! The provisioned browser: Playwright MCP with Chromium, every request it sends judged by the
-//! run's proxy (README "The browser's network path", [`crate::web`]).
+//! run's proxy (docs/security.md#the-browsers-network-path, [`crate::web`]).
 //!
 //! A hook only sees the URL the model asks for; a link click, a redirect, a form post or page
 //! script navigates with no URL in any tool call. So when a flow says `browser = "playwright"`
@@ -10,8 +10,8 @@
 //!   background networking off, every request sent to the run's proxy (which maps `[hosts]`
 //!   itself), and the per-run CA's key trusted for the proxy's tunnels;
 //! - `browser/mcp.json`: the real server as the gateway starts it, outside the worker's box (the
-//!   worker gets a relay instead, README "The gateway") and, in a boxed run, inside the browser's
-//!   own ([`crate::sandbox::browser_box`]), launched through `env -i` so no `PLAYWRIGHT_MCP_*` or
+//!   worker gets a relay instead, docs/security.md#the-gateway) and, in a boxed run, inside the
+//!   browser's own ([`crate::sandbox::browser_box`]), launched through `env -i` so no `PLAYWRIGHT_MCP_*` or
 //!   proxy variable of the caller's environment reaches it;
 //! - `browser/refs.json`: the ref map ([`RefTracker`]), read by the guard.
 //!
@@ -106,7 +106,8 @@ pub fn playwright_config(
         },
         "outputDir": browser_dir.join("output"),
         "imageResponses": "omit",
-        // A page must not register tools of its own (`navigator.modelContext`, HARNESS-FACTS §9).
+        // A page must not register tools of its own (`navigator.modelContext`,
+        // docs/harness-facts.md#9-what-the-worker-can-do-besides-the-browser).
         "webmcp": false,
     })
 }

@@ -26,17 +26,16 @@ pub struct Cli {
     pub verbose: u8,
 }
 
-/// The exit codes every command shares (README "Exit codes").
+/// The exit codes every command shares (README.md#exit-codes).
 pub const EXIT_CODES_HELP: &str = "\
-Exit codes (every command; README \"Exit codes and output\"):
+Exit codes (every command; docs/reference.md#exit-codes-and-output):
   0  success: a clean run, a clean replay, valid flows, a healthy doctor
   1  violations (run, replay), or a problem found (doctor)
   2  usage or configuration error: bad flow, argument or file; nothing is left wired
   3  the worker failed, timed out or was interrupted (run)
   4  another persona run is active in this project; nothing was touched (run, recover)
-  5  the persona was stuck: denied `max_denials_in_a_row` times running; stopped (run)
-  6  the boxed worker hit a limit (--max-procs, --max-memory, --max-scratch, --max-records);
-     stopped (run)
+  5  the persona was stuck: denied `max_denials_in_a_row` times running; or the boxed worker
+     hit a limit (--max-procs, --max-memory, --max-scratch, --max-records); stopped (run)
 
 The project (where `.leopold/` lives) is found like git finds a repository: the nearest
 ancestor of the current directory holding `.leopold/`, else the repository root (the nearest
@@ -105,11 +104,11 @@ pub enum PersonaCommand {
     /// Exit codes: 0 clean run; 1 violations (the worker was stopped); 2 usage or configuration
     /// error (nothing left wired); 3 the worker failed, timed out or was interrupted; 4 another
     /// persona run is active in this project (nothing touched); 5 stuck: the flow's
-    /// `max_denials_in_a_row` denials with no allowed action between (the worker was stopped); 6
+    /// `max_denials_in_a_row` denials with no allowed action between (the worker was stopped); or
     /// over a limit: the boxed worker hit `--max-procs`, `--max-memory`, `--max-scratch` or
     /// `--max-records` (the worker was stopped).
     /// The persona's final answer is saved as `findings.md` in the run directory and printed
-    /// after the summary. See README "Running a persona" and "Findings".
+    /// after the summary. See docs/guide.md#running-a-persona, docs/guide.md#findings.
     ///
     /// The worker is offered the flow's browser tools and nothing else, whatever the user's or
     /// the project's harness settings say (Claude `--tools ""`, `--setting-sources project`,
@@ -117,7 +116,8 @@ pub enum PersonaCommand {
     /// off). A Codex run wires the guard into its own copy of the user's `config.toml`
     /// (`<run dir>/scratch/.codex`), never the user's file; a boxed Claude run passes it with its
     /// own `--settings` file and edits no file of the user's (with `--no-contain`, the project's
-    /// `.claude/settings.json` is wired too). README "Only the browser", "Wiring".
+    /// `.claude/settings.json` is wired too). docs/security.md#only-the-browser,
+    /// docs/reference.md#wiring.
     Run(Box<RunArgs>),
     /// The PreToolUse hook: reads the harness payload on stdin; exit 0 allows, exit 2 denies.
     ///
@@ -151,8 +151,8 @@ pub enum PersonaCommand {
     /// Clean up after a crashed run: stop its worker, unwire, archive its state.
     ///
     /// Also removes tagged guard wiring no active run accounts for (wiring made with `persona
-    /// wire` is yours and stays). Refuses (exit 4) while a live run holds the lock. See README
-    /// "Recovery".
+    /// wire` is yours and stays). Refuses (exit 4) while a live run holds the lock. See
+    /// docs/reference.md#recovery.
     Recover(ProjectArgs),
     /// Re-validate a recorded journal (or a raw harness stream) against its flow, and check its
     /// hash chain.
@@ -162,7 +162,7 @@ pub enum PersonaCommand {
     /// the first line that does not follow the one before is named), or a head other than
     /// `--expect` or `run.json`'s `journal_hash`; 2 unreadable input, or malformed lines or `seq`
     /// gaps. A journal from before the chain (version 1) is reported as unchained: no tamper
-    /// evidence. See README "Replay" and "Journal".
+    /// evidence. See docs/reference.md#replay, docs/reference.md#journal.
     Replay(ReplayArgs),
     /// Render a run's report.html again, from its run directory alone.
     ///
@@ -175,13 +175,13 @@ pub enum PersonaCommand {
     /// The hash chains of the journal and the gateway's record are checked first, as `persona
     /// replay` checks them: a run whose records were changed after it ended (a line edited,
     /// removed or moved, lines cut, a head other than run.json's) is rendered `tampered`, never
-    /// clean, and the command exits 1. See README "Reports".
+    /// clean, and the command exits 1. See docs/reference.md#reports.
     Report(ReportArgs),
     /// List the project's persona runs, newest first.
     ///
     /// Id, flow, harness, start, duration, outcome (exit code), action counts and run directory.
     /// A run with no run.json is `active` (it holds ACTIVE.json) or `unfinished` (it crashed:
-    /// `leopold persona recover`). See README "Past runs".
+    /// `leopold persona recover`). See docs/reference.md#past-runs.
     Runs(RunsArgs),
     /// The worker's MCP server: relays its stdio to the supervisor's gateway socket.
     ///
@@ -189,7 +189,7 @@ pub enum PersonaCommand {
     /// browser, and every stdio server of `--mcp-config`); the harness starts it inside the box.
     /// It judges nothing: the supervisor's end of the socket (the gateway, outside the box)
     /// starts the real server and judges every message. It exits when either side closes. Not
-    /// meant to be run by hand. See README "The gateway".
+    /// meant to be run by hand. See docs/security.md#the-gateway.
     McpRelay(McpRelayArgs),
 }
 
@@ -286,8 +286,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
     /// Provision the worker's browser: Playwright MCP with Chromium, every request it sends
-    /// judged by Leopold's proxy against the flow (overrides the flow's `browser` key; README
-    /// "The browser's network path").
+    /// judged by Leopold's proxy against the flow (overrides the flow's `browser` key;
+    /// docs/security.md#the-browsers-network-path).
     #[arg(
         long,
         value_enum,
@@ -304,22 +304,23 @@ pub struct RunArgs {
     pub playwright_mcp: Option<PathBuf>,
     /// A PEM file of CA certificates the provisioned browser's proxy trusts for your app's own
     /// certificate (an https staging app with a private CA), besides the system's. Repeatable.
-    /// README "The browser's network path".
+    /// docs/security.md#the-browsers-network-path.
     #[arg(long, value_name = "FILE")]
     pub ca_cert: Vec<PathBuf>,
     /// Print only the final summary.
     #[arg(long, conflicts_with = "json")]
     pub quiet: bool,
     /// Print one JSON object per event, for machines: each with `event`, `ts` (RFC 3339) and
-    /// `schema_version`; paths absolute. README "`--json` events".
+    /// `schema_version`; paths absolute. docs/reference.md#--json-events.
     #[arg(long)]
     pub json: bool,
     /// Also write the run as a JUnit XML report to FILE (one test suite for the run, one test
     /// case for the flow; a violation or a worker failure is a failure with its reason; the
-    /// findings go in `system-out`), for CI. See README "CI".
+    /// findings go in `system-out`), for CI. See docs/guide.md#ci.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Run the worker without the box (README "The box"): no PID, network or file isolation,
+    /// Run the worker without the box (docs/security.md#the-box): no PID, network or file
+    /// isolation,
     /// only the guard, the browser's rules and the journal. Said again on every run. Without this
     /// flag a machine that cannot build the box (no bubblewrap, no namespaces, not Linux) refuses
     /// to run (exit 2).
@@ -331,18 +332,18 @@ pub struct RunArgs {
     /// Extra arguments passed to the harness, refused (exit 2) if they would disable hooks or
     /// give the worker a tool besides the browser (Claude `--tools`, `--allowedTools`,
     /// `--permission-mode`, …; Codex `-s`, `--full-auto`, `-c features.…`, `-c mcp_servers.…`, …:
-    /// README "Running a persona", step 6).
+    /// docs/reference.md#what-a-run-does, step 6).
     #[arg(last = true, value_name = "HARNESS ARGS")]
     pub extra: Vec<String>,
 }
 
-/// `persona run`'s limits on the boxed worker (README "The box", "Limits"), boxed: they would
+/// `persona run`'s limits on the boxed worker (docs/security.md#limits), boxed: they would
 /// make every command's arguments larger.
 #[derive(Debug, Clone, Args)]
 pub struct LimitArgs {
     /// The most processes the boxed worker's whole tree may hold at once (a count, or `none`).
     /// Past it, `fork` fails inside the box and the run stops: outcome `over_limit`, exit 5
-    /// (README "The box", "Limits").
+    /// (docs/security.md#limits).
     #[arg(long, value_name = "N", value_parser = crate::sandbox::limits::parse_count, default_value = "512")]
     pub max_procs: ::std::option::Option<u64>,
     /// The most memory the boxed worker's tree may use, its scratch included (e.g. `4GiB`,
@@ -427,7 +428,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Also write the run as a JUnit XML report to FILE, as `persona run --junit` does (a
-    /// `tampered` run is a failure). See README "CI".
+    /// `tampered` run is a failure). See docs/guide.md#ci.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
 }

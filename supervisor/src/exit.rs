@@ -1,5 +1,5 @@
 //! `leopold`'s exit codes, shared by every command: a protocol for scripts and CI, documented in
-//! the README ("Exit codes and output"), at the end of `leopold --help`, and in `persona run
+//! README.md#exit-codes, at the end of `leopold --help`, and in `persona run
 //! --help`. An error picks its code where it is made (`output::Failure`).
 
 /// Exit codes of every `leopold` command (named after `persona run`, which uses them all).

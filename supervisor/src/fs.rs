@@ -159,7 +159,7 @@ pub(crate) fn replace_if_unchanged(
 /// How much of a power loss a file Leopold owns must survive. Every write is atomic (temp file
 /// and rename), so a crashed *process* never leaves one torn; what differs is how long the writer
 /// waits on the disk, which under a neighbour writing with fsync is tens of milliseconds a call.
-/// README "What reaches the disk" lists which file gets which, and why.
+/// docs/reference.md#what-reaches-the-disk lists which file gets which, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Durability {
     /// Survives a power loss: the file is fsynced, renamed, then its directory fsynced. For what

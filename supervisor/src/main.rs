@@ -42,7 +42,8 @@ fn main() -> ExitCode {
     {
         return ExitCode::from(leopold_guard::main_entry());
     }
-    // The box's first program (README "The box"): raw arguments, the worker's own after `--`.
+    // The box's first program (docs/security.md#the-box): raw arguments, the worker's own after
+    // `--`.
     let mut raw = std::env::args_os().skip(1);
     if raw.next().is_some_and(|a| a == "persona") && raw.next().is_some_and(|a| a == "box-init") {
         let rest: Vec<std::ffi::OsString> = raw.collect();
@@ -71,7 +72,7 @@ fn main() -> ExitCode {
 
 /// Traces to stderr when asked: `RUST_LOG` if set, else `-v` (info) or `-vv` (debug) for
 /// Leopold's own crates. Not asked: no subscriber at all, nothing to pay. The guard never gets
-/// here (README "Start-up cost").
+/// here (docs/architecture.md#start-up-cost-and-how-leopold-is-built).
 fn init_tracing(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let filter = match std::env::var("RUST_LOG") {

@@ -123,8 +123,9 @@ impl Failure {
     }
 }
 
-/// Any error not given another code is a usage or configuration error (exit 2): the README's
-/// catch-all for "Leopold could not do what was asked, and changed nothing it did not undo".
+/// Any error not given another code is a usage or configuration error (exit 2): the exit codes'
+/// catch-all (README.md#exit-codes) for "Leopold could not do what was asked, and changed nothing
+/// it did not undo".
 impl From<anyhow::Error> for Failure {
     fn from(error: anyhow::Error) -> Failure {
         Failure::config(error)

@@ -98,10 +98,10 @@ pub fn recover_locked(
             ))
         })?;
         report.killed = crate::os::kill_crashed_run(st.worker_pid, &st.run_id);
-        // The box's cgroup, with anything still in it (README "Limits").
+        // The box's cgroup, with anything still in it (docs/security.md#limits).
         crate::sandbox::limits::Cgroup::remove_leftover(&st.run_id);
         // The box's socket directory, if the run had one, and what the worker left in its
-        // scratch made safe to keep (README "The box").
+        // scratch made safe to keep (docs/security.md#the-box).
         let _ = std::fs::remove_dir_all(crate::sandbox::sock_dir_for(&st.run_id));
         let crashed_dir = paths.run_dir(&st.run_id);
         crate::sandbox::clean_scratch(&crashed_dir.join("scratch"));

@@ -109,7 +109,7 @@ impl RunOutcome {
         }
     }
 
-    /// The exit code of `persona run` for this outcome (README "Running a persona").
+    /// The exit code of `persona run` for this outcome (docs/reference.md#what-a-run-does).
     pub fn exit_code(self) -> u8 {
         use crate::exit::RunExit;
         match self {
@@ -152,21 +152,23 @@ pub struct RunEnd {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<String>,
     /// The walls the persona hit, in order: each denial, browser refusal, violation, and the
-    /// `stuck` stop (README "Findings").
+    /// `stuck` stop (docs/guide.md#findings).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<Finding>,
     /// Walls past the ones kept in `findings`, counted.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub findings_not_kept: u64,
     /// Where the harness's stream and the gateway's record (`gateway.jsonl`) disagree, call by
-    /// call, each a violation (README "The gateway"); empty when the two agree.
+    /// call, each a violation (docs/security.md#the-gateway); empty when the two agree.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gateway_mismatches: Vec<String>,
-    /// The journal's hash-chain head when the run ended (SHA-256 of its last line, hex; README
-    /// "Journal"): what `persona replay --expect` checks. Absent for a run without a journal.
+    /// The journal's hash-chain head when the run ended (SHA-256 of its last line, hex;
+    /// docs/reference.md#journal): what `persona replay --expect` checks. Absent for a run without
+    /// a journal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_hash: Option<String>,
-    /// The head of the gateway record's hash chain (`gateway.jsonl`, README "The gateway") when
+    /// The head of the gateway record's hash chain (`gateway.jsonl`, docs/security.md#the-gateway)
+    /// when
     /// the run ended: what `persona replay` checks that file against. Absent when the gateway
     /// recorded nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -42,6 +42,8 @@
 
 pub mod checkout;
 pub mod fake_run;
+#[cfg(test)]
+mod links;
 pub mod script;
 pub mod staging;
 pub mod witness;
@@ -238,7 +240,7 @@ pub struct Sandbox {
     pub project: PathBuf,
     /// Logs and generated configs that belong to the test, not the harness.
     pub logs: PathBuf,
-    /// `persona run --no-contain` in [`fake_run`]'s commands (README "The box").
+    /// `persona run --no-contain` in [`fake_run`]'s commands (docs/security.md#the-box).
     pub unboxed: bool,
 }
 
@@ -343,7 +345,8 @@ impl Sandbox {
     }
 
     /// Writes `$CODEX_HOME/config.toml` pointing Codex at the scripted model (the `mock`
-    /// provider of HARNESS-FACTS §6), followed by `extra` (e.g. hook wiring). Returns its path.
+    /// provider of docs/harness-facts.md#6-driving-the-real-clis-hermetically), followed by `extra`
+    /// (e.g. hook wiring). Returns its path.
     pub fn write_codex_config(&self, model: &ModelServer, extra: &str) -> PathBuf {
         let path = self.codex_home.join("config.toml");
         let text = format!(
@@ -381,7 +384,8 @@ impl Sandbox {
         )
     }
 
-    /// `claude -p` with the headless flags of HARNESS-FACTS §5, the stub browser as its only
+    /// `claude -p` with the headless flags of docs/harness-facts.md#5-headless-worker-invocations,
+    /// the stub browser as its only
     /// MCP server and its tools allowed, in the project directory, hermetic env.
     pub fn claude_command(
         &self,
@@ -401,7 +405,8 @@ impl Sandbox {
         cmd
     }
 
-    /// `codex exec` with the headless flags of HARNESS-FACTS §5 and the stub browser given with
+    /// `codex exec` with the headless flags of docs/harness-facts.md#5-headless-worker-invocations
+    /// and the stub browser given with
     /// `-c mcp_servers.<name>...` (no user file touched). Call [`Sandbox::write_codex_config`]
     /// first.
     pub fn codex_command(
@@ -780,7 +785,8 @@ impl StubBrowser {
             .collect()
     }
 
-    /// The `-c` overrides that give Codex this server (HARNESS-FACTS §8).
+    /// The `-c` overrides that give Codex this server
+    /// (docs/harness-facts.md#8-a-real-browser-playwright-mcp-and-chromium).
     pub fn codex_overrides(&self) -> Vec<String> {
         vec![
             format!(

@@ -315,7 +315,8 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                     };
                     let problems = claude_settings_problems(&text);
                     // The file a `--no-contain` run wires must also be one wiring can edit;
-                    // otherwise that run refuses to start (README "Refuse, don't repair"),
+                    // otherwise that run refuses to start
+                    // (docs/reference.md#what-you-can-count-on),
                     // whatever --settings does. A boxed run leaves the file alone.
                     let refused = if file == wired_file {
                         crate::harness::check_wirable(Harness::Claude, &ctx).err()
@@ -513,7 +514,7 @@ fn loosened_findings(project: &Path, paths: &PersonaPaths) -> Vec<Finding> {
     out
 }
 
-/// Whether `persona run` can build the box (README "The box").
+/// Whether `persona run` can build the box (docs/security.md#the-box).
 fn box_finding() -> Finding {
     match crate::sandbox::probe() {
         crate::sandbox::Availability::Ready { bwrap, version } => f(

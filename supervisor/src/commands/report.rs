@@ -1,6 +1,6 @@
 //! `leopold persona report RUN_DIR [--out FILE] [--junit FILE]`: renders `report.html` (and the
-//! JUnit file) again from a run directory alone, its hash chains checked first (README
-//! "Reports").
+//! JUnit file) again from a run directory alone, its hash chains checked first
+//! (docs/reference.md#reports).
 #![allow(clippy::print_stdout)]
 
 use std::io::Write as _;

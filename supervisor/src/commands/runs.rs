@@ -1,5 +1,5 @@
 //! `leopold persona runs [--project DIR] [--json]`: the project's past runs, newest first
-//! (README "Past runs").
+//! (docs/reference.md#past-runs).
 #![allow(clippy::print_stdout)]
 
 use std::io::Write as _;

@@ -75,7 +75,8 @@ pub fn wire(args: WireArgs) -> anyhow::Result<ExitCode> {
         output::warn(w);
     }
     if kind == Harness::Codex {
-        // HARNESS-FACTS §2: untrusted hooks are inert under `codex exec`.
+        // docs/harness-facts.md#2-when-hooks-are-not-in-force: untrusted hooks are inert under
+        // `codex exec`.
         outln!(
             "  note: `codex exec` runs this hook only once you trust it, or with \
              --dangerously-bypass-hook-trust (which `leopold persona run` passes)"

@@ -1,5 +1,5 @@
 //! The gateway: every MCP server the worker gets is reached through the supervisor, which
-//! judges each message before the real server sees it (README "The gateway").
+//! judges each message before the real server sees it (docs/security.md#the-gateway).
 //!
 //! For each server (a stdio server of `--mcp-config`, or the provisioned Playwright browser)
 //! the supervisor listens on `<sock dir>/mcp-<server>.sock`; the worker's MCP config names
@@ -12,7 +12,8 @@
 //! - a `tools/call` goes on only if the browser tool catalogue offers it ([`policy::catalogue`]) and the
 //!   guard's own decision allows it; a denied call is answered here with an MCP tool error
 //!   carrying the guard's one-line message, and is never forwarded. This holds whether or not
-//!   the harness ran its hook (on Codex a hook that cannot run fails open, HARNESS-FACTS §1);
+//!   the harness ran its hook (on Codex a hook that cannot run fails open,
+//!   docs/harness-facts.md#1-what-fails-open);
 //! - `initialize`: the client's `roots` capability is replaced by the gateway's; the server's
 //!   `roots/list` is answered with the output folder alone; `tools/list` results are filtered;
 //! - anything the gateway cannot parse or judge is refused with a named reason and recorded: a
@@ -127,7 +128,7 @@ pub struct StreamCall {
 }
 
 /// One place where the harness's stream and the gateway's record of the browser's calls
-/// disagree (README "The gateway"): it makes the run `violated`.
+/// disagree (docs/security.md#the-gateway): it makes the run `violated`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Disagreement {
     /// `mcp__<server>__<tool>`.

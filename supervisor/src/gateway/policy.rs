@@ -1,5 +1,5 @@
 //! The gateway's policy, pure: which tools a persona is offered, how one `tools/call` is judged,
-//! and the rewrites of `initialize`, `tools/list` and `roots/list` (README "The gateway").
+//! and the rewrites of `initialize`, `tools/list` and `roots/list` (docs/security.md#the-gateway).
 
 use std::path::{Component, Path, PathBuf};
 

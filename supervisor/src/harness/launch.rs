@@ -40,9 +40,11 @@ pub fn only_the_browser_env(kind: Harness) -> &'static [(&'static str, &'static 
     }
 }
 
-/// Extra arguments that would switch hooks off (HARNESS-FACTS §2), give the worker a tool
-/// besides the browser again (§9: the switches of each wing's launch), or break the event
-/// stream the supervisor reads. `Err` names the argument and why.
+/// Extra arguments that would switch hooks off
+/// (docs/harness-facts.md#2-when-hooks-are-not-in-force), give the worker a tool besides the
+/// browser again (docs/harness-facts.md#9-what-the-worker-can-do-besides-the-browser: the
+/// switches of each wing's launch), or break the event stream the supervisor reads. `Err` names
+/// the argument and why.
 pub fn check_extra_args(kind: Harness, extra: &[String]) -> Result<(), String> {
     for (i, arg) in extra.iter().enumerate() {
         let (flag, inline) = match arg.split_once('=') {

@@ -1,6 +1,6 @@
 //! Harness wiring: the persona guard as a PreToolUse hook in Claude Code's project
-//! `.claude/settings.json` and in Codex's `$CODEX_HOME/config.toml`. See issue #3 and the README
-//! section "Wiring".
+//! `.claude/settings.json` and in Codex's `$CODEX_HOME/config.toml`. See issue #3 and
+//! docs/reference.md#wiring.
 //!
 //! # Interface
 //! - [`wire`] adds one hook group (matcher `mcp__.*|WebFetch`, one command handler running
@@ -71,7 +71,8 @@ pub const MATCHER: &str = "mcp__.*|WebFetch";
 /// (Claude with `onFailure: block`) or fails open (Codex) after this long.
 pub const HOOK_TIMEOUT_SECS: u64 = 5;
 
-/// The first Claude Code release that understands `"onFailure": "block"` (HARNESS-FACTS §1).
+/// The first Claude Code release that understands `"onFailure": "block"`
+/// (docs/harness-facts.md#1-what-fails-open).
 pub const CLAUDE_ON_FAILURE_SINCE: (u64, u64, u64) = (2, 1, 295);
 
 /// How often a read-edit-write is redone when the file changes under us before giving up.

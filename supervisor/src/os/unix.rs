@@ -69,7 +69,7 @@ pub fn executable(name: &Path) -> Lookup {
 /// # Errors
 /// Not found, not executable, or not a file.
 pub fn harness_executable(wanted: &Path, named: bool) -> anyhow::Result<PathBuf> {
-    let hint = "(hint: install it (README \"Set up\") or pass --harness-bin PATH)";
+    let hint = "(hint: install it (README.md#set-up) or pass --harness-bin PATH)";
     match executable(wanted) {
         Lookup::Found(p) => Ok(p),
         Lookup::NotFound => anyhow::bail!(

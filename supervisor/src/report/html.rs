@@ -65,7 +65,8 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
                         } @else if let Some(r) = end.and_then(|e| e.reason.as_deref()) { " — " (r) }
                     }
                     @if !rec.tampered.is_empty() {
-                        // README "Reports": a broken hash chain, so nothing below can be trusted.
+                        // docs/reference.md#reports: a broken hash chain, so nothing below can be
+                        // trusted.
                         section #tampered {
                             p { strong { "Tampered: " } "the hash chains show the run's records were changed after the run wrote them, so nothing below can be taken as clean"
                                 @if let Some(e) = end { " (run.json says " code { (e.outcome.as_str()) } ")" } "." }
@@ -98,7 +99,7 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
                             dt { "Actions" } dd { (rec.actions.len()) " in the journal" }
                         }
                         @if let Some(e) = end.filter(|e| !e.gateway_mismatches.is_empty()) {
-                            // README "The gateway": the two records of the browser's calls
+                            // docs/security.md#the-gateway: the two records of the browser's calls
                             // disagree, call by call; the run is `violated`.
                             dt { "Gateway record" }
                             dd #gateway-mismatches { ul { @for m in &e.gateway_mismatches { li { (m) } } } }
@@ -111,7 +112,7 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
                             }
                         }
                         @if let Some(h) = end.and_then(|e| e.gateway_hash.as_deref()) {
-                            // README "The gateway": the head of gateway.jsonl's hash chain.
+                            // docs/security.md#the-gateway: the head of gateway.jsonl's hash chain.
                             dt { "Gateway record hash" }
                             dd #gateway-hash { code { (h) } }
                         }

@@ -54,7 +54,7 @@ pub struct RunRecord {
     /// `findings.md` (cut at 1 MiB, URLs reduced to their hosts), when present.
     pub findings: Option<String>,
     /// What the hash chains of the journal and the gateway's record show was changed after the
-    /// run wrote them (README "Reports"), one line each; empty when both hold.
+    /// run wrote them (docs/reference.md#reports), one line each; empty when both hold.
     pub tampered: Vec<String>,
 }
 

@@ -1,5 +1,5 @@
 //! The browser's box: Playwright MCP and Chromium in namespaces of their own, whose only way out
-//! is the run's request-judging proxy (README "The browser's network path").
+//! is the run's request-judging proxy (docs/security.md#the-browsers-network-path).
 //!
 //! The worker's box keeps the worker from the network; this one keeps the *browser* from it. A
 //! Chromium flag did not stop a page's WebRTC from sending UDP to a local port (seen, with

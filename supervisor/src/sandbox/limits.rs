@@ -1,4 +1,4 @@
-//! The box's limits (README "The box", "Limits"): how many processes the worker's tree may hold,
+//! The box's limits (docs/security.md#limits): how many processes the worker's tree may hold,
 //! how much memory, how much its scratch may hold, and how much Leopold writes on its behalf.
 //!
 //! Why these mechanisms (measured, issue #22: a boxed worker started 3,000 processes, allocated

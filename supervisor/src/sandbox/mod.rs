@@ -1,9 +1,11 @@
 //! The box: the worker's whole process tree runs in a sandbox built with Debian's `bubblewrap`
-//! (`bwrap`), so that what the worker can do does not depend on a harness flag (HARNESS-FACTS §1,
-//! §9). README "The box".
+//! (`bwrap`), so that what the worker can do does not depend on a harness flag
+//! (docs/harness-facts.md#1-what-fails-open,
+//! docs/harness-facts.md#9-what-the-worker-can-do-besides-the-browser). docs/security.md#the-box.
 //!
 //! Why bubblewrap: it is what Flatpak and Anthropic's own sandbox runtime use, it is packaged by
-//! every distribution (one `apt-get install`), it was seen working on this machine kind (§9), and
+//! every distribution (one `apt-get install`), it was seen working on this machine kind
+//! (docs/harness-facts.md#9-what-the-worker-can-do-besides-the-browser), and
 //! it gives in one exec everything the box needs: PID, network, mount, IPC and UTS namespaces, a
 //! new root built from explicit binds, `--die-with-parent` and `--new-session`. Doing the same
 //! with `rustix` namespaces by hand means re-writing bwrap's mount choreography (and its
@@ -188,7 +190,7 @@ pub fn for_run(no_contain: bool) -> anyhow::Result<Option<PathBuf>> {
     match probe_for_run() {
         Availability::Ready { bwrap, .. } => Ok(Some(bwrap)),
         Availability::Missing(why) => anyhow::bail!(
-            "cannot build the box for the worker: {why}\n(hint: install bubblewrap, or pass --no-contain to run without the box (README \"The box\"))"
+            "cannot build the box for the worker: {why}\n(hint: install bubblewrap, or pass --no-contain to run without the box (docs/security.md#the-box))"
         ),
     }
 }
@@ -196,7 +198,7 @@ pub fn for_run(no_contain: bool) -> anyhow::Result<Option<PathBuf>> {
 /// What the box cannot serve, refused before any side effect (exit 2) instead of failing
 /// inside it: MCP servers reached over HTTP (the box's network reaches the model endpoint only,
 /// and the gateway relays stdio servers only). The provisioned browser and stdio servers run
-/// outside the box, behind the gateway (README "The gateway").
+/// outside the box, behind the gateway (docs/security.md#the-gateway).
 pub fn check_plan(servers: &[crate::worker::McpServer]) -> anyhow::Result<()> {
     if let Some(s) = servers
         .iter()

@@ -1,6 +1,6 @@
 //! The browser's network path: every request the provisioned browser sends reaches the app only
-//! through this proxy, which judges it by host, method and path ([`policy`]) first (README "The
-//! browser's network path").
+//! through this proxy, which judges it by host, method and path ([`policy`]) first
+//! (docs/security.md#the-browsers-network-path).
 //!
 //! Why a request, not a gesture: a form submitted by Enter, a checkbox whose `change` handler
 //! submits, an accepted `confirm()` or page script each send the POST with no URL and no label in

@@ -1,6 +1,6 @@
 //! What the provisioned browser may send: one request, judged by host, method and path against
 //! the flow. Pure; the proxy in [`super`] asks it about every request before anything reaches
-//! the app (README "The browser's network path").
+//! the app (docs/security.md#the-browsers-network-path).
 //!
 //! The irreversibility rules were written for the persona's gestures (a click's label, a
 //! navigation's URL). At this layer they read:

@@ -637,8 +637,9 @@ fn a_unix_socket_in_the_project_is_not_reachable_from_the_box() {
     );
 }
 
-/// The box's view of `/etc` comes from listings cached between runs (README "Running a
-/// persona", step 5): a file `chmod`ed to root-only after a run, in a folder whose listing the
+/// The box's view of `/etc` comes from listings cached between runs
+/// (docs/reference.md#what-a-run-does, step 5): a file `chmod`ed to root-only after a run, in a
+/// folder whose listing the
 /// cache holds (a `chmod` changes no folder's key), is hidden from the next run's worker all the
 /// same. The worker reads it in both runs; the second read must fail.
 #[test]

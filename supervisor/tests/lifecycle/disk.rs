@@ -1,7 +1,8 @@
-//! How often a run waits on the disk (README "What reaches the disk"): the supervisor counts
+//! How often a run waits on the disk (docs/reference.md#what-reaches-the-disk): the supervisor
+//! counts
 //! every fsync/fdatasync it makes (they all go through `fs.rs`, or are noted there) and
 //! `__LEOPOLD_TIMINGS` reports the count. A count that creeps up fails here; one that drops must
-//! say, in the README, which file no longer survives a power loss.
+//! say, in docs/reference.md#what-reaches-the-disk, which file no longer survives a power loss.
 
 use std::path::PathBuf;
 

@@ -405,7 +405,8 @@ fn a_boxed_claude_run_leaves_a_settings_file_it_could_not_wire_alone() {
 #[test]
 fn codex_denials_leave_no_stream_item_and_are_merged_from_the_guards_events() {
     // The fake worker runs the hook commands wired in $CODEX_HOME/config.toml, as Codex does; a
-    // denied call leaves no item in its stream (HARNESS-FACTS §5).
+    // denied call leaves no item in its stream
+    // (docs/harness-facts.md#5-headless-worker-invocations).
     let sb = Sandbox::with_user_files();
     sb.set_script(
         "@guard-codex mcp__personastub__navigate https://staging.example.com/welcome\n\

@@ -5,7 +5,7 @@
 //! - `guard`: `leopold persona guard` wired directly as the PreToolUse hook;
 //! - `persona run --no-contain`: the whole `leopold persona run` lifecycle (lock, wire, prove,
 //!   launch, journal, unwire, archive), without the box;
-//! - `persona run`: the same in the box (README "The box"), as users run it.
+//! - `persona run`: the same in the box (docs/security.md#the-box), as users run it.
 //!
 //! Each run is the checkout script (7 tool calls, 5 denied with a guard in force) against the
 //! scripted model and the stub browser. Only the measured process is timed, not the sandbox.

@@ -140,7 +140,8 @@ fn stub_capture(h: Harness, bin: &Path) -> anyhow::Result<String> {
     };
     let model = ModelServer::start(&sb, &script);
     let browser = sb.stub_browser(STUB_SERVER);
-    // Exit 2 with a reason denies on both harnesses (HARNESS-FACTS §1); the hook reads its JSON
+    // Exit 2 with a reason denies on both harnesses (docs/harness-facts.md#1-what-fails-open); the
+    // hook reads its JSON
     // input on stdin.
     let hook = sb.logs.join("url-hook.sh");
     std::fs::write(

@@ -12,7 +12,8 @@
 //! Ports default to 0 (any free port). Once both are bound it writes `{"anthropic":N,"openai":M}`
 //! to `--port-file` (atomically) and prints `anthropic=127.0.0.1:N openai=127.0.0.1:M` on stdout.
 //!
-//! HTTP is the small subset both CLIs use (HARNESS-FACTS §6): one request per connection, a
+//! HTTP is the small subset both CLIs use
+//! (docs/harness-facts.md#6-driving-the-real-clis-hermetically): one request per connection, a
 //! `Content-Length` or chunked body, the whole reply written at once, then `Connection: close`
 //! (Codex reads a Responses stream until the connection closes).
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]

@@ -148,7 +148,7 @@ fn prepare(
     .arg("--harness-bin")
     .arg(&bin)
     .args(["--browser", "playwright", "--timeout", "90s"])
-    // Boxed: the browser runs outside the box, behind the gateway (README "The gateway").
+    // Boxed: the browser runs outside the box, behind the gateway (docs/security.md#the-gateway).
     .arg("--chromium")
     .arg(&chromium)
     .arg("--playwright-mcp")
@@ -315,7 +315,8 @@ fn the_guard_denies_evaluate_and_a_misleading_click(harness: Harness) {
         "{events:?}\n{}",
         s.run
     );
-    // `browser_evaluate` is not even offered (the gateway's list, README "The gateway"): the
+    // `browser_evaluate` is not even offered (the gateway's list, docs/security.md#the-gateway):
+    // the
     // harness refuses it as a tool it does not have, or, if a call gets past it, the guard and
     // the gateway deny it. Never does it run.
     let journal = s.journal();
@@ -451,7 +452,7 @@ fn codex_guard_denies_evaluate_and_a_misleading_click() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The gateway (README "The gateway"), through the real harnesses and the real browser.
+// The gateway (docs/security.md#the-gateway), through the real harnesses and the real browser.
 
 /// Every browser tool name the harness offered the model, over all its requests: Claude's
 /// `mcp__browser__<tool>` entries, Codex's `mcp__browser` namespace's tools.
@@ -653,7 +654,8 @@ fn a_filename_aimed_at_the_project_is_refused(harness: Harness) {
 }
 
 /// Codex with the guard's binary moved away while the model is mid-turn (its hook then fails
-/// open, HARNESS-FACTS §1): the off-allowlist navigation, the irreversible path and the
+/// open, docs/harness-facts.md#1-what-fails-open): the off-allowlist navigation, the irreversible
+/// path and the
 /// irreversible click never reach the browser or the app; the gateway refused them. Unboxed:
 /// the box binds leopold's file when the run starts, so renaming it outside would not take it
 /// away from the guard; this is about the hook failing, which the gateway makes irrelevant.

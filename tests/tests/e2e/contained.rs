@@ -342,7 +342,8 @@ pub(crate) fn assert_files_unchanged(
     before.remove(&events);
     // The run lock is the supervisor's, left (unlocked) by design; the runs/ folder appears; and
     // the supervisor caches the harness's `--version` answer, the box's trial build and the
-    // listings of `/etc` in the user's cache folder (README "Running a persona", steps 1 and 5),
+    // listings of `/etc` in the user's cache folder (docs/reference.md#what-a-run-does, steps 1 and
+    // 5),
     // outside the box.
     let cache = w.sb.home.join(".cache");
     for supervisor_own in [
@@ -1274,7 +1275,8 @@ fn c8_codex_a_unix_socket_in_the_project_is_not_reachable() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// C9: the run's record outlives the run (README's CI uploads `.leopold/persona/runs/` as an
+// C9: the run's record outlives the run (the guide's CI, docs/guide.md#ci, uploads
+// `.leopold/persona/runs/` as an
 // artifact, and an upload follows links). A persona that leaves, in its scratch, links to the
 // user's private key, the uploader's own environment and the project's git credentials, or a
 // socket or FIFO, would have whoever reads the record later read them.

@@ -1,7 +1,7 @@
 //! Issue #12, "Prove it", with the real provisioned browser in the run: `contained`'s adversary
 //! (the scripted model calling whatever shell the harness might run) in `leopold persona run
 //! --browser playwright`, boxed, so Playwright MCP and Chromium run outside the box behind the
-//! gateway (README "The gateway"), on both real CLIs.
+//! gateway (docs/security.md#the-gateway), on both real CLIs.
 //!
 //! The witnesses are `contained`'s (the forbidden host, byte snapshots of the project and HOME,
 //! the process table) and the staging app's own request log. The process table covers what the

@@ -1,4 +1,5 @@
-//! The harness behaviours Leopold's design rests on (HARNESS-FACTS §1-§2), pinned on the real
+//! The harness behaviours Leopold's design rests on (docs/harness-facts.md#1-what-fails-open,
+//! docs/harness-facts.md#2-when-hooks-are-not-in-force), pinned on the real
 //! CLIs: if an upgrade changes one, these fail before a persona run silently loses its guard.
 
 use std::time::Duration;
@@ -33,7 +34,7 @@ fn an_unrunnable_guard_blocks_on_claude_and_fails_open_on_codex() {
             Harness::Codex => assert_eq!(
                 reached,
                 checkout::script().call_count(),
-                "Codex no longer fails open on an unrunnable hook: update HARNESS-FACTS and the supervisor\n{run}"
+                "Codex no longer fails open on an unrunnable hook: update docs/harness-facts.md and the supervisor\n{run}"
             ),
         }
     }

@@ -526,7 +526,8 @@ fn permissive_user_claude(mode: &str) -> String {
 
 /// The user's `defaultMode`s tried: each would widen what runs unasked.
 const USER_MODES: [&str; 3] = ["bypassPermissions", "acceptEdits", "dontAsk"];
-/// A project's Claude settings that let Write/Edit run unasked (HARNESS-FACTS §9).
+/// A project's Claude settings that let Write/Edit run unasked
+/// (docs/harness-facts.md#9-what-the-worker-can-do-besides-the-browser).
 const PERMISSIVE_PROJECT_CLAUDE: &str = r#"{"permissions":{"defaultMode":"acceptEdits","allow":["Bash","Read","Write","Edit","WebFetch"]}}"#;
 
 /// Plants the secret and returns its path.

@@ -92,7 +92,8 @@ impl Timings {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), json!(*v as u64)))
                 .collect();
-            // Not a time: how often the run waited on the disk (README "What reaches the disk").
+            // Not a time: how often the run waited on the disk
+            // (docs/reference.md#what-reaches-the-disk).
             obj.insert("fsyncs".into(), json!(crate::fs::syncs()));
             let _ = std::fs::write(path, serde_json::Value::Object(obj).to_string());
         }
@@ -599,7 +600,7 @@ fn wire(
 
 /// The gateway's side of step 6: the real servers it starts (the provisioned browser, or each
 /// stdio server of `--mcp-config`), and the servers the worker is given instead (the relay for
-/// each; an HTTP server of a run without the box is passed as it is: README "The gateway").
+/// each; an HTTP server of a run without the box is passed as it is: docs/security.md#the-gateway).
 fn gateway_servers(
     plan: &Plan,
     provisioned: Option<&crate::browser::Provisioned>,

@@ -33,13 +33,14 @@ pub struct Plan {
     pub ctx: harness::Context,
     /// `--junit FILE`, absolute.
     pub junit: Option<PathBuf>,
-    /// The box (README "The box"): bwrap's path, or `None` with `--no-contain`.
+    /// The box (docs/security.md#the-box): bwrap's path, or `None` with `--no-contain`.
     pub bwrap: Option<PathBuf>,
-    /// Codex: its model catalog with every model's own tools off (README "Only the browser").
+    /// Codex: its model catalog with every model's own tools off
+    /// (docs/security.md#only-the-browser).
     pub codex_catalog: Option<String>,
     /// `--ca-cert`: extra roots the browser's proxy trusts for the app's own certificate.
     pub ca_certs: Vec<PathBuf>,
-    /// `--max-procs` and the other limits (README "The box", "Limits").
+    /// `--max-procs` and the other limits (docs/security.md#limits).
     pub limits: crate::sandbox::limits::Limits,
     /// Tripped by whatever sees a limit hit; supervision stops the worker.
     pub tripwire: crate::sandbox::limits::Tripwire,

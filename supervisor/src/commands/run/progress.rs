@@ -22,7 +22,7 @@ pub struct Reporter {
 }
 
 /// `schema_version` of every `--json` event: raised when a field changes meaning or goes away
-/// (a new field or event does not raise it). README "Exit codes and output".
+/// (a new field or event does not raise it). docs/reference.md#--json-events.
 pub const JSON_SCHEMA_VERSION: u32 = 1;
 
 /// Adds `ts` (RFC 3339, UTC, milliseconds) and `schema_version` to an event object.
@@ -163,7 +163,8 @@ pub fn summary_line(
         reason
             .map(|r| format!("; {}", output::Rendered::from_text(r).message))
             .unwrap_or_default(),
-        // What `persona replay --expect` checks the journal against later (README "Journal").
+        // What `persona replay --expect` checks the journal against later
+        // (docs/reference.md#journal).
         journal_hash
             .map(|h| format!("; journal_hash {h}"))
             .unwrap_or_default(),

@@ -82,7 +82,8 @@ pub struct Supervised {
 }
 
 impl Supervised {
-    /// The gateway's record disagrees with the harness's stream (README "The gateway"): each
+    /// The gateway's record disagrees with the harness's stream (docs/security.md#the-gateway):
+    /// each
     /// disagreement is a violation finding, and the first is why the run is `violated`, unless a
     /// violation in the stream itself stopped the worker first.
     pub fn disagreements(&mut self, found: &[crate::gateway::Disagreement]) {

@@ -33,8 +33,8 @@ pub struct Ending {
     /// The walls the persona hit.
     pub findings: Vec<Finding>,
     pub findings_not_kept: u64,
-    /// Where the gateway's record and the harness's stream disagree, call by call (README "The
-    /// gateway"): each one made the run `violated`.
+    /// Where the gateway's record and the harness's stream disagree, call by call
+    /// (docs/security.md#the-gateway): each one made the run `violated`.
     pub gateway_mismatches: Vec<String>,
     /// The persona's final answer, saved verbatim as `findings.md`.
     pub answer: Option<String>,

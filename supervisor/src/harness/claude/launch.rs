@@ -1,12 +1,13 @@
-//! How Claude Code is launched headless (HARNESS-FACTS §5): `-p` with the prompt, the stream
-//! Leopold reads, the guard's `--settings` file, the switches that leave it only the browser,
-//! and the arguments after `--` that would undo any of them.
+//! How Claude Code is launched headless (docs/harness-facts.md#5-headless-worker-invocations):
+//! `-p` with the prompt, the stream Leopold reads, the guard's `--settings` file, the switches
+//! that leave it only the browser, and the arguments after `--` that would undo any of them.
 
 use crate::harness::WorkerSpec;
 
-/// Claude's switches that leave the worker the browser and nothing else (README "Running a
-/// persona", HARNESS-FACTS §9): no built-in tool at all (`--tools ""`: Bash, Read, Write, Edit,
-/// WebFetch, WebSearch, Agent, … are not offered, whatever a permission rule says); only the
+/// Claude's switches that leave the worker the browser and nothing else
+/// (docs/reference.md#what-a-run-does, step 6;
+/// docs/harness-facts.md#9-what-the-worker-can-do-besides-the-browser): no built-in tool at all
+/// (`--tools ""`: Bash, Read, Write, Edit, WebFetch, WebSearch, Agent, … are not offered, whatever a permission rule says); only the
 /// project's settings and the `--settings` file load (`--setting-sources project`: a user's
 /// `~/.claude/settings.json` allowing Bash or setting a `defaultMode` is not read); and the
 /// permission mode is the default one whatever a settings file says (`--permission-mode
@@ -24,8 +25,8 @@ pub const CLAUDE_ONLY_THE_BROWSER: [&str; 6] = [
 /// Claude's environment that offers the browser's tools directly: without
 /// `ENABLE_TOOL_SEARCH=false`, Claude Code 2.1.332 keeps deferred tool loading on and offers the
 /// model a `DeferredToolPlaceholder` tool (`defer_loading`) beside them, whatever `--model`
-/// (seen with `sonnet`, `haiku`, `opus`; README "Only the browser"). Set over the user's own
-/// value, boxed or not.
+/// (seen with `sonnet`, `haiku`, `opus`; docs/security.md#only-the-browser). Set over the user's
+/// own value, boxed or not.
 pub const CLAUDE_ONLY_THE_BROWSER_ENV: &[(&str, &str)] = &[("ENABLE_TOOL_SEARCH", "false")];
 
 /// Claude's argument vector (without the program).

@@ -1,4 +1,5 @@
-//! Claude Code: `hooks.PreToolUse` in the project's `.claude/settings.json` (HARNESS-FACTS §4).
+//! Claude Code: `hooks.PreToolUse` in the project's `.claude/settings.json`
+//! (docs/harness-facts.md#4-wiring-formats).
 //!
 //! Edits are textual splices (see `json_text`), so the user's key order, indentation, separators
 //! and line endings survive; every edit is checked by re-parsing the result and comparing it with
@@ -354,7 +355,8 @@ pub(in crate::harness) fn strip(
 }
 
 /// Shapes Claude Code is known to reject (a documented subset of its settings schema). Claude
-/// skips the *whole* project file when any field fails validation (HARNESS-FACTS §2), silently
+/// skips the *whole* project file when any field fails validation
+/// (docs/harness-facts.md#2-when-hooks-are-not-in-force), silently
 /// under `-p`, so a hook wired there would not be in force.
 pub(in crate::harness) fn validation_warnings(file: &Path, text: &str) -> Vec<String> {
     let Ok(Value::Object(root)) = serde_json::from_str::<Value>(text) else {

@@ -1,5 +1,5 @@
-//! Codex's model catalog, with every tool a model entry adds switched off (README "Only the
-//! browser").
+//! Codex's model catalog, with every tool a model entry adds switched off
+//! (docs/security.md#only-the-browser).
 //!
 //! Which tools Codex offers depends on the model as much as on `features.*`: each entry of the
 //! catalog it embeds decides whether the MCP tools hide behind `tool_search`

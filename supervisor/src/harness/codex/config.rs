@@ -1,4 +1,5 @@
-//! Codex CLI: `[[hooks.PreToolUse]]` in `$CODEX_HOME/config.toml` (HARNESS-FACTS §4).
+//! Codex CLI: `[[hooks.PreToolUse]]` in `$CODEX_HOME/config.toml`
+//! (docs/harness-facts.md#4-wiring-formats).
 //!
 //! Edited with `toml_edit`, which keeps every comment, blank line, key order and quoting of the
 //! user's file. Both ways Codex accepts the array are handled: `[[hooks.PreToolUse]]` tables (what

@@ -1,13 +1,15 @@
-//! How Codex CLI is launched headless (HARNESS-FACTS §5): `exec --json`, the switches and the
-//! model catalog that leave it only the browser, the flow's MCP servers as `-c` overrides, and
-//! the arguments after `--` that would undo any of them.
+//! How Codex CLI is launched headless (docs/harness-facts.md#5-headless-worker-invocations):
+//! `exec --json`, the switches and the model catalog that leave it only the browser, the flow's
+//! MCP servers as `-c` overrides, and the arguments after `--` that would undo any of them.
 
 use crate::harness::WorkerSpec;
 use crate::worker::{McpServer, McpTransport};
 
-/// Codex's switches that leave the worker the browser (HARNESS-FACTS §9; README "Running a
-/// persona"): its own sandbox on, read-only and without network (`-s read-only`), never asking
-/// (`approval_policy="never"`: `exec` has nobody to ask), and every tool that has a switch off.
+/// Codex's switches that leave the worker the browser
+/// (docs/harness-facts.md#9-what-the-worker-can-do-besides-the-browser;
+/// docs/reference.md#what-a-run-does, step 6): its own sandbox on, read-only and without network
+/// (`-s read-only`), never asking (`approval_policy="never"`: `exec` has nobody to ask), and
+/// every tool that has a switch off.
 /// Codex ignores an unknown `features.*` key silently, so a renamed feature would come back:
 /// the end-to-end test `only_browser` pins the exact tool list the model is offered. The tools
 /// a catalog model brings (`tool_search`, `apply_patch`, code mode, sub-agents) have no switch
@@ -149,8 +151,8 @@ fn key_widens(key: &str) -> bool {
         "web_search",
         "profile",
         "default_permissions",
-        // A model catalog decides tools too (code mode, apply_patch, sub-agents: README "Only
-        // the browser").
+        // A model catalog decides tools too (code mode, apply_patch, sub-agents:
+        // docs/security.md#only-the-browser).
         "model_catalog_json",
     ];
     const TABLES: &[&str] = &[

@@ -1,4 +1,4 @@
-//! Each run's own Codex configuration (README "Wiring"; issue #12 item 3).
+//! Each run's own Codex configuration (docs/reference.md#wiring; issue #12 item 3).
 //!
 //! Codex reads its hooks from `$CODEX_HOME/config.toml`, one file per user. Wiring the guard
 //! there made two runs in two projects share it: the second run's unwire removed the first's
