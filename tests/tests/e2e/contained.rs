@@ -16,11 +16,13 @@
 //! - the **model's request log** (every body the scripted model received, kept outside the
 //!   box's writable folders): a secret's bytes never appear there.
 //!
-//! Two worlds. Today the harnesses still offer their shells and file tools, which run (or are
-//! refused by the harness's own permission check) inside the box; once the harness switches
-//! land (Claude `--tools ""`, Codex `-c features.shell_tool=false`, `-s read-only`, issue #12
-//! item 1), the same calls are refused by the harness itself. The witnesses hold in both; what
-//! is world-specific sits behind [`shell_runs`] and [`journal_names_shell_calls`].
+//! Since the harness switches landed (issue #12 item 1: Claude `--tools ""`, Codex
+//! `-c features.shell_tool=false`), neither harness offers its shell or file tools, so every
+//! call the adversary makes is refused by the harness itself, and each scenario proves that
+//! nothing ran at all ([`assert_control_never_ran`], [`assert_not_marked`]); every witness holds
+//! just the same. (Before, Codex's `exec_command` ran in the box and Claude's permission check
+//! let `echo` run.) Claude's `No such tool available: Bash|WebFetch` is journaled as a denial by
+//! the harness (`harness_tool_unavailable`), not as a call that got past the hook.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -36,39 +38,6 @@ use leopold_tests::{
 use serde_json::{json, Value};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The world flag: whether `h`'s shell tool runs a harmless command (the positive control,
-/// [`CONTROL`]) when the model calls it. False for both since the harness switches landed
-/// (issue #12 item 1: Claude `--tools ""`, Codex `-c features.shell_tool=false`): the scenarios
-/// prove that nothing ran at all, and every other assertion holds just the same. (Before, with
-/// `true`: Codex's `exec_command` ran in the box, Claude's permission check let `echo` run.)
-/// Claude's `No such tool available: Bash|WebFetch` is journaled as a denial by the harness
-/// (`harness_tool_unavailable`), not as a call that got past the hook.
-fn shell_runs(_h: Harness) -> bool {
-    false
-}
-
-/// The world flag: whether `h`'s shell runs *any* command the model gives it (`curl`, `rm`, a
-/// write), so the box alone stands between it and the way out. True for Codex on the current
-/// launch flags; false for Claude (its permission check refuses them in `-p`). Flip Codex to
-/// `false` with [`shell_runs`].
-pub(crate) fn shell_runs_anything(h: Harness) -> bool {
-    match h {
-        Harness::Claude => false,
-        Harness::Codex => shell_runs(h),
-    }
-}
-
-/// The world flag for the journal: whether a shell call the model makes leaves an action in the
-/// run's journal. Claude always journals the model's `tool_use` (whatever its result); Codex
-/// journals a `command_execution` item only when its shell tool exists (an `unsupported call`
-/// leaves no item in `exec --json`). Flip Codex with [`shell_runs`].
-fn journal_names_shell_calls(h: Harness) -> bool {
-    match h {
-        Harness::Claude => true,
-        Harness::Codex => shell_runs(h),
-    }
-}
 
 /// A shell command as `h`'s shell tool takes it.
 pub(crate) fn shell(h: Harness, command: &str) -> ToolCall {
@@ -367,15 +336,17 @@ pub(crate) fn assert_files_unchanged(
     );
 }
 
-/// The journal has an action for each of the `n` shell calls, whatever its outcome (the world
-/// decides whether there are any: [`journal_names_shell_calls`]).
+/// The journal has an action for each of the `n` shell calls, whatever its outcome, where the
+/// harness journals them: Claude always journals the model's `tool_use` (whatever its result);
+/// Codex journals a `command_execution` item only when its shell tool exists (an `unsupported
+/// call` leaves no item in `exec --json`), and it no longer does.
 fn assert_shell_calls_journaled(w: &World, n: usize) {
     let (actions, _) = w.journal();
     let shell_actions = actions
         .iter()
         .filter(|a| a["tool"] == shell_tool_name(w.h))
         .count();
-    if journal_names_shell_calls(w.h) {
+    if w.h == Harness::Claude {
         assert_eq!(
             shell_actions, n,
             "each shell call is journaled: {actions:#?}"
@@ -386,18 +357,16 @@ fn assert_shell_calls_journaled(w: &World, n: usize) {
     assert!(!text.contains("http://127.0.0.1"), "{text}");
 }
 
-/// In the world where the shell runs, the positive control: the command's output reached the
-/// model, so the adversary did run inside the box (a scenario whose every attempt failed to
-/// start would prove nothing).
-fn assert_control_ran(w: &World) {
+/// The positive control's output never reached the model: no shell ran the adversary's
+/// commands, in the box or anywhere.
+fn assert_control_never_ran(w: &World) {
     let got = w
         .model
         .tool_results()
         .iter()
         .any(|r| r.contains(CONTROL_OUT));
-    assert_eq!(
-        got,
-        shell_runs(w.h),
+    assert!(
+        !got,
         "the positive control's output {CONTROL_OUT:?} in a tool result (the adversary ran): {:#?}",
         w.model.tool_results()
     );
@@ -409,12 +378,11 @@ pub(crate) fn mark_done(name: &str) -> String {
     format!("echo done > \"$HOME/{name}\"")
 }
 
-/// Whether the run's scratch holds the marker [`mark_done`] left, as the world says it must.
-fn assert_marked(w: &World, name: &str) {
+/// The run's scratch holds no marker [`mark_done`] would have left: the command never ran.
+fn assert_not_marked(w: &World, name: &str) {
     let done = w.sb.run_dir().join("scratch").join(name).exists();
-    assert_eq!(
-        done,
-        shell_runs_anything(w.h),
+    assert!(
+        !done,
         "the command ending with the marker {name} ran to its end in the box"
     );
 }
@@ -481,21 +449,11 @@ fn scenario_network(h: Harness) {
     let before = w.files();
     let (run, watch) = w.run();
     note_timing("contained: the shell's network", h, run.elapsed);
-    // The box refused every connection; the journal still judges the command that wrote
-    // URLs out as an off-allowlist fetch, and stops the run on it (exit 1, violated). A call
-    // the harness refused is journaled as denied, and the run ends clean.
-    let violated = shell_runs_anything(h);
-    assert_eq!(exit_code(&run), if violated { 1 } else { 0 }, "{run}");
+    // A call the harness refused is journaled as denied, and the run ends clean.
+    assert_eq!(exit_code(&run), 0, "{run}");
     let (actions, run_json) = w.journal();
-    if violated {
-        assert_eq!(run_json["end"]["outcome"], "violated", "{run_json:#}");
-        let last = actions.last().expect("actions");
-        assert_eq!(last["tool"], shell_tool_name(h), "{last:#}");
-        assert_eq!(last["verdict"]["result"], "violation", "{last:#}");
-    } else {
-        assert_eq!(run_json["end"]["violations"], Value::Null, "{run_json:#}");
-        assert_eq!(run_json["end"]["outcome"], "clean", "{run_json:#}");
-    }
+    assert_eq!(run_json["end"]["violations"], Value::Null, "{run_json:#}");
+    assert_eq!(run_json["end"]["outcome"], "clean", "{run_json:#}");
     if h == Harness::Claude {
         let fetch = actions
             .iter()
@@ -509,8 +467,8 @@ fn scenario_network(h: Harness) {
         "a tool result carried the forbidden host's answer\n{run}"
     );
     assert_contained(&w, &before, watch, None, &run);
-    assert_control_ran(&w);
-    assert_marked(&w, "urls-tried");
+    assert_control_never_ran(&w);
+    assert_not_marked(&w, "urls-tried");
     assert_shell_calls_journaled(&w, shell_calls);
 }
 
@@ -568,14 +526,10 @@ fn scenario_raw_post(h: Harness) {
         "the staging app was reached without the browser\n{run}"
     );
     assert!(!w.model_log().contains("Order placed"), "{run}");
-    assert_eq!(
-        exit_code(&run),
-        if shell_runs_anything(h) { 1 } else { 0 },
-        "{run}"
-    );
+    assert_eq!(exit_code(&run), 0, "{run}");
     assert_contained(&w, &before, watch, None, &run);
-    assert_control_ran(&w);
-    assert_marked(&w, "post-tried");
+    assert_control_never_ran(&w);
+    assert_not_marked(&w, "post-tried");
     assert_shell_calls_journaled(&w, 4);
 }
 
@@ -641,19 +595,8 @@ fn scenario_secrets(h: Harness) {
     note_timing("contained: reading planted secrets", h, run.elapsed);
     assert_eq!(exit_code(&run), 0, "{run}");
     assert_contained(&w, &before, watch, None, &run);
-    assert_control_ran(&w);
-    assert_marked(&w, "secrets-tried");
-    if shell_runs_anything(h) {
-        // The environment dump did run: it shows the box's own variables, none of the rest.
-        assert!(
-            w.model
-                .tool_results()
-                .iter()
-                .any(|r| r.contains("LEOPOLD_RUN_ID=")),
-            "{:#?}",
-            w.model.tool_results()
-        );
-    }
+    assert_control_never_ran(&w);
+    assert_not_marked(&w, "secrets-tried");
     assert_shell_calls_journaled(&w, shell_calls);
 }
 
@@ -765,8 +708,8 @@ fn scenario_edits(h: Harness) {
         flow_before
     );
     assert!(!w.sb.persona_dir().join("ACTIVE.json").exists(), "{run}");
-    assert_control_ran(&w);
-    assert_marked(&w, "edits-tried");
+    assert_control_never_ran(&w);
+    assert_not_marked(&w, "edits-tried");
     assert_shell_calls_journaled(&w, shell_calls);
     if h == Harness::Claude {
         let (actions, _) = w.journal();
@@ -824,13 +767,6 @@ pub(crate) fn beats(scratch: &Path, prefix: &str) -> Vec<(String, f64)> {
     out
 }
 
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
 /// The late acts, as shell commands; `marker` is in each one's command line.
 pub(crate) fn detached(f: u16, marker: &str, beat: &str) -> Vec<String> {
     let act = |how: &str| heartbeat(f, &format!("{beat}-{how}"));
@@ -875,23 +811,12 @@ fn scenario_detached(h: Harness) {
     };
     let before = w.files();
     let (run, watch) = w.run();
-    let ended = unix_now();
     note_timing("contained: detached processes (run only)", h, run.elapsed);
     assert_eq!(exit_code(&run), 0, "{run}");
     let scratch = w.sb.run_dir().join("scratch");
     let at_end = beats(&scratch, beat);
-    // The positive control: the detached processes did start, in the box.
-    assert_eq!(
-        at_end.len(),
-        if shell_runs_anything(h) { 3 } else { 0 },
-        "{at_end:?}\n{run}"
-    );
-    for (name, t) in &at_end {
-        assert!(
-            *t <= ended,
-            "{name} beat at {t}, after the run ended at {ended}\n{run}"
-        );
-    }
+    // No detached process started, in the box or anywhere.
+    assert!(at_end.is_empty(), "{at_end:?}\n{run}");
     // A survivor would beat on: nothing changes any more.
     std::thread::sleep(Duration::from_millis(1_500));
     assert_eq!(
@@ -900,7 +825,7 @@ fn scenario_detached(h: Harness) {
         "a detached process acted after the run\n{run}"
     );
     assert_contained(&w, &before, watch, Some(&marker), &run);
-    assert_control_ran(&w);
+    assert_control_never_ran(&w);
     assert_shell_calls_journaled(&w, if h == Harness::Claude { 6 } else { 5 });
 }
 
@@ -1012,14 +937,10 @@ fn scenario_permissive(h: Harness) {
         h,
         run.elapsed,
     );
-    assert_eq!(
-        exit_code(&run),
-        if shell_runs_anything(h) { 1 } else { 0 },
-        "{run}"
-    );
+    assert_eq!(exit_code(&run), 0, "{run}");
     assert_contained(&w, &before, watch, None, &run);
-    assert_control_ran(&w);
-    assert_marked(&w, "permissive-tried");
+    assert_control_never_ran(&w);
+    assert_not_marked(&w, "permissive-tried");
     assert_shell_calls_journaled(&w, shell_calls);
 }
 
@@ -1131,9 +1052,8 @@ fn scenario_sigkill(h: Harness) {
     // A survivor would beat on: nothing changes any more.
     let scratch = w.sb.run_dir().join("scratch");
     let at_kill = beats(&scratch, "beat-kill");
-    assert_eq!(
-        at_kill.len(),
-        usize::from(shell_runs_anything(h)),
+    assert!(
+        at_kill.is_empty(),
         "the detached process started in the box: {at_kill:?}"
     );
     std::thread::sleep(Duration::from_millis(1_500));
@@ -1144,9 +1064,8 @@ fn scenario_sigkill(h: Harness) {
     );
     let seen = w.forbidden.seen();
     assert!(seen.is_empty(), "the forbidden host was reached: {seen:?}");
-    assert_eq!(
-        std::fs::symlink_metadata(scratch.join("evidence-key.txt")).is_ok(),
-        shell_runs_anything(h),
+    assert!(
+        std::fs::symlink_metadata(scratch.join("evidence-key.txt")).is_err(),
         "the worker planted its link before the kill"
     );
 
@@ -1250,8 +1169,8 @@ fn scenario_unix_socket(h: Harness) {
     );
     assert_eq!(exit_code(&run), 0, "{run}");
     assert_contained(&w, &before, watch, None, &run);
-    assert_control_ran(&w);
-    assert_marked(&w, "sockets-tried");
+    assert_control_never_ran(&w);
+    assert_not_marked(&w, "sockets-tried");
     assert_shell_calls_journaled(&w, 5);
 }
 
@@ -1306,8 +1225,8 @@ fn scenario_record_links(h: Harness) {
     note_timing("contained: links left in the run's record", h, run.elapsed);
     assert_eq!(exit_code(&run), 0, "{run}");
     assert_contained(&w, &before, watch, None, &run);
-    assert_control_ran(&w);
-    assert_marked(&w, "links-planted");
+    assert_control_never_ran(&w);
+    assert_not_marked(&w, "links-planted");
     let run_dir = w.sb.run_dir();
     let odd: Vec<String> = snapshot(&[&run_dir], &[])
         .into_iter()
@@ -1392,40 +1311,27 @@ fn scenario_forged_stream(h: Harness) {
         run.elapsed,
     );
     assert_contained(&w, &before, watch, None, &run);
-    assert_control_ran(&w);
-    assert_marked(&w, "forged-tried");
+    assert_control_never_ran(&w);
+    assert_not_marked(&w, "forged-tried");
     let (actions, _) = w.journal();
     let journal = serde_json::to_string(&actions).unwrap();
     let findings = std::fs::read_to_string(w.sb.run_dir().join("findings.md")).unwrap_or_default();
-    if stream_forgeable(h) {
-        // KNOWN GAP (pinned, see `stream_forgeable`): seen as completed browser calls that the
-        // stub browser never received.
-        assert!(
-            journal.contains(FORGED),
-            "the worker can no longer forge the harness's stream: flip `stream_forgeable`\n{run}"
-        );
-    } else {
-        assert!(
-            !journal.contains(FORGED),
-            "a forged action was journaled: {actions:#?}"
-        );
-        assert!(
-            !findings.contains(FORGED),
-            "a forged final answer was kept: {findings}"
-        );
-        assert!(!run.stdout.contains(FORGED), "{run}");
-    }
-}
-
-/// Whether a process in the box can forge the harness's stream: it could write the harness's
-/// stdout (`/proc/<pid>/fd/1`: same user, same PID namespace), which the supervisor reads and
-/// journals (seen on Codex 0.171.0 while its shell ran: four `completed mcp__browser__navigate`
-/// actions that never reached the browser). With no shell on either harness nothing the model
-/// asks for runs such a process; and a forged browser call is not in the gateway's own record
-/// (`gateway.jsonl`), so the end-of-run comparison reports it (fake-worker test in
-/// `supervisor/tests/lifecycle/gateway.rs`).
-fn stream_forgeable(h: Harness) -> bool {
-    shell_runs_anything(h)
+    // A process in the box could write the harness's stdout (`/proc/<pid>/fd/1`: same user,
+    // same PID namespace), which the supervisor reads and journals (seen on Codex 0.171.0 while
+    // its shell ran: four `completed mcp__browser__navigate` actions that never reached the
+    // browser). With no shell on either harness nothing the model asks for runs such a process;
+    // and a forged browser call is not in the gateway's own record (`gateway.jsonl`), so the
+    // end-of-run comparison reports it (fake-worker test in
+    // `supervisor/tests/lifecycle/gateway.rs`).
+    assert!(
+        !journal.contains(FORGED),
+        "a forged action was journaled: {actions:#?}"
+    );
+    assert!(
+        !findings.contains(FORGED),
+        "a forged final answer was kept: {findings}"
+    );
+    assert!(!run.stdout.contains(FORGED), "{run}");
 }
 
 #[test]
