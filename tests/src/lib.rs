@@ -16,6 +16,8 @@
 //!   [`Sandbox`] holding the user's own files (the supervisor's lifecycle tests).
 //! - [`witness`]: what got out of a run, seen from outside the box: the forbidden host's log,
 //!   byte snapshots, the process table.
+//! - [`world`] and [`adversary`]: the containment suites' world (a boxed `persona run` with the
+//!   user's files planted) and the calls the scripted adversary makes to get out of it.
 //!
 //! # Example
 //!
@@ -40,11 +42,13 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod adversary;
 pub mod checkout;
 pub mod fake_run;
 pub mod script;
 pub mod staging;
 pub mod witness;
+pub mod world;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -678,7 +682,7 @@ pub fn run_bounded(mut cmd: Command, timeout: Duration) -> Run {
     run
 }
 
-fn kill_group(pid: u32) {
+pub(crate) fn kill_group(pid: u32) {
     // `kill -KILL -<pgid>`: the group we created for this child, and only it.
     let _ = Command::new("kill")
         .args(["-KILL", "--", &format!("-{pid}")])

@@ -15,17 +15,19 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use leopold_tests::adversary::{
+    beats, detached, edits, heartbeat, mark_done, network_spellings, shell, CONTROL,
+};
 use leopold_tests::script::{Script, ToolCall, Turn};
 use leopold_tests::staging::{require_browser, shop_flow, StagingApp};
 use leopold_tests::witness::RunWatch;
+use leopold_tests::world::{
+    assert_contained, assert_files_unchanged, exit_code, token, Cleanup, World,
+};
 use leopold_tests::{note_timing, read_jsonl, run_bounded, Harness, Run, Sandbox};
 use serde_json::{json, Value};
 
 use super::browser::{call, nav};
-use super::contained::{
-    assert_contained, assert_files_unchanged, beats, detached, edits, exit_code, mark_done,
-    network_spellings, shell, token, Cleanup, World, CONTROL,
-};
 
 const TIMEOUT: Duration = Duration::from_secs(100);
 
@@ -400,7 +402,7 @@ fn scenario_stopped(h: Harness, mid: Mid, stop: Stop) {
                 h,
                 &format!(
                     "setsid nohup sh -c '{}' {m2} >/dev/null 2>&1 &",
-                    super::contained::heartbeat(f, "beat-kill")
+                    heartbeat(f, "beat-kill")
                 ),
             )]
         },
