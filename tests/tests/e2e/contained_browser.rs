@@ -19,15 +19,13 @@ use leopold_tests::adversary::{
     beats, detached, edits, heartbeat, mark_done, network_spellings, shell, CONTROL,
 };
 use leopold_tests::script::{Script, ToolCall, Turn};
-use leopold_tests::staging::{require_browser, shop_flow, StagingApp};
+use leopold_tests::staging::{browser_args, call, nav, require_browser, shop_flow, StagingApp};
 use leopold_tests::witness::RunWatch;
 use leopold_tests::world::{
     assert_contained, assert_files_unchanged, exit_code, token, Cleanup, World,
 };
 use leopold_tests::{note_timing, read_jsonl, run_bounded, Harness, Run, Sandbox};
 use serde_json::{json, Value};
-
-use super::browser::{call, nav};
 
 const TIMEOUT: Duration = Duration::from_secs(100);
 
@@ -85,11 +83,7 @@ impl BrowserWorld {
     /// `persona run flows/shop.md --browser playwright`, boxed.
     fn persona_run(&self) -> Command {
         let mut cmd = self.w.persona_run_flow("flows/shop.md");
-        cmd.args(["--browser", "playwright", "--timeout", "90s"])
-            .arg("--chromium")
-            .arg(&self.chromium)
-            .arg("--playwright-mcp")
-            .arg(&self.playwright_mcp);
+        browser_args(&mut cmd, &self.chromium, &self.playwright_mcp);
         cmd
     }
 
