@@ -45,6 +45,7 @@
 pub mod adversary;
 pub mod checkout;
 pub mod fake_run;
+pub mod offered;
 pub mod script;
 pub mod staging;
 pub mod witness;

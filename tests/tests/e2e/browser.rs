@@ -11,6 +11,7 @@
 use std::process::Command;
 use std::time::Duration;
 
+use leopold_tests::offered::offered_browser_tools;
 use leopold_tests::script::Turn;
 use leopold_tests::staging::{call, nav, require_browser, shop_flow, ShopRun, StagingApp};
 use leopold_tests::{leopold_bin, read_jsonl, require_cli, Harness, ModelServer, Run, Sandbox};
@@ -397,72 +398,6 @@ fn codex_guard_denies_evaluate_and_a_misleading_click() {
 
 // ---------------------------------------------------------------------------------------------
 // The gateway (README "The gateway"), through the real harnesses and the real browser.
-
-/// Every browser tool name the harness offered the model, over all its requests: Claude's
-/// `mcp__browser__<tool>` entries, Codex's `mcp__browser` namespace's tools.
-fn offered_browser_tools(model: &ModelServer) -> std::collections::BTreeSet<String> {
-    fn walk(v: &Value, in_ns: bool, out: &mut std::collections::BTreeSet<String>) {
-        match v {
-            Value::Object(m) => {
-                let name = m.get("name").and_then(Value::as_str).unwrap_or("");
-                if let Some(t) = name.strip_prefix("mcp__browser__") {
-                    out.insert(t.to_owned());
-                } else if in_ns && !name.is_empty() {
-                    out.insert(name.to_owned());
-                }
-                let ns = name == "mcp__browser";
-                for (k, v) in m {
-                    if k != "name" {
-                        walk(v, ns || (in_ns && k != "tools"), out);
-                    }
-                }
-            }
-            Value::Array(a) => a.iter().for_each(|v| walk(v, in_ns, out)),
-            _ => {}
-        }
-    }
-    let mut out = std::collections::BTreeSet::new();
-    for r in model.requests() {
-        walk(&r["body"]["tools"], false, &mut out);
-        // Claude defers MCP tools: their names come as text (a deferred-tools list) until the
-        // model searches for them. Every `mcp__browser__<name>` anywhere in the request counts.
-        // The model's own calls and their results name tools too (the scripted ones it was
-        // never offered): not offers.
-        fn strip_calls(v: &mut Value) {
-            match v {
-                Value::Array(a) => {
-                    a.retain(|x| {
-                        !matches!(
-                            x["type"].as_str(),
-                            Some(
-                                "tool_use"
-                                    | "tool_result"
-                                    | "function_call"
-                                    | "function_call_output"
-                            )
-                        )
-                    });
-                    a.iter_mut().for_each(strip_calls);
-                }
-                Value::Object(m) => m.values_mut().for_each(strip_calls),
-                _ => {}
-            }
-        }
-        let mut body = r["body"].clone();
-        strip_calls(&mut body);
-        let text = body.to_string();
-        for (i, _) in text.match_indices("mcp__browser__") {
-            let name: String = text[i + "mcp__browser__".len()..]
-                .chars()
-                .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
-                .collect();
-            if !name.is_empty() {
-                out.insert(name);
-            }
-        }
-    }
-    out
-}
 
 /// The tool list each harness offers holds only listed browser tools; a page that registers a
 /// WebMCP tool gets none registered (WebMCP is off, and no `webmcp` tool is offered), and a

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use leopold_tests::offered::{first_request, first_request_tools};
 use leopold_tests::script::{Script, ToolCall, Turn};
 use leopold_tests::{
     checkout, leopold_bin, require_cli, run_bounded, Harness, ModelServer, Run, Sandbox,
@@ -97,67 +98,6 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
     walk(dir, dir, &mut out);
     out
-}
-
-/// The tool list of the first model request that carries one, sorted: Claude `/v1/messages`
-/// and Codex `/v1/responses` `tools`, or Codex's "responses lite" shape (the catalog's newer
-/// models), where the tools come as `additional_tools` input items and plain functions sit in a
-/// `functions` namespace (listed here as top-level names, as in the other shape). A namespace is
-/// `name:[its tools]`; a tool the harness defers (`defer_loading`, offered only through a search
-/// tool) is marked `deferred:`, so that "directly offered" is part of the comparison.
-fn first_request_tools(model: &ModelServer) -> Vec<String> {
-    first_request(model).1
-}
-
-/// The first request carrying tools: its `model` and its tools as [`first_request_tools`].
-fn first_request(model: &ModelServer) -> (String, Vec<String>) {
-    let reqs = model.requests();
-    let lite = |r: &Value| -> Vec<Value> {
-        r["body"]["input"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|i| i["type"] == "additional_tools")
-            .flat_map(|i| i["tools"].as_array().cloned().unwrap_or_default())
-            .collect()
-    };
-    let (first, tools) = reqs
-        .iter()
-        .find_map(|r| match r["body"]["tools"].as_array() {
-            Some(t) => Some((r, t.clone())),
-            None => Some((r, lite(r))).filter(|(_, t)| !t.is_empty()),
-        })
-        .unwrap_or_else(|| panic!("no model request carried tools: {reqs:#?}"));
-    let name = |t: &Value| -> String {
-        let n = t["name"]
-            .as_str()
-            .or_else(|| t["type"].as_str())
-            .unwrap_or("?")
-            .to_owned();
-        if t["defer_loading"] == true {
-            format!("deferred:{n}")
-        } else {
-            n
-        }
-    };
-    let mut names: Vec<String> = Vec::new();
-    for t in &tools {
-        let inner = || t["tools"].as_array().into_iter().flatten();
-        match t["type"].as_str() {
-            Some("namespace") if t["name"] == "functions" => names.extend(inner().map(name)),
-            Some("namespace") => {
-                let mut inner: Vec<String> = inner().map(name).collect();
-                inner.sort_unstable();
-                names.push(format!("{}:[{}]", name(t), inner.join(",")));
-            }
-            _ => names.push(name(t)),
-        }
-    }
-    names.sort();
-    (
-        first["body"]["model"].as_str().unwrap_or("").to_owned(),
-        names,
-    )
 }
 
 struct World {
