@@ -13,8 +13,8 @@ use serde_json::Value;
 use crate::script::Script;
 use crate::witness::{diff_snapshots, snapshot, Entry, ForbiddenHost, RunWatch};
 use crate::{
-    checkout, kill_group, leopold_bin, read_jsonl, require_cli, run_bounded, Harness, ModelServer,
-    Run, Sandbox, StubBrowser,
+    checkout, kill_group, leopold_bin, require_cli, run_bounded, Harness, ModelServer, Run,
+    Sandbox, StubBrowser,
 };
 
 /// How long [`World::run`] lets a run take.
@@ -97,13 +97,9 @@ impl World {
     /// `leopold persona run <flow> --harness <h> ...`, boxed, hermetic, the secret planted, no
     /// browser yet: the caller adds `--mcp-config` or `--browser`.
     pub fn persona_run_flow(&self, flow: &str) -> Command {
-        let mut cmd = Command::new(&self.leopold);
-        cmd.args(["persona", "run", flow, "--harness", self.h.as_str()])
-            .arg("--project")
-            .arg(&self.sb.project)
-            .arg("--harness-bin")
-            .arg(&self.cli);
-        self.sb.hermetic(&mut cmd, &self.model);
+        let mut cmd = self
+            .sb
+            .persona_run(&self.leopold, flow, self.h, &self.cli, &self.model);
         cmd.env("AWS_SECRET_ACCESS_KEY", &self.aws_secret);
         cmd
     }
@@ -118,15 +114,7 @@ impl World {
 
     /// The single run's journal actions (header skipped) and `run.json`.
     pub fn journal(&self) -> (Vec<Value>, Value) {
-        let dir = self.sb.run_dir();
-        let actions = read_jsonl(&dir.join("journal.jsonl"))
-            .into_iter()
-            .filter(|l| l.get("leopold_journal").is_none())
-            .collect();
-        let run_json =
-            serde_json::from_slice(&std::fs::read(dir.join("run.json")).expect("run.json"))
-                .unwrap();
-        (actions, run_json)
+        self.sb.run_journal()
     }
 
     /// The raw text of every request the model received.

@@ -25,7 +25,7 @@
 //! the harness (`harness_tool_unavailable`), not as a call that got past the hook.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use leopold_tests::adversary::{
@@ -38,7 +38,7 @@ use leopold_tests::witness::{snapshot, ForbiddenHost, RunWatch};
 use leopold_tests::world::{
     assert_contained, assert_files_unchanged, exit_code, token, Cleanup, World,
 };
-use leopold_tests::{note_timing, run_bounded, Harness, Sandbox};
+use leopold_tests::{note_timing, Harness, Sandbox};
 use serde_json::{json, Value};
 
 /// The journal has an action for each of the `n` shell calls, whatever its outcome, where the
@@ -607,12 +607,7 @@ fn scenario_sigkill(h: Harness) {
         "the worker planted its link before the kill"
     );
 
-    let mut recover = Command::new(&w.leopold);
-    recover
-        .args(["persona", "recover", "--project"])
-        .arg(&w.sb.project);
-    w.sb.hermetic(&mut recover, &w.model);
-    let out = run_bounded(recover, Duration::from_secs(30));
+    let out = w.sb.persona_recover(&w.leopold, &w.model);
     assert_eq!(exit_code(&out), 0, "{out}");
     assert!(!w.sb.persona_dir().join("ACTIVE.json").exists(), "{out}");
     // The crashed run's record keeps no link the worker planted (recovery cleans the scratch).

@@ -24,7 +24,7 @@ use leopold_tests::witness::RunWatch;
 use leopold_tests::world::{
     assert_contained, assert_files_unchanged, exit_code, token, Cleanup, World,
 };
-use leopold_tests::{note_timing, read_jsonl, run_bounded, Harness, Run, Sandbox};
+use leopold_tests::{note_timing, read_jsonl, Harness, Run, Sandbox};
 use serde_json::{json, Value};
 
 const TIMEOUT: Duration = Duration::from_secs(100);
@@ -563,12 +563,7 @@ fn scenario_stopped(h: Harness, mid: Mid, stop: Stop) {
         );
     }
 
-    let mut recover = Command::new(&bw.w.leopold);
-    recover
-        .args(["persona", "recover", "--project"])
-        .arg(&bw.w.sb.project);
-    bw.w.sb.hermetic(&mut recover, &bw.w.model);
-    let out = run_bounded(recover, Duration::from_secs(30));
+    let out = bw.w.sb.persona_recover(&bw.w.leopold, &bw.w.model);
     assert_eq!(exit_code(&out), 0, "{out}");
     assert!(!bw.w.sb.persona_dir().join("ACTIVE.json").exists(), "{out}");
     assert_files_unchanged(&bw.w, &before, &out);

@@ -155,22 +155,14 @@ impl World {
 
     /// As [`World::persona_run`], with `env` in the user's environment.
     fn persona_run_env(&self, extra: &[&str], env: &[(&str, &str)]) -> Run {
-        let mut cmd = Command::new(leopold_bin());
-        cmd.args([
-            "persona",
-            "run",
+        let mut cmd = self.sb.persona_run(
+            &leopold_bin(),
             "flows/checkout.md",
-            "--harness",
-            self.h.as_str(),
-        ])
-        .arg("--project")
-        .arg(&self.sb.project)
-        .arg("--harness-bin")
-        .arg(&self.cli)
-        .arg("--mcp-config")
-        .arg(&self.mcp_config)
-        .args(extra);
-        self.sb.hermetic(&mut cmd, &self.model);
+            self.h,
+            &self.cli,
+            &self.model,
+        );
+        cmd.arg("--mcp-config").arg(&self.mcp_config).args(extra);
         cmd.envs(env.iter().copied());
         run_bounded(cmd, TIMEOUT)
     }
@@ -383,15 +375,14 @@ fn a_codex_whose_catalog_cannot_be_switched_off_is_refused() {
         let mut perms = std::fs::metadata(&fake).unwrap().permissions();
         std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
         std::fs::set_permissions(&fake, perms).unwrap();
-        let mut cmd = Command::new(leopold_bin());
-        cmd.args(["persona", "run", "flows/checkout.md", "--harness", "codex"])
-            .arg("--project")
-            .arg(&sb.project)
-            .arg("--harness-bin")
-            .arg(&fake)
-            .arg("--mcp-config")
-            .arg(&mcp_config);
-        sb.hermetic(&mut cmd, &model);
+        let mut cmd = sb.persona_run(
+            &leopold_bin(),
+            "flows/checkout.md",
+            Harness::Codex,
+            &fake,
+            &model,
+        );
+        cmd.arg("--mcp-config").arg(&mcp_config);
         let run = run_bounded(cmd, TIMEOUT);
         assert_eq!(run.status.code(), Some(2), "{run}");
         assert!(run.stderr.contains(says), "{run}");
