@@ -16,6 +16,8 @@
 //!   [`Sandbox`] holding the user's own files (the supervisor's lifecycle tests).
 //! - [`witness`]: what got out of a run, seen from outside the box: the forbidden host's log,
 //!   byte snapshots, the process table.
+//! - [`world`] and [`adversary`]: the containment suites' world (a boxed `persona run` with the
+//!   user's files planted) and the calls the scripted adversary makes to get out of it.
 //!
 //! # Example
 //!
@@ -40,13 +42,16 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod adversary;
 pub mod checkout;
 pub mod fake_run;
 #[cfg(test)]
 mod links;
+pub mod offered;
 pub mod script;
 pub mod staging;
 pub mod witness;
+pub mod world;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -473,6 +478,37 @@ impl Sandbox {
             .stdin(Stdio::null());
     }
 
+    /// `leopold persona run <flow> --harness <harness> --project <project> --harness-bin <cli>`,
+    /// [`Sandbox::hermetic`] with `model`: the caller adds the browser (`--mcp-config`).
+    pub fn persona_run(
+        &self,
+        leopold: &Path,
+        flow: &str,
+        harness: Harness,
+        cli: &Path,
+        model: &ModelServer,
+    ) -> Command {
+        let mut cmd = Command::new(leopold);
+        cmd.args(["persona", "run", flow, "--harness", harness.as_str()])
+            .arg("--project")
+            .arg(&self.project)
+            .arg("--harness-bin")
+            .arg(cli);
+        self.hermetic(&mut cmd, model);
+        cmd
+    }
+
+    /// `leopold persona recover --project <project>`, [`Sandbox::hermetic`] with `model`, run to
+    /// its end (30 s at most).
+    pub fn persona_recover(&self, leopold: &Path, model: &ModelServer) -> Run {
+        let mut recover = Command::new(leopold);
+        recover
+            .args(["persona", "recover", "--project"])
+            .arg(&self.project);
+        self.hermetic(&mut recover, model);
+        run_bounded(recover, Duration::from_secs(30))
+    }
+
     /// Copies `flow` into `<project>/flows/` and writes `.leopold/persona/ACTIVE.json` naming it,
     /// as a running supervisor would: the guard is then in force for this project.
     pub fn activate_flow(&self, flow: &Path, harness: Harness) -> PathBuf {
@@ -520,6 +556,20 @@ impl Sandbox {
             .collect();
         assert_eq!(dirs.len(), 1, "run dirs: {dirs:?}");
         dirs[0].clone()
+    }
+
+    /// The single run's journal actions (header skipped) and its `run.json`.
+    pub fn run_journal(&self) -> (Vec<Value>, Value) {
+        let dir = self.run_dir();
+        let actions = read_jsonl(&dir.join("journal.jsonl"))
+            .into_iter()
+            .filter(|l| l.get("leopold_journal").is_none())
+            .collect();
+        let run_json = serde_json::from_slice(
+            &std::fs::read(dir.join("run.json")).expect("run.json archived"),
+        )
+        .unwrap();
+        (actions, run_json)
     }
 
     /// `<project>/.leopold/persona/events.jsonl`, the guard's record of each deny.
@@ -683,7 +733,7 @@ pub fn run_bounded(mut cmd: Command, timeout: Duration) -> Run {
     run
 }
 
-fn kill_group(pid: u32) {
+pub(crate) fn kill_group(pid: u32) {
     // `kill -KILL -<pgid>`: the group we created for this child, and only it.
     let _ = Command::new("kill")
         .args(["-KILL", "--", &format!("-{pid}")])

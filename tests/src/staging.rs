@@ -2,11 +2,12 @@
 //! suites that drive a real Chromium through `leopold persona run --browser playwright`.
 
 use std::path::{Path, PathBuf};
-use std::process::Child;
+use std::process::{Child, Command};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use crate::{read_jsonl, start_serving, Sandbox};
+use crate::script::{Script, ToolCall, Turn};
+use crate::{read_jsonl, require_cli, start_serving, Harness, ModelServer, Sandbox};
 
 /// A running `leopold-staging-app` on 127.0.0.1; killed on drop.
 pub struct StagingApp {
@@ -112,5 +113,99 @@ pub fn require_browser() -> Option<(PathBuf, PathBuf)> {
             }
             None
         }
+    }
+}
+
+/// A turn calling the provisioned browser's `tool` (`mcp__browser__<tool>`) with `input`.
+pub fn call(tool: &str, input: Value) -> Turn {
+    Turn {
+        calls: vec![ToolCall {
+            tool: format!("mcp__browser__{tool}"),
+            input,
+        }],
+        delay_ms: 0,
+    }
+}
+
+/// A turn navigating the provisioned browser to `path` on `http://staging.example.com`.
+pub fn nav(path: &str) -> Turn {
+    call(
+        "browser_navigate",
+        json!({ "url": format!("http://staging.example.com{path}") }),
+    )
+}
+
+/// Adds `--browser playwright` with its programs to a `persona run` command.
+pub fn browser_args(cmd: &mut Command, chromium: &Path, playwright_mcp: &Path) {
+    cmd.args(["--browser", "playwright", "--timeout", "90s"])
+        .arg("--chromium")
+        .arg(chromium)
+        .arg("--playwright-mcp")
+        .arg(playwright_mcp);
+}
+
+/// `leopold persona run flows/shop.md --browser playwright` against a fresh staging app, boxed
+/// (the browser runs outside the box, behind the gateway: docs/security.md#the-gateway) and hermetic,
+/// prepared and not yet run.
+pub struct ShopRun {
+    /// The sandbox: the project holds `flows/shop.md`.
+    pub sb: Sandbox,
+    /// The staging app, as `staging.example.com`.
+    pub app: StagingApp,
+    /// The scripted model.
+    pub model: ModelServer,
+    /// The `persona run` command; add arguments (`--no-contain`, `--junit`) before running it.
+    pub cmd: Command,
+}
+
+impl ShopRun {
+    /// Prepares the run of `leopold` under `harness`: the app speaks https only with `tls` (its
+    /// CA then given as `--ca-cert`), `flow` writes `flows/shop.md` for the app's port, and the
+    /// model plays `turns` (given the app's port and the project), then says `final_answer`.
+    /// `None` where the harness or the browser is not installed (see [`require_browser`]).
+    pub fn prepare(
+        harness: Harness,
+        leopold: &Path,
+        tls: bool,
+        flow: impl FnOnce(u16) -> String,
+        turns: impl FnOnce(u16, &Path) -> Vec<Turn>,
+        final_answer: &str,
+    ) -> Option<ShopRun> {
+        let bin = require_cli(harness)?;
+        let (chromium, playwright_mcp) = require_browser()?;
+        let sb = Sandbox::new();
+        let app = StagingApp::start_with(&sb, tls);
+        let script = Script {
+            turns: turns(app.port, &sb.project),
+            final_answer: final_answer.into(),
+        };
+        let model = ModelServer::start(&sb, &script);
+        if harness == Harness::Codex {
+            sb.write_codex_config(&model, "");
+        }
+        let flows = sb.project.join("flows");
+        std::fs::create_dir_all(&flows).unwrap();
+        std::fs::write(flows.join("shop.md"), flow(app.port)).unwrap();
+        let mut cmd = Command::new(leopold);
+        cmd.args([
+            "persona",
+            "run",
+            "flows/shop.md",
+            "--harness",
+            harness.as_str(),
+        ])
+        .arg("--harness-bin")
+        .arg(&bin);
+        browser_args(&mut cmd, &chromium, &playwright_mcp);
+        if let Some(ca) = &app.ca {
+            cmd.arg("--ca-cert").arg(ca);
+        }
+        sb.hermetic(&mut cmd, &model);
+        Some(ShopRun {
+            sb,
+            app,
+            model,
+            cmd,
+        })
     }
 }

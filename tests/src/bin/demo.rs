@@ -10,7 +10,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Instant;
 
 use leopold_tests::{checkout, leopold_bin, read_jsonl, Harness, HarnessKit, ModelServer, Sandbox};
@@ -87,21 +87,8 @@ fn demo(h: Harness, dir: &Path) -> anyhow::Result<bool> {
         h.as_str(),
         checkout::script().call_count()
     );
-    let mut cmd = Command::new(&leopold);
-    cmd.args([
-        "persona",
-        "run",
-        "flows/checkout.md",
-        "--harness",
-        h.as_str(),
-    ])
-    .args(["--timeout", "120s", "--project"])
-    .arg(&sb.project)
-    .arg("--harness-bin")
-    .arg(&bin)
-    .arg("--mcp-config")
-    .arg(&mcp);
-    sb.hermetic(&mut cmd, &model);
+    let mut cmd = sb.persona_run(&leopold, "flows/checkout.md", h, &bin, &model);
+    cmd.args(["--timeout", "120s", "--mcp-config"]).arg(&mcp);
     let start = Instant::now();
     // The supervisor's own progress lines go straight to the terminal.
     let status = cmd.status()?;

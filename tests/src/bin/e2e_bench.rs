@@ -17,7 +17,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use leopold_tests::{
@@ -118,24 +118,11 @@ fn once(h: Harness, way: Way, cli: &Path, leopold: &Path) -> anyhow::Result<Dura
                 sb.write_codex_config(&model, "");
             }
             let mcp = sb.write_claude_mcp_config(&browser);
-            let mut cmd = Command::new(leopold);
-            cmd.args([
-                "persona",
-                "run",
-                "flows/checkout.md",
-                "--harness",
-                h.as_str(),
-            ])
-            .args(["--quiet", "--project"])
-            .arg(&sb.project)
-            .arg("--harness-bin")
-            .arg(cli)
-            .arg("--mcp-config")
-            .arg(&mcp);
+            let mut cmd = sb.persona_run(leopold, "flows/checkout.md", h, cli, &model);
+            cmd.args(["--quiet", "--mcp-config"]).arg(&mcp);
             if matches!(way, Way::PersonaRunUnboxed) {
                 cmd.arg("--no-contain");
             }
-            sb.hermetic(&mut cmd, &model);
             cmd
         }
     };

@@ -11,32 +11,19 @@
 use std::process::Command;
 use std::time::Duration;
 
-use leopold_tests::script::{Script, ToolCall, Turn};
-use leopold_tests::staging::{require_browser, shop_flow, StagingApp};
+use leopold_tests::offered::offered_browser_tools;
+use leopold_tests::script::Turn;
+use leopold_tests::staging::{call, nav, require_browser, shop_flow, ShopRun, StagingApp};
 use leopold_tests::{leopold_bin, read_jsonl, require_cli, Harness, ModelServer, Run, Sandbox};
 use serde_json::{json, Value};
 
 const TIMEOUT: Duration = Duration::from_secs(100);
 
+/// The model's final answer.
+const WALKED: &str = "Walked the shop.";
+
 /// Paths a way out leads to on the app itself; none may ever arrive.
 const WAYS_OUT: &[&str] = &["/admin", "/offers", "/partners", "/eval"];
-
-pub(crate) fn call(tool: &str, input: Value) -> Turn {
-    Turn {
-        calls: vec![ToolCall {
-            tool: format!("mcp__browser__{tool}"),
-            input,
-        }],
-        delay_ms: 0,
-    }
-}
-
-pub(crate) fn nav(path: &str) -> Turn {
-    call(
-        "browser_navigate",
-        json!({ "url": format!("http://staging.example.com{path}") }),
-    )
-}
 
 struct Scenario {
     sb: Sandbox,
@@ -92,12 +79,18 @@ fn run_scenario(
     flow_extra: &str,
     turns: impl FnOnce(u16) -> Vec<Turn>,
 ) -> Option<Scenario> {
-    let (sb, app, model, cmd) = prepare(
+    let ShopRun {
+        sb,
+        app,
+        model,
+        cmd,
+    } = ShopRun::prepare(
         harness,
-        flow_extra,
-        move |port, _| turns(port),
         &leopold_bin(),
         false,
+        |port| shop_flow(port, flow_extra),
+        move |port, _| turns(port),
+        WALKED,
     )?;
     let run = sb.run(cmd, TIMEOUT);
     eprintln!(
@@ -111,53 +104,6 @@ fn run_scenario(
         model,
         run,
     })
-}
-
-/// The sandbox, the staging app, the scripted model and the `persona run` command (driving
-/// `leopold`, boxed unless `unboxed`), not yet run.
-fn prepare(
-    harness: Harness,
-    flow_extra: &str,
-    turns: impl FnOnce(u16, &std::path::Path) -> Vec<Turn>,
-    leopold: &std::path::Path,
-    unboxed: bool,
-) -> Option<(Sandbox, StagingApp, ModelServer, Command)> {
-    let bin = require_cli(harness)?;
-    let (chromium, playwright_mcp) = require_browser()?;
-    let sb = Sandbox::new();
-    let app = StagingApp::start(&sb);
-    let script = Script {
-        turns: turns(app.port, &sb.project),
-        final_answer: "Walked the shop.".into(),
-    };
-    let model = ModelServer::start(&sb, &script);
-    if harness == Harness::Codex {
-        sb.write_codex_config(&model, "");
-    }
-    let flows = sb.project.join("flows");
-    std::fs::create_dir_all(&flows).unwrap();
-    std::fs::write(flows.join("shop.md"), shop_flow(app.port, flow_extra)).unwrap();
-    let mut cmd = Command::new(leopold);
-    cmd.args([
-        "persona",
-        "run",
-        "flows/shop.md",
-        "--harness",
-        harness.as_str(),
-    ])
-    .arg("--harness-bin")
-    .arg(&bin)
-    .args(["--browser", "playwright", "--timeout", "90s"])
-    // Boxed: the browser runs outside the box, behind the gateway (docs/security.md#the-gateway).
-    .arg("--chromium")
-    .arg(&chromium)
-    .arg("--playwright-mcp")
-    .arg(&playwright_mcp);
-    if unboxed {
-        cmd.arg("--no-contain");
-    }
-    sb.hermetic(&mut cmd, &model);
-    Some((sb, app, model, cmd))
 }
 
 fn allowed_navigation_loads(harness: Harness) {
@@ -454,72 +400,6 @@ fn codex_guard_denies_evaluate_and_a_misleading_click() {
 // ---------------------------------------------------------------------------------------------
 // The gateway (docs/security.md#the-gateway), through the real harnesses and the real browser.
 
-/// Every browser tool name the harness offered the model, over all its requests: Claude's
-/// `mcp__browser__<tool>` entries, Codex's `mcp__browser` namespace's tools.
-fn offered_browser_tools(model: &ModelServer) -> std::collections::BTreeSet<String> {
-    fn walk(v: &Value, in_ns: bool, out: &mut std::collections::BTreeSet<String>) {
-        match v {
-            Value::Object(m) => {
-                let name = m.get("name").and_then(Value::as_str).unwrap_or("");
-                if let Some(t) = name.strip_prefix("mcp__browser__") {
-                    out.insert(t.to_owned());
-                } else if in_ns && !name.is_empty() {
-                    out.insert(name.to_owned());
-                }
-                let ns = name == "mcp__browser";
-                for (k, v) in m {
-                    if k != "name" {
-                        walk(v, ns || (in_ns && k != "tools"), out);
-                    }
-                }
-            }
-            Value::Array(a) => a.iter().for_each(|v| walk(v, in_ns, out)),
-            _ => {}
-        }
-    }
-    let mut out = std::collections::BTreeSet::new();
-    for r in model.requests() {
-        walk(&r["body"]["tools"], false, &mut out);
-        // Claude defers MCP tools: their names come as text (a deferred-tools list) until the
-        // model searches for them. Every `mcp__browser__<name>` anywhere in the request counts.
-        // The model's own calls and their results name tools too (the scripted ones it was
-        // never offered): not offers.
-        fn strip_calls(v: &mut Value) {
-            match v {
-                Value::Array(a) => {
-                    a.retain(|x| {
-                        !matches!(
-                            x["type"].as_str(),
-                            Some(
-                                "tool_use"
-                                    | "tool_result"
-                                    | "function_call"
-                                    | "function_call_output"
-                            )
-                        )
-                    });
-                    a.iter_mut().for_each(strip_calls);
-                }
-                Value::Object(m) => m.values_mut().for_each(strip_calls),
-                _ => {}
-            }
-        }
-        let mut body = r["body"].clone();
-        strip_calls(&mut body);
-        let text = body.to_string();
-        for (i, _) in text.match_indices("mcp__browser__") {
-            let name: String = text[i + "mcp__browser__".len()..]
-                .chars()
-                .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
-                .collect();
-            if !name.is_empty() {
-                out.insert(name);
-            }
-        }
-    }
-    out
-}
-
 /// The tool list each harness offers holds only listed browser tools; a page that registers a
 /// WebMCP tool gets none registered (WebMCP is off, and no `webmcp` tool is offered), and a
 /// call to one never runs: the app never receives the order.
@@ -586,9 +466,16 @@ fn the_gateway_offers_only_listed_tools_and_no_webmcp(harness: Harness) {
 /// Playwright's `filename` arguments aimed at project files are refused before the browser
 /// sees them, and the files keep their bytes; a screenshot into the output folder works.
 fn a_filename_aimed_at_the_project_is_refused(harness: Harness) {
-    let Some((sb, app, model, cmd)) = prepare(
+    let Some(ShopRun {
+        sb,
+        app,
+        model,
+        cmd,
+    }) = ShopRun::prepare(
         harness,
-        "",
+        &leopold_bin(),
+        false,
+        |port| shop_flow(port, ""),
         |_, project| {
             let script = project.join("run.sh");
             std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
@@ -615,9 +502,9 @@ fn a_filename_aimed_at_the_project_is_refused(harness: Harness) {
                 ),
             ]
         },
-        &leopold_bin(),
-        false,
-    ) else {
+        WALKED,
+    )
+    else {
         return;
     };
     let before: Vec<(std::path::PathBuf, Vec<u8>)> = ["run.sh", ".git/HEAD"]
@@ -667,9 +554,16 @@ fn codex_guard_moved_away_the_gateway_still_refuses_the_browser_calls() {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("leopold");
     std::fs::copy(leopold_bin(), &copy).unwrap();
-    let Some((sb, app, model, cmd)) = prepare(
+    let Some(ShopRun {
+        sb,
+        app,
+        model,
+        mut cmd,
+    }) = ShopRun::prepare(
         Harness::Codex,
-        "max_denials_in_a_row = 100",
+        &copy,
+        false,
+        |port| shop_flow(port, "max_denials_in_a_row = 100"),
         |port, _| {
             let mut t = vec![
                 nav("/checkout"),
@@ -688,11 +582,12 @@ fn codex_guard_moved_away_the_gateway_still_refuses_the_browser_calls() {
             t[1].delay_ms = 2_000;
             t
         },
-        &copy,
-        true,
-    ) else {
+        WALKED,
+    )
+    else {
         return;
     };
+    cmd.arg("--no-contain");
     let handle = {
         let sb_run = std::thread::spawn(move || {
             let run = sb.run(cmd, TIMEOUT);

@@ -15,17 +15,17 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use leopold_tests::script::{Script, ToolCall, Turn};
-use leopold_tests::staging::{require_browser, shop_flow, StagingApp};
-use leopold_tests::witness::RunWatch;
-use leopold_tests::{note_timing, read_jsonl, run_bounded, Harness, Run, Sandbox};
-use serde_json::{json, Value};
-
-use super::browser::{call, nav};
-use super::contained::{
-    assert_contained, assert_files_unchanged, beats, detached, edits, exit_code, mark_done,
-    network_spellings, shell, shell_runs_anything, token, Cleanup, World, CONTROL,
+use leopold_tests::adversary::{
+    beats, detached, edits, heartbeat, mark_done, network_spellings, shell, CONTROL,
 };
+use leopold_tests::script::{Script, ToolCall, Turn};
+use leopold_tests::staging::{browser_args, call, nav, require_browser, shop_flow, StagingApp};
+use leopold_tests::witness::RunWatch;
+use leopold_tests::world::{
+    assert_contained, assert_files_unchanged, exit_code, token, Cleanup, World,
+};
+use leopold_tests::{note_timing, read_jsonl, Harness, Run, Sandbox};
+use serde_json::{json, Value};
 
 const TIMEOUT: Duration = Duration::from_secs(100);
 
@@ -83,11 +83,7 @@ impl BrowserWorld {
     /// `persona run flows/shop.md --browser playwright`, boxed.
     fn persona_run(&self) -> Command {
         let mut cmd = self.w.persona_run_flow("flows/shop.md");
-        cmd.args(["--browser", "playwright", "--timeout", "90s"])
-            .arg("--chromium")
-            .arg(&self.chromium)
-            .arg("--playwright-mcp")
-            .arg(&self.playwright_mcp);
+        browser_args(&mut cmd, &self.chromium, &self.playwright_mcp);
         cmd
     }
 
@@ -210,11 +206,7 @@ fn scenario_network(h: Harness) {
             .contains(leopold_tests::witness::FORBIDDEN_REPLY),
         "a tool result carried the forbidden host's answer\n{run}"
     );
-    assert_eq!(
-        exit_code(&run),
-        if shell_runs_anything(h) { 1 } else { 0 },
-        "{run}"
-    );
+    assert_eq!(exit_code(&run), 0, "{run}");
     assert_browser_processes_seen(&watch);
     assert_no_browser_left(&watch, &bw, "after the run");
     assert_contained(&bw.w, &before, watch, None, &run);
@@ -404,7 +396,7 @@ fn scenario_stopped(h: Harness, mid: Mid, stop: Stop) {
                 h,
                 &format!(
                     "setsid nohup sh -c '{}' {m2} >/dev/null 2>&1 &",
-                    super::contained::heartbeat(f, "beat-kill")
+                    heartbeat(f, "beat-kill")
                 ),
             )]
         },
@@ -571,12 +563,7 @@ fn scenario_stopped(h: Harness, mid: Mid, stop: Stop) {
         );
     }
 
-    let mut recover = Command::new(&bw.w.leopold);
-    recover
-        .args(["persona", "recover", "--project"])
-        .arg(&bw.w.sb.project);
-    bw.w.sb.hermetic(&mut recover, &bw.w.model);
-    let out = run_bounded(recover, Duration::from_secs(30));
+    let out = bw.w.sb.persona_recover(&bw.w.leopold, &bw.w.model);
     assert_eq!(exit_code(&out), 0, "{out}");
     assert!(!bw.w.sb.persona_dir().join("ACTIVE.json").exists(), "{out}");
     assert_files_unchanged(&bw.w, &before, &out);

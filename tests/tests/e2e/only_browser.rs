@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use leopold_tests::offered::{first_request, first_request_tools};
 use leopold_tests::script::{Script, ToolCall, Turn};
 use leopold_tests::{
     checkout, leopold_bin, require_cli, run_bounded, Harness, ModelServer, Run, Sandbox,
@@ -99,67 +100,6 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
-/// The tool list of the first model request that carries one, sorted: Claude `/v1/messages`
-/// and Codex `/v1/responses` `tools`, or Codex's "responses lite" shape (the catalog's newer
-/// models), where the tools come as `additional_tools` input items and plain functions sit in a
-/// `functions` namespace (listed here as top-level names, as in the other shape). A namespace is
-/// `name:[its tools]`; a tool the harness defers (`defer_loading`, offered only through a search
-/// tool) is marked `deferred:`, so that "directly offered" is part of the comparison.
-fn first_request_tools(model: &ModelServer) -> Vec<String> {
-    first_request(model).1
-}
-
-/// The first request carrying tools: its `model` and its tools as [`first_request_tools`].
-fn first_request(model: &ModelServer) -> (String, Vec<String>) {
-    let reqs = model.requests();
-    let lite = |r: &Value| -> Vec<Value> {
-        r["body"]["input"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|i| i["type"] == "additional_tools")
-            .flat_map(|i| i["tools"].as_array().cloned().unwrap_or_default())
-            .collect()
-    };
-    let (first, tools) = reqs
-        .iter()
-        .find_map(|r| match r["body"]["tools"].as_array() {
-            Some(t) => Some((r, t.clone())),
-            None => Some((r, lite(r))).filter(|(_, t)| !t.is_empty()),
-        })
-        .unwrap_or_else(|| panic!("no model request carried tools: {reqs:#?}"));
-    let name = |t: &Value| -> String {
-        let n = t["name"]
-            .as_str()
-            .or_else(|| t["type"].as_str())
-            .unwrap_or("?")
-            .to_owned();
-        if t["defer_loading"] == true {
-            format!("deferred:{n}")
-        } else {
-            n
-        }
-    };
-    let mut names: Vec<String> = Vec::new();
-    for t in &tools {
-        let inner = || t["tools"].as_array().into_iter().flatten();
-        match t["type"].as_str() {
-            Some("namespace") if t["name"] == "functions" => names.extend(inner().map(name)),
-            Some("namespace") => {
-                let mut inner: Vec<String> = inner().map(name).collect();
-                inner.sort_unstable();
-                names.push(format!("{}:[{}]", name(t), inner.join(",")));
-            }
-            _ => names.push(name(t)),
-        }
-    }
-    names.sort();
-    (
-        first["body"]["model"].as_str().unwrap_or("").to_owned(),
-        names,
-    )
-}
-
 struct World {
     h: Harness,
     cli: PathBuf,
@@ -215,22 +155,14 @@ impl World {
 
     /// As [`World::persona_run`], with `env` in the user's environment.
     fn persona_run_env(&self, extra: &[&str], env: &[(&str, &str)]) -> Run {
-        let mut cmd = Command::new(leopold_bin());
-        cmd.args([
-            "persona",
-            "run",
+        let mut cmd = self.sb.persona_run(
+            &leopold_bin(),
             "flows/checkout.md",
-            "--harness",
-            self.h.as_str(),
-        ])
-        .arg("--project")
-        .arg(&self.sb.project)
-        .arg("--harness-bin")
-        .arg(&self.cli)
-        .arg("--mcp-config")
-        .arg(&self.mcp_config)
-        .args(extra);
-        self.sb.hermetic(&mut cmd, &self.model);
+            self.h,
+            &self.cli,
+            &self.model,
+        );
+        cmd.arg("--mcp-config").arg(&self.mcp_config).args(extra);
         cmd.envs(env.iter().copied());
         run_bounded(cmd, TIMEOUT)
     }
@@ -443,15 +375,14 @@ fn a_codex_whose_catalog_cannot_be_switched_off_is_refused() {
         let mut perms = std::fs::metadata(&fake).unwrap().permissions();
         std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
         std::fs::set_permissions(&fake, perms).unwrap();
-        let mut cmd = Command::new(leopold_bin());
-        cmd.args(["persona", "run", "flows/checkout.md", "--harness", "codex"])
-            .arg("--project")
-            .arg(&sb.project)
-            .arg("--harness-bin")
-            .arg(&fake)
-            .arg("--mcp-config")
-            .arg(&mcp_config);
-        sb.hermetic(&mut cmd, &model);
+        let mut cmd = sb.persona_run(
+            &leopold_bin(),
+            "flows/checkout.md",
+            Harness::Codex,
+            &fake,
+            &model,
+        );
+        cmd.arg("--mcp-config").arg(&mcp_config);
         let run = run_bounded(cmd, TIMEOUT);
         assert_eq!(run.status.code(), Some(2), "{run}");
         assert!(run.stderr.contains(says), "{run}");

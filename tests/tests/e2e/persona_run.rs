@@ -74,21 +74,10 @@ impl World {
 
     /// `leopold persona run flows/checkout.md --harness <h> ...`, hermetic, from the project.
     fn persona_run(&self, leopold: &Path) -> Command {
-        let mut cmd = Command::new(leopold);
-        cmd.args([
-            "persona",
-            "run",
-            "flows/checkout.md",
-            "--harness",
-            self.h.as_str(),
-        ])
-        .arg("--project")
-        .arg(&self.sb.project)
-        .arg("--harness-bin")
-        .arg(&self.cli)
-        .arg("--mcp-config")
-        .arg(&self.mcp_config);
-        self.sb.hermetic(&mut cmd, &self.model);
+        let mut cmd =
+            self.sb
+                .persona_run(leopold, "flows/checkout.md", self.h, &self.cli, &self.model);
+        cmd.arg("--mcp-config").arg(&self.mcp_config);
         cmd
     }
 
@@ -106,16 +95,7 @@ impl World {
 
     /// The single run directory's journal actions (header line skipped) and `run.json`.
     fn journal(&self) -> (Vec<Value>, Value) {
-        let dir = self.sb.run_dir();
-        let actions = read_jsonl(&dir.join("journal.jsonl"))
-            .into_iter()
-            .filter(|l| l.get("leopold_journal").is_none())
-            .collect();
-        let run_json = serde_json::from_slice(
-            &std::fs::read(dir.join("run.json")).expect("run.json archived"),
-        )
-        .unwrap();
-        (actions, run_json)
+        self.sb.run_journal()
     }
 
     /// True once some run directory's journal holds an action line.
@@ -681,12 +661,7 @@ fn scenario_crash(h: Harness) {
         std::thread::sleep(Duration::from_millis(20));
     }
 
-    let mut recover = Command::new(&w.leopold);
-    recover
-        .args(["persona", "recover", "--project"])
-        .arg(&w.sb.project);
-    w.sb.hermetic(&mut recover, &w.model);
-    let out = run_bounded(recover, Duration::from_secs(30));
+    let out = w.sb.persona_recover(&w.leopold, &w.model);
     assert_eq!(exit_code(&out), Some(0), "{out}");
     note_timing("s4 persona recover after SIGKILL", h, out.elapsed);
     w.assert_cleaned_up(&before);

@@ -2,82 +2,48 @@
 //! the persona takes a screenshot in real Chromium, and the run's `report.html` shows it,
 //! embedded, beside the action that took it; `--junit` writes a passing test case.
 
-use std::process::Command;
 use std::time::Duration;
 
-use leopold_tests::script::{Script, ToolCall, Turn};
-use leopold_tests::staging::{require_browser, StagingApp};
-use leopold_tests::{leopold_bin, read_jsonl, require_cli, Harness, ModelServer, Sandbox};
+use leopold_tests::staging::{call, ShopRun};
+use leopold_tests::{leopold_bin, read_jsonl, Harness};
 use serde_json::json;
 
 const TIMEOUT: Duration = Duration::from_secs(100);
 
-fn call(tool: &str, input: serde_json::Value) -> Turn {
-    Turn {
-        calls: vec![ToolCall {
-            tool: format!("mcp__browser__{tool}"),
-            input,
-        }],
-        delay_ms: 0,
-    }
-}
-
 fn screenshot_lands_in_the_report(harness: Harness) {
-    let Some(bin) = require_cli(harness) else {
-        return;
-    };
-    let Some((chromium, playwright_mcp)) = require_browser() else {
-        return;
-    };
-    let sb = Sandbox::new();
-    let app = StagingApp::start(&sb);
-    let script = Script {
-        turns: vec![
-            call(
-                "browser_navigate",
-                json!({"url": "http://staging.example.com/"}),
-            ),
-            call("browser_take_screenshot", json!({})),
-        ],
-        final_answer: "The shop's front page loaded.".into(),
-    };
-    let model = ModelServer::start(&sb, &script);
-    if harness == Harness::Codex {
-        sb.write_codex_config(&model, "");
-    }
-    let flows = sb.project.join("flows");
-    std::fs::create_dir_all(&flows).unwrap();
-    std::fs::write(
-        flows.join("shop.md"),
-        format!(
-            "+++\nname = \"shop\"\nallowlist = [\"staging.example.com\"]\n\
-             [hosts]\n\"staging.example.com\" = \"127.0.0.1:{}\"\n+++\nLook at the shop.\n",
-            app.port
-        ),
+    let Some(ShopRun {
+        sb,
+        app: _app,
+        model: _model,
+        mut cmd,
+    }) = ShopRun::prepare(
+        harness,
+        &leopold_bin(),
+        false,
+        |port| {
+            format!(
+                "+++\nname = \"shop\"\nallowlist = [\"staging.example.com\"]\n\
+                 [hosts]\n\"staging.example.com\" = \"127.0.0.1:{port}\"\n+++\nLook at the shop.\n"
+            )
+        },
+        |_, _| {
+            vec![
+                call(
+                    "browser_navigate",
+                    json!({"url": "http://staging.example.com/"}),
+                ),
+                call("browser_take_screenshot", json!({})),
+            ]
+        },
+        "The shop's front page loaded.",
     )
-    .unwrap();
+    else {
+        return;
+    };
     let junit = sb.project.join("reports/junit.xml");
-    let mut cmd = Command::new(leopold_bin());
-    cmd.args([
-        "persona",
-        "run",
-        "flows/shop.md",
-        "--harness",
-        harness.as_str(),
-    ])
-    .arg("--harness-bin")
-    .arg(&bin)
-    .args(["--browser", "playwright", "--timeout", "90s"])
     // Unboxed for the same reason as the browser suite (tests/e2e/browser.rs): until the browser
     // runs outside the box behind its MCP relay.
-    .arg("--no-contain")
-    .arg("--chromium")
-    .arg(&chromium)
-    .arg("--playwright-mcp")
-    .arg(&playwright_mcp)
-    .arg("--junit")
-    .arg(&junit);
-    sb.hermetic(&mut cmd, &model);
+    cmd.arg("--no-contain").arg("--junit").arg(&junit);
     let run = sb.run(cmd, TIMEOUT);
     assert_eq!(run.status.code(), Some(0), "{run}");
 

@@ -19,12 +19,10 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use leopold_tests::script::{Script, Turn};
-use leopold_tests::staging::{require_browser, StagingApp};
-use leopold_tests::{leopold_bin, read_jsonl, require_cli, Harness, ModelServer, Run, Sandbox};
+use leopold_tests::script::Turn;
+use leopold_tests::staging::{call, require_browser, ShopRun, StagingApp};
+use leopold_tests::{leopold_bin, read_jsonl, Harness, ModelServer, Run, Sandbox};
 use serde_json::{json, Value};
-
-use super::browser::call;
 
 const TIMEOUT: Duration = Duration::from_secs(100);
 
@@ -92,45 +90,19 @@ impl Done {
 
 /// One boxed run of `turns` against a fresh app (https with `tls`) under `rules`.
 fn run(harness: Harness, tls: bool, rules: &str, turns: Vec<Turn>) -> Option<Done> {
-    let bin = require_cli(harness)?;
-    let (chromium, playwright_mcp) = require_browser()?;
-    let sb = Sandbox::new();
-    let app = if tls {
-        StagingApp::start_tls(&sb)
-    } else {
-        StagingApp::start(&sb)
-    };
-    let model = ModelServer::start(
-        &sb,
-        &Script {
-            turns,
-            final_answer: "Done.".into(),
-        },
-    );
-    if harness == Harness::Codex {
-        sb.write_codex_config(&model, "");
-    }
-    let flows = sb.project.join("flows");
-    std::fs::create_dir_all(&flows).unwrap();
-    std::fs::write(flows.join("shop.md"), flow(app.port, rules)).unwrap();
-    let mut cmd = Command::new(leopold_bin());
-    cmd.args([
-        "persona",
-        "run",
-        "flows/shop.md",
-        "--harness",
-        harness.as_str(),
-    ])
-    .arg("--harness-bin")
-    .arg(&bin)
-    .args(["--browser", "playwright", "--timeout", "90s", "--chromium"])
-    .arg(&chromium)
-    .arg("--playwright-mcp")
-    .arg(&playwright_mcp);
-    if let Some(ca) = &app.ca {
-        cmd.arg("--ca-cert").arg(ca);
-    }
-    sb.hermetic(&mut cmd, &model);
+    let ShopRun {
+        sb,
+        app,
+        model,
+        cmd,
+    } = ShopRun::prepare(
+        harness,
+        &leopold_bin(),
+        tls,
+        |port| flow(port, rules),
+        |_, _| turns,
+        "Done.",
+    )?;
     let run = sb.run(cmd, TIMEOUT);
     Some(Done {
         sb,

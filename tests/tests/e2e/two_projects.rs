@@ -4,7 +4,6 @@
 //! each run's guard fires (before, the second run's unwire removed the first's handler).
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use leopold_tests::script::{Script, ToolCall, Turn};
@@ -61,15 +60,14 @@ fn two_codex_runs_in_two_projects_leave_the_shared_user_config_alone_and_both_gu
     let runs: Vec<std::thread::JoinHandle<Run>> = projects
         .iter()
         .map(|(sb, _, mcp)| {
-            let mut cmd = Command::new(leopold_bin());
-            cmd.args(["persona", "run", "flows/checkout.md", "--harness", "codex"])
-                .arg("--project")
-                .arg(&sb.project)
-                .arg("--harness-bin")
-                .arg(&cli)
-                .arg("--mcp-config")
-                .arg(mcp);
-            sb.hermetic(&mut cmd, &model);
+            let mut cmd = sb.persona_run(
+                &leopold_bin(),
+                "flows/checkout.md",
+                Harness::Codex,
+                &cli,
+                &model,
+            );
+            cmd.arg("--mcp-config").arg(mcp);
             // Both projects, one user.
             cmd.env("HOME", &user.home)
                 .env("CODEX_HOME", &user.codex_home);
