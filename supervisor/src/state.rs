@@ -20,7 +20,7 @@ pub(crate) use crate::fs::Durability;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-pub use leopold_guard::{WiringEntry, ACTIVE_VERSION};
+pub use leopold_guard::ACTIVE_VERSION;
 
 /// Paths of one project's persona state.
 #[derive(Debug, Clone)]
@@ -429,7 +429,7 @@ pub fn append_event(paths: &PersonaPaths, event: &serde_json::Value) -> anyhow::
 #[cfg(test)]
 mod tests {
     use super::*;
-    use leopold_guard::Harness;
+    use leopold_guard::{Harness, WiringEntry};
 
     #[test]
     fn outcomes_keep_their_names_and_exit_codes() {

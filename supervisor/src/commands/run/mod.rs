@@ -36,9 +36,7 @@ use crate::commands::pause_point;
 use crate::harness::{self, Harness};
 use crate::observe::Observer;
 use crate::output::Failure;
-use crate::state::{
-    self, ActiveState, LockHolder, RunLock, RunOutcome, StateFile, TryLock, WiringEntry,
-};
+use crate::state::{self, ActiveState, LockHolder, RunLock, RunOutcome, StateFile, TryLock};
 use crate::worker::{self, WorkerSpec};
 use outcome::{classify, Ended};
 use plan::Plan;
@@ -168,11 +166,7 @@ fn active_state(
         worker_pid: None,
         started_at: started_at.to_owned(),
         wiring: wires_a_settings_file(plan)
-            .then(|| WiringEntry {
-                harness: plan.kind,
-                file: ctx.settings_path(plan.kind),
-                tag: harness::TAG.into(),
-            })
+            .then(|| harness::wiring_record(plan.kind, ctx))
             .into_iter()
             .collect(),
         guard_settings,
