@@ -271,7 +271,7 @@ async fn lifecycle(
         proof,
     } = match launch(&plan, &started, proof, timings) {
         Ok(launched) => launched,
-        Err(msg) => return run.setup_failed(msg),
+        Err(e) => return run.setup_failed(format!("{e:#}")),
     };
     let pgid = child.id().unwrap_or(0);
     run.st.worker_pid = Some(pgid);
@@ -280,22 +280,21 @@ async fn lifecycle(
     // refuses an unreadable ACTIVE.json: `Whole`, one fsync and no directory sync.
     let recorded = run
         .st
-        .write_as(&plan.paths.active(), state::Durability::Whole)
-        .map_err(|e| format!("{e:#}"));
+        .write_as(&plan.paths.active(), state::Durability::Whole);
     // A boxed worker runs beside the proof; its model waits for the guard's answer.
     let proved = match proof {
         Some(Ok(p)) => settle(p, &plan, &mut observer, timings),
         Some(Err(e)) => Err(e),
         None => Ok(()),
     };
-    if let Err(msg) = recorded.and(proved) {
+    if let Err(e) = recorded.and(proved) {
         // Recovery could not find this worker by its recorded pid, or the guard is not proven
         // (the worker reached no model yet): stop it now.
         stop_before_supervision(&mut child, pgid).await;
         drop(web);
         drop(gateway);
         drop(boxed);
-        return run.setup_failed(msg);
+        return run.setup_failed(format!("{e:#}"));
     }
     if let Some(b) = &boxed {
         b.open();
@@ -633,7 +632,7 @@ struct Launched {
     /// A boxed run's proof, started once the worker was: the box lets the worker reach its
     /// model only once the guard has denied ([`crate::sandbox::RunBox`]). `Err`: it could not
     /// start (the setup failure to report).
-    proof: Option<Result<proof::Proof, String>>,
+    proof: Option<anyhow::Result<proof::Proof>>,
 }
 
 /// Step 6: creates the journal (before the worker exists: nothing it does goes unrecorded); then
@@ -646,7 +645,7 @@ fn launch(
     started: &Started,
     proof: Option<proof::Proof>,
     timings: &mut Timings,
-) -> Result<Launched, String> {
+) -> anyhow::Result<Launched> {
     let provisioned = started.provisioned.as_ref();
     let extra: Vec<String> = match provisioned {
         Some(_) => crate::browser::harness_args(plan.kind)
@@ -655,8 +654,7 @@ fn launch(
             .collect(),
         None => plan.extra.clone(),
     };
-    let leopold = std::env::current_exe()
-        .map_err(|e| format!("cannot find the leopold executable's path: {e}"))?;
+    let leopold = std::env::current_exe().context("cannot find the leopold executable's path")?;
     let sock_dir = crate::sandbox::sock_dir_for(&started.run_id);
     let (mut upstreams, given) = gateway_servers(plan, provisioned, &leopold, &sock_dir);
     if let (Some(bwrap), Some(p)) = (&plan.bwrap, provisioned) {
@@ -685,13 +683,11 @@ fn launch(
     }
     let relay_config = started.run_dir.join("mcp-relay.json");
     if !given.is_empty() {
-        let mut text = serde_json::to_string_pretty(&worker::mcp_config_json(&given))
-            .map_err(|e| format!("{e}"))?;
+        let mut text = serde_json::to_string_pretty(&worker::mcp_config_json(&given))?;
         text.push('\n');
         // Read by the worker while the run lives, and made again by the next run: nothing waits
         // on the disk for it.
-        state::write_atomic_as(&relay_config, text.as_bytes(), state::Durability::Volatile)
-            .map_err(|e| format!("{e:#}"))?;
+        state::write_atomic_as(&relay_config, text.as_bytes(), state::Durability::Volatile)?;
     }
     // In the run's own Codex home, which the worker reads inside the box.
     let codex_catalog = started
@@ -699,8 +695,7 @@ fn launch(
         .codex_home
         .join(harness::codex_catalog::CATALOG_FILE);
     if let Some(text) = &plan.codex_catalog {
-        state::write_atomic_as(&codex_catalog, text.as_bytes(), state::Durability::Volatile)
-            .map_err(|e| format!("{e:#}"))?;
+        state::write_atomic_as(&codex_catalog, text.as_bytes(), state::Durability::Volatile)?;
     }
     let spec = WorkerSpec {
         kind: plan.kind,
@@ -722,8 +717,7 @@ fn launch(
         &started.run_dir.join("journal.jsonl"),
         &started.run_id,
         &plan.paths.events(),
-    )
-    .map_err(|e| format!("{e:#}"))?;
+    )?;
     // Without the box nothing holds the worker back from its model: the guard is proven before
     // it starts.
     if let Some(p) = proof {
@@ -736,30 +730,27 @@ fn launch(
     }
     // The box: the worker's whole tree in its own namespaces (crate::sandbox).
     let boxed = match &plan.bwrap {
-        Some(bwrap) => Some(
-            crate::sandbox::start(crate::sandbox::Launch {
-                bwrap,
-                kind: plan.kind,
-                project: &plan.paths.project,
-                harness_bin: &plan.bin,
-                codex_home: &started.ctx.codex_home,
-                codex_login: Some(plan.ctx.codex_home.join("auth.json"))
-                    .filter(|p| plan.kind == Harness::Codex && p.is_file()),
-                run_id: &started.run_id,
-                run_dir: &started.run_dir,
-                events_file: plan.paths.events(),
-                ro: std::iter::once(plan.flow_path.clone())
-                    .chain((!spec.mcp_servers.is_empty()).then(|| relay_config.clone()))
-                    .collect(),
-                // Every MCP server runs outside, behind the gateway; inside, only the relay
-                // (this binary, already there).
-                programs: Vec::new(),
-                rw: Vec::new(),
-                limits: plan.limits,
-                tripwire: plan.tripwire.clone(),
-            })
-            .map_err(|e| format!("{e:#}"))?,
-        ),
+        Some(bwrap) => Some(crate::sandbox::start(crate::sandbox::Launch {
+            bwrap,
+            kind: plan.kind,
+            project: &plan.paths.project,
+            harness_bin: &plan.bin,
+            codex_home: &started.ctx.codex_home,
+            codex_login: Some(plan.ctx.codex_home.join("auth.json"))
+                .filter(|p| plan.kind == Harness::Codex && p.is_file()),
+            run_id: &started.run_id,
+            run_dir: &started.run_dir,
+            events_file: plan.paths.events(),
+            ro: std::iter::once(plan.flow_path.clone())
+                .chain((!spec.mcp_servers.is_empty()).then(|| relay_config.clone()))
+                .collect(),
+            // Every MCP server runs outside, behind the gateway; inside, only the relay
+            // (this binary, already there).
+            programs: Vec::new(),
+            rw: Vec::new(),
+            limits: plan.limits,
+            tripwire: plan.tripwire.clone(),
+        })?),
         None => None,
     };
     // The gateway, in boxed and unboxed runs alike: the decision depends on no hook.
@@ -784,8 +775,7 @@ fn launch(
             max_record: plan.limits.records,
             tripwire: plan.tripwire.clone(),
             web: provisioned.map(|_| web_seen.clone()),
-        })
-        .map_err(|e| format!("{e:#}"))?;
+        })?;
         observer = observer.with_gateway(gw.shared.clone());
         Some(gw)
     };
@@ -796,17 +786,14 @@ fn launch(
                 Some(l) => crate::web::Listen::Tcp(l),
                 None => crate::web::Listen::Unix(sock_dir.join(crate::web::SOCK)),
             };
-            Some(
-                crate::web::start(crate::web::Start {
-                    flow: plan.flow.clone(),
-                    listen,
-                    authority: p.authority.clone(),
-                    ca_certs: plan.ca_certs.clone(),
-                    record: gw.recorder(),
-                    seen: web_seen.clone(),
-                })
-                .map_err(|e| format!("{e:#}"))?,
-            )
+            Some(crate::web::start(crate::web::Start {
+                flow: plan.flow.clone(),
+                listen,
+                authority: p.authority.clone(),
+                ca_certs: plan.ca_certs.clone(),
+                record: gw.recorder(),
+                seen: web_seen.clone(),
+            })?)
         }
         _ => None,
     };
@@ -817,13 +804,11 @@ fn launch(
     };
     let child = tokio::process::Command::from(cmd)
         .spawn()
-        .map_err(|e| format!("cannot start the worker {}: {e}", plan.bin.display()))?;
+        .with_context(|| format!("cannot start the worker {}", plan.bin.display()))?;
     tracing::debug!(pgid = child.id(), "worker {} started", plan.bin.display());
     timings.mark("worker_spawned");
     // In the box, the proof runs beside the worker; its model waits ([`Launched::proof`]).
-    let proof = boxed
-        .is_some()
-        .then(|| proof::start_proof(plan).map_err(|e| format!("{e:#}")));
+    let proof = boxed.is_some().then(|| proof::start_proof(plan));
     Ok(Launched {
         child,
         observer,
@@ -841,8 +826,8 @@ fn settle(
     plan: &Plan,
     observer: &mut Observer,
     timings: &mut Timings,
-) -> Result<(), String> {
-    proof.verdict().map_err(|e| format!("{e:#}"))?;
+) -> anyhow::Result<()> {
+    proof.verdict()?;
     timings.mark("proved");
     observer.events_from(
         std::fs::metadata(plan.paths.events())
