@@ -176,12 +176,16 @@ pub struct Provisioned {
 /// # Errors
 ///
 /// A file that cannot be written, with its path.
-pub fn provision(bins: &BrowserBins, run_dir: &Path, boxed: bool) -> anyhow::Result<Provisioned> {
-    let dir = run_dir.join("browser");
+pub fn provision(
+    bins: &BrowserBins,
+    run_dir: &crate::run_dir::RunDir,
+    boxed: bool,
+) -> anyhow::Result<Provisioned> {
+    let dir = run_dir.browser();
     for d in [
         dir.clone(),
         dir.join("profile"),
-        dir.join("output"),
+        run_dir.browser_output(),
         dir.join("home"),
     ] {
         std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
@@ -210,6 +214,7 @@ pub fn provision(bins: &BrowserBins, run_dir: &Path, boxed: bool) -> anyhow::Res
     let volatile = crate::state::Durability::Volatile;
     crate::state::write_atomic_as(&config_path, pretty(&config).as_bytes(), volatile)?;
     let run_id = run_dir
+        .path()
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
@@ -230,7 +235,7 @@ pub fn provision(bins: &BrowserBins, run_dir: &Path, boxed: bool) -> anyhow::Res
             server: SERVER.into(),
             ref_map: dir.join("refs.json"),
         },
-        output_dir: dir.join("output"),
+        output_dir: run_dir.browser_output(),
         dir,
         authority,
         listener: Arc::new(Mutex::new(listener)),

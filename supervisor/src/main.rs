@@ -23,6 +23,7 @@ mod project;
 mod recovery;
 mod redact;
 mod report;
+mod run_dir;
 #[cfg(unix)]
 mod sandbox;
 mod state;

@@ -22,6 +22,8 @@ use serde::{Deserialize, Serialize};
 
 pub use leopold_guard::ACTIVE_VERSION;
 
+use crate::run_dir::RunDir;
+
 /// Paths of one project's persona state.
 #[derive(Debug, Clone)]
 pub struct PersonaPaths {
@@ -50,8 +52,8 @@ impl PersonaPaths {
     pub fn runs(&self) -> PathBuf {
         self.dir.join("runs")
     }
-    pub fn run_dir(&self, run_id: &str) -> PathBuf {
-        self.runs().join(run_id)
+    pub fn run_dir(&self, run_id: &str) -> RunDir {
+        RunDir::new(self.runs().join(run_id))
     }
 }
 

@@ -15,7 +15,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let out = match &args.out {
         Some(p) => std::path::absolute(p)
             .map_err(|e| anyhow::anyhow!("cannot resolve {}: {e}", p.display()))?,
-        None => rec.dir.join(report::REPORT_FILE),
+        None => rec.dir.report(),
     };
     let page = report::html::render(&rec, &flow);
     crate::state::write_atomic(&out, page.as_bytes())?;
@@ -35,7 +35,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         let _ = writeln!(
             std::io::stderr().lock(),
             "(hint: `leopold persona replay {}` lists every break)",
-            rec.dir.display()
+            rec.dir.path().display()
         );
     }
     let _ = writeln!(std::io::stdout().lock(), "{}", out.display());

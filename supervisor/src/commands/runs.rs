@@ -26,7 +26,7 @@ impl Entry {
     /// sort as starts do (and a run whose run.json cannot be read still has its place).
     fn sort_key(&self) -> String {
         let dir = match self {
-            Entry::Run(r) => &r.dir,
+            Entry::Run(r) => r.dir.path(),
             Entry::Unreadable { dir, .. } => dir,
         };
         dir.file_name()
@@ -160,7 +160,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                     n(|c| c.denied),
                     n(|c| c.violations),
                 ]);
-                dirs.push(shown(&r.dir));
+                dirs.push(shown(r.dir.path()));
             }
             Entry::Unreadable { dir, error } => {
                 let name = dir

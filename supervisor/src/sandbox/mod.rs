@@ -1012,7 +1012,7 @@ pub struct Launch<'a> {
     /// The user's Codex login file, when there is one.
     pub codex_login: Option<PathBuf>,
     pub run_id: &'a str,
-    pub run_dir: &'a Path,
+    pub run_dir: &'a crate::run_dir::RunDir,
     pub events_file: PathBuf,
     /// Programs the worker starts itself (stdio MCP servers): their installation, read-only.
     pub programs: Vec<PathBuf>,
@@ -1045,7 +1045,7 @@ const LIMITS_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 /// relay. Inside a tokio runtime.
 pub fn start(l: Launch<'_>) -> anyhow::Result<Boxed> {
     let leopold = std::env::current_exe().context("cannot find the leopold executable's path")?;
-    let scratch = l.run_dir.join("scratch");
+    let scratch = l.run_dir.scratch();
     std::fs::create_dir_all(&scratch)
         .with_context(|| format!("cannot create {}", scratch.display()))?;
     let mut programs = Vec::new();

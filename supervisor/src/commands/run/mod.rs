@@ -36,6 +36,7 @@ use crate::commands::pause_point;
 use crate::harness::{self, Harness};
 use crate::observe::Observer;
 use crate::output::Failure;
+use crate::run_dir::RunDir;
 use crate::state::{self, ActiveState, LockHolder, RunLock, RunOutcome, StateFile, TryLock};
 use crate::worker::{self, WorkerSpec};
 use outcome::{classify, Ended};
@@ -194,7 +195,7 @@ fn wires_a_users_file(plan: &Plan) -> bool {
 /// What step 4 set up for the rest of the run.
 struct Started {
     run_id: String,
-    run_dir: PathBuf,
+    run_dir: RunDir,
     /// Claude's `--settings` file.
     guard_settings: Option<PathBuf>,
     /// The run's wiring context: for Codex, the run's own `CODEX_HOME`
@@ -453,13 +454,12 @@ fn record_active(
 ) -> anyhow::Result<(Started, ActiveState)> {
     let run_id = state::new_run_id();
     let run_dir = plan.paths.run_dir(&run_id);
-    std::fs::create_dir_all(&run_dir)
-        .with_context(|| format!("cannot create {}", run_dir.display()))?;
-    let guard_settings =
-        (plan.kind == Harness::Claude).then(|| run_dir.join("guard-settings.json"));
+    std::fs::create_dir_all(run_dir.path())
+        .with_context(|| format!("cannot create {}", run_dir.path().display()))?;
+    let guard_settings = (plan.kind == Harness::Claude).then(|| run_dir.guard_settings());
     // Codex: the guard goes into the run's own copy of the configuration, never the user's file.
     let ctx = match plan.kind {
-        Harness::Codex => harness::run_home::run_context(&plan.ctx, &run_dir),
+        Harness::Codex => harness::run_home::run_context(&plan.ctx, run_dir.path()),
         Harness::Claude => plan.ctx.clone(),
     };
     // The provisioned browser's files, before ACTIVE.json names them for the guard.
@@ -681,7 +681,7 @@ fn launch(
             up.args = args;
         }
     }
-    let relay_config = started.run_dir.join("mcp-relay.json");
+    let relay_config = started.run_dir.mcp_relay();
     if !given.is_empty() {
         let mut text = serde_json::to_string_pretty(&worker::mcp_config_json(&given))?;
         text.push('\n');
@@ -714,7 +714,7 @@ fn launch(
     let mut observer = Observer::new(
         plan.kind,
         &plan.flow,
-        &started.run_dir.join("journal.jsonl"),
+        &started.run_dir.journal(),
         &started.run_id,
         &plan.paths.events(),
     )?;
@@ -760,7 +760,7 @@ fn launch(
         None
     } else {
         let output_dir = provisioned.map_or_else(
-            || started.run_dir.join("browser").join("output"),
+            || started.run_dir.browser_output(),
             |p| p.output_dir.clone(),
         );
         let gw = crate::gateway::start(crate::gateway::Start {

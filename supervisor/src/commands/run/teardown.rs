@@ -8,6 +8,7 @@ use super::plan::Plan;
 use super::progress::{summary_line, Reporter};
 use crate::exit::RunExit;
 use crate::harness;
+use crate::run_dir::RunDir;
 use crate::state::{self, ActiveState, Counts, Finding, RunEnd, RunLock, RunOutcome, StateFile};
 
 pub struct Teardown<'a> {
@@ -143,7 +144,7 @@ impl Teardown<'_> {
         let run_dir = plan.paths.run_dir(&self.st.run_id);
         // The persona's answer, byte for byte as the model wrote it, before run.json says the
         // run ended (a reader that sees run.json finds findings.md too).
-        let findings_file = run_dir.join(crate::report::FINDINGS_FILE);
+        let findings_file = run_dir.findings();
         if let Some(answer) = &end.answer {
             // `Whole`: run.json's write below syncs the directory they share, for both.
             if let Err(e) =
@@ -152,14 +153,14 @@ impl Teardown<'_> {
                 self.out.warn(&format!("{e:#}"));
             }
         }
-        let journal = run_dir.join("journal.jsonl");
         let journal_hash = end
             .journal_hash
             .clone()
-            .or_else(|| crate::observe::chain_head_of_file(&journal));
-        let gateway_hash = end.gateway_hash.clone().or_else(|| {
-            crate::observe::chain_head_of_file(&run_dir.join(crate::gateway::RECORD_FILE))
-        });
+            .or_else(|| crate::observe::chain_head_of_file(&run_dir.journal()));
+        let gateway_hash = end
+            .gateway_hash
+            .clone()
+            .or_else(|| crate::observe::chain_head_of_file(&run_dir.gateway_record()));
         let mut fin = self.st.clone();
         fin.active = false;
         fin.end = Some(RunEnd {
@@ -178,7 +179,7 @@ impl Teardown<'_> {
         });
         // Whole here, its directory synced below: run.json is written while the journal's last
         // sync is still under way, and the project is released once both files are on disk.
-        let run_json = run_dir.join("run.json");
+        let run_json = run_dir.run_json();
         fin.write_as(&run_json, state::Durability::Whole)?;
         if let Some(sync) = end.journal_sync {
             if let Err(e) = sync.wait() {
@@ -195,13 +196,13 @@ impl Teardown<'_> {
         // before this, recovery finds ACTIVE.json (its removal is not durable before either)
         // and archives the run as crashed.
         crate::fs::sync_dir_of(&run_json);
-        let rel = crate::project::shown(&run_dir);
+        let rel = crate::project::shown(run_dir.path());
         // report.html (and --junit), from the run directory now that run.json is final.
         for w in crate::report::after_run(&run_dir, &plan.flow, plan.junit.as_deref()) {
             self.out.warn(&w);
         }
         self.out
-            .info(&format!("leopold: report: {rel}/report.html"));
+            .info(&format!("leopold: report: {rel}/{}", RunDir::REPORT));
         self.out.summary(&summary_line(
             &self.st.run_id,
             end.outcome,
@@ -218,7 +219,7 @@ impl Teardown<'_> {
         match &shown {
             Some(text) => self.out.summary(&format!(
                 "leopold: findings ({rel}/{}):\n{text}",
-                crate::report::FINDINGS_FILE
+                RunDir::FINDINGS
             )),
             None if self.st.worker_pid.is_some() => self
                 .out
@@ -237,7 +238,7 @@ impl Teardown<'_> {
             "walls": end.findings,
             "run_dir": run_dir,
             "findings_file": end.answer.is_some().then_some(&findings_file),
-            "report": run_dir.join(crate::report::REPORT_FILE),
+            "report": run_dir.report(),
             "gateway_mismatches": end.gateway_mismatches,
             "journal_hash": journal_hash,
             "gateway_hash": gateway_hash,
