@@ -19,7 +19,7 @@ use serde_json::json;
 use crate::harness::{self, Harness};
 use crate::project::shown;
 use crate::run_dir::RunDir;
-use crate::state::{self, ActiveState, Counts, PersonaPaths, RunEnd, RunOutcome, StateFile};
+use crate::state::{self, ActiveState, PersonaPaths, RunEnd, RunOutcome, StateFile};
 
 /// What recovery did.
 #[derive(Debug, Default)]
@@ -152,23 +152,15 @@ pub fn recover_locked(
         if !run_json.exists() {
             st.active = false;
             st.end = Some(RunEnd {
-                outcome: RunOutcome::Recovered,
-                exit_code: RunOutcome::Recovered.exit_code(),
-                ended_at: state::now_rfc3339(),
-                counts: Counts::default(),
-                worker_status: None,
                 reason: Some(format!(
                     "supervisor pid {} died during the run; recovered by pid {}",
                     st.supervisor_pid,
                     std::process::id()
                 )),
-                cause: None,
-                findings: Vec::new(),
-                findings_not_kept: 0,
-                gateway_mismatches: Vec::new(),
                 // As recovery found the journal: what a later replay `--expect`s.
                 journal_hash: crate::observe::chain_head_of_file(&crashed_dir.journal()),
                 gateway_hash: crate::observe::chain_head_of_file(&crashed_dir.gateway_record()),
+                ..RunEnd::new(RunOutcome::Recovered)
             });
             st.write_atomic(&run_json)?;
         }

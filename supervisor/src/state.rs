@@ -175,6 +175,50 @@ pub struct RunEnd {
     pub gateway_hash: Option<String>,
 }
 
+impl RunEnd {
+    /// A run that ends as `outcome` now, with the outcome's exit code and nothing yet counted,
+    /// found or recorded.
+    pub fn new(outcome: RunOutcome) -> RunEnd {
+        RunEnd {
+            outcome,
+            exit_code: outcome.exit_code(),
+            ended_at: now_rfc3339(),
+            counts: Counts::default(),
+            worker_status: None,
+            reason: None,
+            cause: None,
+            findings: Vec::new(),
+            findings_not_kept: 0,
+            gateway_mismatches: Vec::new(),
+            journal_hash: None,
+            gateway_hash: None,
+        }
+    }
+
+    /// `--json`'s last event, `run_ended`: this end as `run.json` records it, with the
+    /// persona's `answer` (`findings` there; the walls are `walls`) and where the run's files
+    /// are. Absent values are `null`, as the event has always said them.
+    pub fn event(&self, run_id: &str, run_dir: &RunDir, answer: Option<&str>) -> serde_json::Value {
+        serde_json::json!({
+            "event": "run_ended",
+            "run_id": run_id,
+            "outcome": self.outcome,
+            "exit_code": self.exit_code,
+            "counts": self.counts,
+            "reason": self.reason,
+            "cause": self.cause,
+            "findings": answer,
+            "walls": self.findings,
+            "run_dir": run_dir,
+            "findings_file": answer.is_some().then(|| run_dir.findings()),
+            "report": run_dir.report(),
+            "gateway_mismatches": self.gateway_mismatches,
+            "journal_hash": self.journal_hash,
+            "gateway_hash": self.gateway_hash,
+        })
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }

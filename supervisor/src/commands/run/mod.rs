@@ -37,7 +37,9 @@ use crate::harness::{self, Harness};
 use crate::observe::Observer;
 use crate::output::Failure;
 use crate::run_dir::RunDir;
-use crate::state::{self, ActiveState, LockHolder, RunLock, RunOutcome, StateFile, TryLock};
+use crate::state::{
+    self, ActiveState, LockHolder, RunEnd, RunLock, RunOutcome, StateFile, TryLock,
+};
 use crate::worker::{self, WorkerSpec};
 use outcome::{classify, Ended};
 use plan::Plan;
@@ -381,21 +383,23 @@ async fn lifecycle(
     );
     timings.mark("worker_exited");
     let code = run.finish(Ending {
-        outcome: c.outcome,
-        counts: sup.counts,
-        worker_status: sup.status.as_ref().map(crate::process::describe_status),
-        reason: c.reason,
-        cause: c.cause,
-        findings: sup.findings,
-        findings_not_kept: sup.findings_not_kept,
-        gateway_mismatches,
+        end: RunEnd {
+            counts: sup.counts,
+            worker_status: sup.status.as_ref().map(crate::process::describe_status),
+            reason: c.reason,
+            cause: c.cause,
+            findings: sup.findings,
+            findings_not_kept: sup.findings_not_kept,
+            gateway_mismatches,
+            journal_hash: Some(observer.journal_hash()),
+            gateway_hash,
+            ..RunEnd::new(c.outcome)
+        },
         // An empty answer is no answer: there is nothing to save or show.
         answer: observer
             .answer()
             .filter(|a| !a.trim().is_empty())
             .map(str::to_owned),
-        journal_hash: Some(observer.journal_hash()),
-        gateway_hash,
         journal_sync: observer.take_sync(),
     })?;
     for (step, at) in std::mem::take(&mut run.steps) {
