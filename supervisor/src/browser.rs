@@ -28,8 +28,8 @@ use leopold_guard::browser::{
 use serde_json::{json, Value};
 
 use crate::harness::Harness;
+use crate::mcp::{McpServer, McpTransport};
 use crate::os::find_executable;
-use crate::worker::{McpServer, McpTransport};
 
 /// The MCP server name the worker knows the browser by: tools are `mcp__browser__browser_*`.
 pub const SERVER: &str = "browser";
@@ -222,10 +222,7 @@ pub fn provision(
     let mcp_config = dir.join("mcp.json");
     crate::state::write_atomic_as(
         &mcp_config,
-        pretty(&crate::worker::mcp_config_json(std::slice::from_ref(
-            &server,
-        )))
-        .as_bytes(),
+        pretty(&crate::mcp::mcp_config_json(std::slice::from_ref(&server))).as_bytes(),
         volatile,
     )?;
     Ok(Provisioned {
@@ -519,7 +516,7 @@ mod tests {
             Path::new("/r/browser"),
             "r1",
         );
-        let c = crate::worker::mcp_config_json(std::slice::from_ref(&s));
+        let c = crate::mcp::mcp_config_json(std::slice::from_ref(&s));
         assert_eq!(c["mcpServers"]["browser"]["command"], "/usr/bin/env");
         let args: Vec<&str> = c["mcpServers"]["browser"]["args"]
             .as_array()

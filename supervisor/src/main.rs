@@ -13,6 +13,7 @@ mod fs;
 mod gateway;
 mod harness;
 mod knobs;
+mod mcp;
 mod observe;
 #[cfg(unix)]
 #[path = "os/unix.rs"]

@@ -52,10 +52,10 @@ pub fn socket_path(sock_dir: &Path, server: &str) -> PathBuf {
 }
 
 /// The MCP server entry the worker is given for `server`: this binary's relay.
-pub fn relay_server(leopold: &Path, sock_dir: &Path, server: &str) -> crate::worker::McpServer {
-    crate::worker::McpServer {
+pub fn relay_server(leopold: &Path, sock_dir: &Path, server: &str) -> crate::mcp::McpServer {
+    crate::mcp::McpServer {
         name: server.to_owned(),
-        transport: crate::worker::McpTransport::Stdio {
+        transport: crate::mcp::McpTransport::Stdio {
             command: leopold.display().to_string(),
             args: vec![
                 "persona".into(),

@@ -988,10 +988,10 @@ pub fn for_run(no_contain: bool) -> anyhow::Result<Option<PathBuf>> {
 /// inside it: MCP servers reached over HTTP (the box's network reaches the model endpoint only,
 /// and the gateway relays stdio servers only). The provisioned browser and stdio servers run
 /// outside the box, behind the gateway (README "The gateway").
-pub fn check_plan(servers: &[crate::worker::McpServer]) -> anyhow::Result<()> {
+pub fn check_plan(servers: &[crate::mcp::McpServer]) -> anyhow::Result<()> {
     if let Some(s) = servers
         .iter()
-        .find(|s| matches!(s.transport, crate::worker::McpTransport::Http { .. }))
+        .find(|s| matches!(s.transport, crate::mcp::McpTransport::Http { .. }))
     {
         anyhow::bail!(
             "MCP server `{}` is reached over HTTP, and the box's network reaches only the model endpoint\n(hint: give it as a stdio server (`command`), which the gateway relays, or pass --no-contain to run without the box)",
@@ -1267,7 +1267,7 @@ mod tests {
 
     #[test]
     fn what_the_box_cannot_serve_is_refused_up_front() {
-        use crate::worker::{McpServer, McpTransport};
+        use crate::mcp::{McpServer, McpTransport};
         let stdio = McpServer {
             name: "browser".into(),
             transport: McpTransport::Stdio {

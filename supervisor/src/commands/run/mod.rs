@@ -34,6 +34,7 @@ use serde_json::json;
 use crate::cli::RunArgs;
 use crate::commands::pause_point;
 use crate::harness::{self, Harness};
+use crate::mcp::{self, McpServer, McpTransport};
 use crate::observe::Observer;
 use crate::output::Failure;
 use crate::run_dir::RunDir;
@@ -600,8 +601,8 @@ fn gateway_servers(
     provisioned: Option<&crate::browser::Provisioned>,
     leopold: &Path,
     sock_dir: &Path,
-) -> (Vec<crate::gateway::Upstream>, Vec<worker::McpServer>) {
-    let (real, is_provisioned): (Vec<worker::McpServer>, bool) = match provisioned {
+) -> (Vec<crate::gateway::Upstream>, Vec<McpServer>) {
+    let (real, is_provisioned): (Vec<McpServer>, bool) = match provisioned {
         Some(p) => (vec![p.server.clone()], true),
         None => (plan.mcp_servers.clone(), false),
     };
@@ -609,7 +610,7 @@ fn gateway_servers(
     let mut given = Vec::new();
     for s in real {
         match s.transport {
-            worker::McpTransport::Stdio { command, args, env } => {
+            McpTransport::Stdio { command, args, env } => {
                 given.push(crate::gateway::relay_server(leopold, sock_dir, &s.name));
                 upstreams.push(crate::gateway::Upstream {
                     name: s.name,
@@ -619,7 +620,7 @@ fn gateway_servers(
                     provisioned: is_provisioned,
                 });
             }
-            worker::McpTransport::Http { .. } => given.push(s),
+            McpTransport::Http { .. } => given.push(s),
         }
     }
     (upstreams, given)
@@ -687,7 +688,7 @@ fn launch(
     }
     let relay_config = started.run_dir.mcp_relay();
     if !given.is_empty() {
-        let mut text = serde_json::to_string_pretty(&worker::mcp_config_json(&given))?;
+        let mut text = serde_json::to_string_pretty(&mcp::mcp_config_json(&given))?;
         text.push('\n');
         // Read by the worker while the run lives, and made again by the next run: nothing waits
         // on the disk for it.
