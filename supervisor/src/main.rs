@@ -5,6 +5,7 @@
 //! logging, no runtime): it runs before every browser tool call.
 
 mod browser;
+mod cache;
 mod cli;
 mod commands;
 mod exit;

@@ -30,7 +30,6 @@ mod json_text;
 pub mod run_home;
 #[cfg(test)]
 mod tests;
-pub(crate) mod version_cache;
 
 pub(crate) use claude::schema_problems as claude_schema_problems;
 
@@ -180,13 +179,13 @@ pub fn guard_command(leopold_exe: &Path) -> Result<String, WiringError> {
 
 /// The version `claude --version` reports, as `(major, minor, patch)`; the probe is bounded by
 /// [`crate::process::VERSION_TIMEOUT`], and its answer cached for this very binary
-/// ([`version_cache`]).
+/// ([`crate::cache`]).
 ///
 /// # Errors
 /// When the binary cannot be run, fails, or prints no version.
 pub fn claude_version(claude_bin: &Path) -> Result<(u64, u64, u64), WiringError> {
-    let text = version_cache::version_output(
-        version_cache::cache_file().as_deref(),
+    let text = crate::cache::version_output(
+        crate::cache::cache_file().as_deref(),
         claude_bin,
         std::time::SystemTime::now(),
         |bin| crate::process::version_output(bin, crate::process::version_timeout()),
