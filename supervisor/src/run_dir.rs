@@ -1,6 +1,8 @@
 //! One run's directory, `.leopold/persona/runs/<run_id>/`, and the name of every file in it,
-//! spelled here once: the run writes them, recovery and teardown archive them, `persona report`,
-//! `persona runs` and `persona replay` read them.
+//! spelled here once: the run writes them, recovery and teardown archive them, `persona report`
+//! and `persona runs` read them. (`persona replay` is the journal crate's, which cannot depend on
+//! this one: `leopold_journal::replay` names the journal, `run.json` and the gateway's record
+//! itself.)
 
 use std::path::{Path, PathBuf};
 
