@@ -28,8 +28,8 @@ use leopold_guard::browser::{
 use serde_json::{json, Value};
 
 use crate::harness::Harness;
+use crate::mcp::{McpServer, McpTransport};
 use crate::os::find_executable;
-use crate::worker::{McpServer, McpTransport};
 
 /// The MCP server name the worker knows the browser by: tools are `mcp__browser__browser_*`.
 pub const SERVER: &str = "browser";
@@ -177,12 +177,16 @@ pub struct Provisioned {
 /// # Errors
 ///
 /// A file that cannot be written, with its path.
-pub fn provision(bins: &BrowserBins, run_dir: &Path, boxed: bool) -> anyhow::Result<Provisioned> {
-    let dir = run_dir.join("browser");
+pub fn provision(
+    bins: &BrowserBins,
+    run_dir: &crate::run_dir::RunDir,
+    boxed: bool,
+) -> anyhow::Result<Provisioned> {
+    let dir = run_dir.browser();
     for d in [
         dir.clone(),
         dir.join("profile"),
-        dir.join("output"),
+        run_dir.browser_output(),
         dir.join("home"),
     ] {
         std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
@@ -211,6 +215,7 @@ pub fn provision(bins: &BrowserBins, run_dir: &Path, boxed: bool) -> anyhow::Res
     let volatile = crate::state::Durability::Volatile;
     crate::state::write_atomic_as(&config_path, pretty(&config).as_bytes(), volatile)?;
     let run_id = run_dir
+        .path()
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
@@ -218,10 +223,7 @@ pub fn provision(bins: &BrowserBins, run_dir: &Path, boxed: bool) -> anyhow::Res
     let mcp_config = dir.join("mcp.json");
     crate::state::write_atomic_as(
         &mcp_config,
-        pretty(&crate::worker::mcp_config_json(std::slice::from_ref(
-            &server,
-        )))
-        .as_bytes(),
+        pretty(&crate::mcp::mcp_config_json(std::slice::from_ref(&server))).as_bytes(),
         volatile,
     )?;
     Ok(Provisioned {
@@ -231,7 +233,7 @@ pub fn provision(bins: &BrowserBins, run_dir: &Path, boxed: bool) -> anyhow::Res
             server: SERVER.into(),
             ref_map: dir.join("refs.json"),
         },
-        output_dir: dir.join("output"),
+        output_dir: run_dir.browser_output(),
         dir,
         authority,
         listener: Arc::new(Mutex::new(listener)),
@@ -515,7 +517,7 @@ mod tests {
             Path::new("/r/browser"),
             "r1",
         );
-        let c = crate::worker::mcp_config_json(std::slice::from_ref(&s));
+        let c = crate::mcp::mcp_config_json(std::slice::from_ref(&s));
         assert_eq!(c["mcpServers"]["browser"]["command"], "/usr/bin/env");
         let args: Vec<&str> = c["mcpServers"]["browser"]["args"]
             .as_array()

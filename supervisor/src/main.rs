@@ -5,6 +5,7 @@
 //! logging, no runtime): it runs before every browser tool call.
 
 mod browser;
+mod cache;
 mod cli;
 mod commands;
 mod exit;
@@ -13,6 +14,7 @@ mod fs;
 mod gateway;
 mod harness;
 mod knobs;
+mod mcp;
 mod observe;
 #[cfg(unix)]
 #[path = "os/unix.rs"]
@@ -23,11 +25,11 @@ mod project;
 mod recovery;
 mod redact;
 mod report;
+mod run_dir;
 #[cfg(unix)]
 mod sandbox;
 mod state;
 mod web;
-mod worker;
 
 use std::process::ExitCode;
 

@@ -1,9 +1,9 @@
 //! What the supervisor sees of the worker: stream lines in, journaled actions and violations out.
 //!
 //! [`Observer`] puts the journal crate's pieces together: the harness's stream adapter, live
-//! validation, the journal writer, the guard's own denials (Codex leaves no trace of them in its
-//! stream) and, when the supervisor provisioned the browser, the ref map the guard judges clicks
-//! by, kept from the same parse of the stream.
+//! validation, the journal writer and the guard's own denials (Codex leaves no trace of them in its
+//! stream). The ref map the guard judges clicks by is the gateway's to keep, from the answers
+//! themselves, before the worker sees them: the adapter here hands back no tool result.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -15,7 +15,6 @@ use leopold_journal::{
 };
 use serde_json::Value;
 
-use crate::browser::RefTracker;
 use crate::state::Finding;
 
 /// The chain head of a journal (or of the gateway's record) on disk, for a run whose writer is
@@ -69,10 +68,6 @@ pub struct Observer {
     writer: JournalWriter,
     /// Codex leaves no item for a call the guard denied: the guard's own events are merged.
     events: Option<(PathBuf, u64)>,
-    /// The provisioned browser's ref map, when there is one.
-    refs: Option<RefTracker>,
-    /// Whether a failure to write the ref map was already noted (once is enough).
-    refs_warned: bool,
     /// The persona's latest answer: the last one is its final report (`findings.md`).
     answer: Option<String>,
     /// When the stream last produced anything.
@@ -107,25 +102,15 @@ impl Observer {
         Ok(Observer {
             flow: flow.clone(),
             harness,
-            adapter: Adapter::new(harness).with_tool_results(),
+            adapter: Adapter::new(harness),
             writer,
             events: (harness == Harness::Codex).then(|| (events_path.to_path_buf(), 0)),
-            refs: None,
-            refs_warned: false,
             answer: None,
             last_event: std::time::Instant::now(),
             gateway: None,
             stream_calls: Vec::new(),
             pending_sync: None,
         })
-    }
-
-    /// Keeps the provisioned browser's ref map from the tool results. A run has the gateway
-    /// keep it instead, from the answers themselves (before the worker sees them).
-    #[cfg(test)]
-    pub fn with_ref_map(mut self, tracker: RefTracker) -> Observer {
-        self.refs = Some(tracker);
-        self
     }
 
     /// Where the guard's events of this run begin in the events file, once known (after the
@@ -181,7 +166,7 @@ impl Observer {
         // Denials first: they happened before the calls that follow them in the stream.
         self.merge_guard_denials(&mut batch)?;
         let events = self.adapter.push_line(line_no, line);
-        self.absorb(line_no, events, &mut batch)?;
+        self.absorb(events, &mut batch)?;
         Ok(batch)
     }
 
@@ -219,7 +204,7 @@ impl Observer {
         let mut batch = Batch::default();
         self.merge_guard_denials(&mut batch)?;
         let events = self.adapter.finish();
-        self.absorb(0, events, &mut batch)?;
+        self.absorb(events, &mut batch)?;
         // The record across a power loss: one fdatasync at the end of the stream, under way
         // while the run stops the box and writes run.json ([`Observer::take_sync`]).
         self.pending_sync = Some(self.writer.sync_in_background()?);
@@ -299,28 +284,9 @@ impl Observer {
         Ok(())
     }
 
-    fn absorb(
-        &mut self,
-        line_no: u64,
-        events: Vec<AdapterEvent>,
-        batch: &mut Batch,
-    ) -> anyhow::Result<()> {
+    fn absorb(&mut self, events: Vec<AdapterEvent>, batch: &mut Batch) -> anyhow::Result<()> {
         for ev in events {
             match ev {
-                // The map first: the guard may be waiting for it to judge the next click.
-                AdapterEvent::ToolResult { tool, text } => {
-                    let Some(refs) = &mut self.refs else { continue };
-                    if let Err(e) = refs.tool_result(&tool, &text) {
-                        // The guard then denies clicks it cannot judge (stale map): say so once.
-                        if !self.refs_warned {
-                            self.refs_warned = true;
-                            batch.notes.push(Note {
-                                line_no,
-                                message: format!("ref map not updated: {e:#}"),
-                            });
-                        }
-                    }
-                }
                 AdapterEvent::Action(a) => self.record(a, batch)?,
                 AdapterEvent::Answer { text } => self.answer = Some(text),
                 AdapterEvent::Malformed { line_no, error } => batch.notes.push(Note {
@@ -429,18 +395,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_parse_feeds_the_journal_and_the_ref_map() {
+    fn a_call_and_its_result_are_one_journaled_action() {
         let dir = tempfile::tempdir().unwrap();
         let flow = Flow::parse(
             "+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\"]\n+++\nBrief.\n",
             Path::new("flows/checkout.md"),
         )
         .unwrap();
-        let state = leopold_guard::browser::BrowserState {
-            kind: "playwright".into(),
-            server: "browser".into(),
-            ref_map: dir.path().join("refs.json"),
-        };
         let mut o = Observer::new(
             Harness::Claude,
             &flow,
@@ -448,8 +409,7 @@ mod tests {
             "r1",
             &dir.path().join("events.jsonl"),
         )
-        .unwrap()
-        .with_ref_map(RefTracker::new(&state, dir.path()));
+        .unwrap();
         let call = serde_json::json!({"type": "assistant", "message": {"content": [
             {"type": "tool_use", "id": "t1", "name": "mcp__browser__browser_navigate",
              "input": {"url": "https://staging.example.com/cart"}}]}});
@@ -461,11 +421,8 @@ mod tests {
         assert_eq!(batch.actions.len(), 1);
         assert_eq!(batch.actions[0].outcome, Outcome::Completed);
         assert!(batch.notes.is_empty(), "{:?}", batch.notes);
-        let map = leopold_guard::browser::read_ref_map(&state.ref_map)
-            .unwrap()
-            .expect("the ref map was written");
-        assert_eq!(map.refs["e5"].name, "Place order");
-        assert_eq!(map.page_host.as_deref(), Some("staging.example.com"));
+        // The ref map is the gateway's: nothing here writes one.
+        assert!(!dir.path().join("refs.json").exists());
         o.finish().unwrap();
         let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
         assert_eq!(

@@ -18,7 +18,8 @@ use serde_json::json;
 
 use crate::harness::{self, Harness};
 use crate::project::shown;
-use crate::state::{self, ActiveState, Counts, PersonaPaths, RunEnd, RunOutcome, StateFile};
+use crate::run_dir::RunDir;
+use crate::state::{self, ActiveState, PersonaPaths, RunEnd, RunOutcome, StateFile};
 
 /// What recovery did.
 #[derive(Debug, Default)]
@@ -104,16 +105,16 @@ pub fn recover_locked(
         // scratch made safe to keep (docs/security.md#the-box).
         let _ = std::fs::remove_dir_all(crate::sandbox::sock_dir_for(&st.run_id));
         let crashed_dir = paths.run_dir(&st.run_id);
-        crate::sandbox::clean_scratch(&crashed_dir.join("scratch"));
+        crate::sandbox::clean_scratch(&crashed_dir.scratch());
         for w in &st.wiring {
             let kind = w.harness;
             let mut c = ctx.clone();
-            let run_copy =
-                kind == Harness::Codex && harness::run_home::is_run_copy(&w.file, &crashed_dir);
+            let run_copy = kind == Harness::Codex
+                && harness::run_home::is_run_copy(&w.file, crashed_dir.path());
             if run_copy {
                 // The run's own copy of the configuration (its record in the run directory):
                 // nothing of the user's to unwire.
-                c = harness::run_home::run_context(ctx, &crashed_dir);
+                c = harness::run_home::run_context(ctx, crashed_dir.path());
             } else if kind == Harness::Codex {
                 // An older version wired the user's config: unwire the file the run wired, even
                 // if CODEX_HOME differs now.
@@ -143,34 +144,23 @@ pub fn recover_locked(
                 report.removed_files.push(gs.clone());
             }
         }
-        let run_dir = paths.run_dir(&st.run_id);
-        std::fs::create_dir_all(&run_dir)
-            .with_context(|| format!("cannot create {}", run_dir.display()))?;
-        let run_json = run_dir.join("run.json");
+        std::fs::create_dir_all(crashed_dir.path())
+            .with_context(|| format!("cannot create {}", crashed_dir.path().display()))?;
+        let run_json = crashed_dir.run_json();
         // A crash after run.json was written but before ACTIVE.json was removed: the run had
         // finished; keep its own account.
         if !run_json.exists() {
             st.active = false;
             st.end = Some(RunEnd {
-                outcome: RunOutcome::Recovered,
-                exit_code: RunOutcome::Recovered.exit_code(),
-                ended_at: state::now_rfc3339(),
-                counts: Counts::default(),
-                worker_status: None,
                 reason: Some(format!(
                     "supervisor pid {} died during the run; recovered by pid {}",
                     st.supervisor_pid,
                     std::process::id()
                 )),
-                cause: None,
-                findings: Vec::new(),
-                findings_not_kept: 0,
-                gateway_mismatches: Vec::new(),
                 // As recovery found the journal: what a later replay `--expect`s.
-                journal_hash: crate::observe::chain_head_of_file(&run_dir.join("journal.jsonl")),
-                gateway_hash: crate::observe::chain_head_of_file(
-                    &run_dir.join(crate::gateway::RECORD_FILE),
-                ),
+                journal_hash: crate::observe::chain_head_of_file(&crashed_dir.journal()),
+                gateway_hash: crate::observe::chain_head_of_file(&crashed_dir.gateway_record()),
+                ..RunEnd::new(RunOutcome::Recovered)
             });
             st.write_atomic(&run_json)?;
         }
@@ -218,7 +208,7 @@ pub fn recover_locked(
         .flatten()
     {
         for entry in dir.flatten() {
-            let gs = entry.path().join("guard-settings.json");
+            let gs = RunDir::new(entry.path()).guard_settings();
             if gs.exists() && std::fs::remove_file(&gs).is_ok() {
                 report.removed_files.push(gs);
             }

@@ -20,7 +20,9 @@ pub(crate) use crate::fs::Durability;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-pub use leopold_guard::{WiringEntry, ACTIVE_VERSION};
+pub use leopold_guard::ACTIVE_VERSION;
+
+use crate::run_dir::RunDir;
 
 /// Paths of one project's persona state.
 #[derive(Debug, Clone)]
@@ -50,8 +52,8 @@ impl PersonaPaths {
     pub fn runs(&self) -> PathBuf {
         self.dir.join("runs")
     }
-    pub fn run_dir(&self, run_id: &str) -> PathBuf {
-        self.runs().join(run_id)
+    pub fn run_dir(&self, run_id: &str) -> RunDir {
+        RunDir::new(self.runs().join(run_id))
     }
 }
 
@@ -173,6 +175,50 @@ pub struct RunEnd {
     /// recorded nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway_hash: Option<String>,
+}
+
+impl RunEnd {
+    /// A run that ends as `outcome` now, with the outcome's exit code and nothing yet counted,
+    /// found or recorded.
+    pub fn new(outcome: RunOutcome) -> RunEnd {
+        RunEnd {
+            outcome,
+            exit_code: outcome.exit_code(),
+            ended_at: now_rfc3339(),
+            counts: Counts::default(),
+            worker_status: None,
+            reason: None,
+            cause: None,
+            findings: Vec::new(),
+            findings_not_kept: 0,
+            gateway_mismatches: Vec::new(),
+            journal_hash: None,
+            gateway_hash: None,
+        }
+    }
+
+    /// `--json`'s last event, `run_ended`: this end as `run.json` records it, with the
+    /// persona's `answer` (`findings` there; the walls are `walls`) and where the run's files
+    /// are. Absent values are `null`, as the event has always said them.
+    pub fn event(&self, run_id: &str, run_dir: &RunDir, answer: Option<&str>) -> serde_json::Value {
+        serde_json::json!({
+            "event": "run_ended",
+            "run_id": run_id,
+            "outcome": self.outcome,
+            "exit_code": self.exit_code,
+            "counts": self.counts,
+            "reason": self.reason,
+            "cause": self.cause,
+            "findings": answer,
+            "walls": self.findings,
+            "run_dir": run_dir,
+            "findings_file": answer.is_some().then(|| run_dir.findings()),
+            "report": run_dir.report(),
+            "gateway_mismatches": self.gateway_mismatches,
+            "journal_hash": self.journal_hash,
+            "gateway_hash": self.gateway_hash,
+        })
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -431,7 +477,7 @@ pub fn append_event(paths: &PersonaPaths, event: &serde_json::Value) -> anyhow::
 #[cfg(test)]
 mod tests {
     use super::*;
-    use leopold_guard::Harness;
+    use leopold_guard::{Harness, WiringEntry};
 
     #[test]
     fn outcomes_keep_their_names_and_exit_codes() {

@@ -199,6 +199,29 @@ fn a_closed_stdout_is_not_an_error_and_the_command_still_does_its_work() {
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
     assert!(!sb.settings().exists());
     assert!(!sb.project.join(".leopold/persona/ACTIVE.json").exists());
+    // Its listing and its report, with nobody reading: success, and the report is written.
+    let run_dir = std::fs::read_dir(sb.project.join(".leopold/persona/runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::remove_file(run_dir.join("report.html")).unwrap();
+    let run_dir = run_dir.to_str().unwrap();
+    for args in [
+        &["persona", "runs"][..],
+        &["persona", "runs", "--json"],
+        &["persona", "report", run_dir],
+    ] {
+        let out = with_closed_stdout(&sb, args);
+        assert_eq!(code(&out), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("panicked"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    assert!(Path::new(run_dir).join("report.html").is_file());
 }
 
 #[test]

@@ -1,12 +1,11 @@
 //! `leopold persona report RUN_DIR [--out FILE] [--junit FILE]`: renders `report.html` (and the
 //! JUnit file) again from a run directory alone, its hash chains checked first
 //! (docs/reference.md#reports).
-#![allow(clippy::print_stdout)]
 
-use std::io::Write as _;
 use std::process::ExitCode;
 
 use crate::cli::ReportArgs;
+use crate::output::{eline, outln};
 use crate::report::{self, FlowSource};
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
@@ -15,7 +14,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let out = match &args.out {
         Some(p) => std::path::absolute(p)
             .map_err(|e| anyhow::anyhow!("cannot resolve {}: {e}", p.display()))?,
-        None => rec.dir.join(report::REPORT_FILE),
+        None => rec.dir.report(),
     };
     let page = report::html::render(&rec, &flow);
     crate::state::write_atomic(&out, page.as_bytes())?;
@@ -23,22 +22,20 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         crate::state::write_atomic(path, report::junit::render(&rec).as_bytes())?;
     }
     if let FlowSource::Missing(why) = &flow {
-        let _ = writeln!(
-            std::io::stderr().lock(),
+        eline(format_args!(
             "leopold: warning: the report shows no allowlist or rules: {why}"
-        );
+        ));
     }
     for t in &rec.tampered {
-        let _ = writeln!(std::io::stderr().lock(), "leopold: tampered: {t}");
+        eline(format_args!("leopold: tampered: {t}"));
     }
     if !rec.tampered.is_empty() {
-        let _ = writeln!(
-            std::io::stderr().lock(),
+        eline(format_args!(
             "(hint: `leopold persona replay {}` lists every break)",
-            rec.dir.display()
-        );
+            rec.dir.path().display()
+        ));
     }
-    let _ = writeln!(std::io::stdout().lock(), "{}", out.display());
+    outln!("{}", out.display());
     // As `persona replay`: records changed after the run are exit 1.
     Ok(if rec.tampered.is_empty() {
         ExitCode::SUCCESS

@@ -1,14 +1,13 @@
 //! `leopold persona runs [--project DIR] [--json]`: the project's past runs, newest first
 //! (docs/reference.md#past-runs).
-#![allow(clippy::print_stdout)]
 
-use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use serde_json::json;
 
 use crate::cli::RunsArgs;
+use crate::output::outln;
 use crate::report::{self, html::format_duration, RunRecord};
 use crate::state::{self, PersonaPaths, StateFile as _};
 
@@ -26,7 +25,7 @@ impl Entry {
     /// sort as starts do (and a run whose run.json cannot be read still has its place).
     fn sort_key(&self) -> String {
         let dir = match self {
-            Entry::Run(r) => &r.dir,
+            Entry::Run(r) => r.dir.path(),
             Entry::Unreadable { dir, .. } => dir,
         };
         dir.file_name()
@@ -67,8 +66,6 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
     }
     entries.sort_by_key(|e| std::cmp::Reverse(e.sort_key()));
 
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
     let outcome_of = |r: &RunRecord| {
         let o = r.outcome();
         if o == "unfinished" && active_id.as_deref() == Some(r.run_id().as_str()) {
@@ -103,19 +100,16 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                 }),
             })
             .collect();
-        writeln!(out, "{}", json!({"project": project, "runs": runs}))?;
-        out.flush()?;
+        outln!("{}", json!({"project": project, "runs": runs}));
         return Ok(ExitCode::SUCCESS);
     }
 
     if entries.is_empty() {
-        writeln!(
-            out,
+        outln!(
             "no persona runs in {} (`leopold persona run` records them under {})",
             project.display(),
             runs_dir.display()
-        )?;
-        out.flush()?;
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let cwd = std::env::current_dir().ok();
@@ -160,7 +154,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                     n(|c| c.denied),
                     n(|c| c.violations),
                 ]);
-                dirs.push(shown(&r.dir));
+                dirs.push(shown(r.dir.path()));
             }
             Entry::Unreadable { dir, error } => {
                 let name = dir
@@ -195,8 +189,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
             line.push_str(&format!("{c:<w$}  "));
         }
         line.push_str(d);
-        writeln!(out, "{}", line.trim_end())?;
+        outln!("{}", line.trim_end());
     }
-    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

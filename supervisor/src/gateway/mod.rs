@@ -44,7 +44,6 @@ use crate::browser::RefTracker;
 use policy::Policy;
 
 /// The gateway's own record, in the run directory.
-pub const RECORD_FILE: &str = leopold_journal::replay::GATEWAY_RECORD;
 /// The longest message the gateway reads; a longer line closes the connection.
 const MAX_LINE: u64 = 32 << 20;
 
@@ -54,10 +53,10 @@ pub fn socket_path(sock_dir: &Path, server: &str) -> PathBuf {
 }
 
 /// The MCP server entry the worker is given for `server`: this binary's relay.
-pub fn relay_server(leopold: &Path, sock_dir: &Path, server: &str) -> crate::worker::McpServer {
-    crate::worker::McpServer {
+pub fn relay_server(leopold: &Path, sock_dir: &Path, server: &str) -> crate::mcp::McpServer {
+    crate::mcp::McpServer {
         name: server.to_owned(),
-        transport: crate::worker::McpTransport::Stdio {
+        transport: crate::mcp::McpTransport::Stdio {
             command: leopold.display().to_string(),
             args: vec![
                 "persona".into(),
@@ -428,7 +427,7 @@ pub struct Start<'a> {
     /// Whether the gateway creates (and removes) the socket directory itself: a run without
     /// the box has none.
     pub make_sock_dir: bool,
-    pub run_dir: &'a Path,
+    pub run_dir: &'a crate::run_dir::RunDir,
     pub run_id: &'a str,
     /// The run's browser output folder: the servers' working directory and their only root.
     pub output_dir: &'a Path,
@@ -501,7 +500,7 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
         .with_context(|| format!("cannot create {}", s.output_dir.display()))?;
     let output_dir = std::fs::canonicalize(s.output_dir)
         .with_context(|| format!("cannot resolve {}", s.output_dir.display()))?;
-    let path = s.run_dir.join(RECORD_FILE);
+    let path = s.run_dir.gateway_record();
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -543,7 +542,7 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
                 provisioned: up.provisioned,
             },
             refs: if up.provisioned { refs.clone() } else { None },
-            stderr_log: s.run_dir.join(format!("gateway-{}.log", up.name)),
+            stderr_log: s.run_dir.gateway_log(&up.name),
             upstream: up,
             shared: shared.clone(),
             record: record.clone(),
@@ -1329,7 +1328,8 @@ mod tests {
                 Path::new("flows/checkout.md"),
             )
             .unwrap();
-            let file = std::fs::File::create(out.join(RECORD_FILE)).unwrap();
+            let file =
+                std::fs::File::create(out.join(crate::run_dir::RunDir::GATEWAY_RECORD)).unwrap();
             let ctx = Ctx {
                 policy: Policy {
                     flow,
@@ -1402,11 +1402,16 @@ mod tests {
         }
 
         fn record(&self) -> Vec<Value> {
-            std::fs::read_to_string(self.ctx.policy.output_dir.join(RECORD_FILE))
-                .unwrap()
-                .lines()
-                .map(|l| serde_json::from_str(l).unwrap())
-                .collect()
+            std::fs::read_to_string(
+                self.ctx
+                    .policy
+                    .output_dir
+                    .join(crate::run_dir::RunDir::GATEWAY_RECORD),
+            )
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
         }
     }
 
@@ -1516,7 +1521,13 @@ mod tests {
         w.client_says(r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#);
         assert!(w.server().is_empty() && w.client().is_empty());
         // The record: hosts only, never a URL; each refusal is a line of its own.
-        let rec = std::fs::read_to_string(w.ctx.policy.output_dir.join(RECORD_FILE)).unwrap();
+        let rec = std::fs::read_to_string(
+            w.ctx
+                .policy
+                .output_dir
+                .join(crate::run_dir::RunDir::GATEWAY_RECORD),
+        )
+        .unwrap();
         assert!(!rec.contains("://") && !rec.contains("t=1"), "{rec}");
         assert!(
             rec.contains("\"page_host\":\"staging.example.com\"")
@@ -1707,7 +1718,11 @@ mod tests {
             w.client_says(&call(id));
             forwarded += w.server().len();
         }
-        let path = w.ctx.policy.output_dir.join(RECORD_FILE);
+        let path = w
+            .ctx
+            .policy
+            .output_dir
+            .join(crate::run_dir::RunDir::GATEWAY_RECORD);
         let size = std::fs::metadata(&path).unwrap().len();
         assert!(size <= 4096, "{size}");
         let lines = std::fs::read_to_string(&path).unwrap().lines().count();

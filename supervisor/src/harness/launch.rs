@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{claude, codex, Harness};
-use crate::worker::McpServer;
+use crate::mcp::McpServer;
 
 /// What the worker is launched with.
 #[derive(Debug, Clone)]
@@ -85,7 +85,7 @@ pub fn worker_command(spec: &WorkerSpec<'_>, run_id: &str) -> Command {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::worker::read_mcp_config;
+    use crate::mcp::read_mcp_config;
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()

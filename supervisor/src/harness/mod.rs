@@ -32,7 +32,6 @@ pub use codex::{catalog as codex_catalog, run_home};
 pub use launch::{check_extra_args, worker_command, WorkerSpec};
 #[cfg(test)]
 mod tests;
-pub(crate) mod version_cache;
 
 pub(crate) use claude::schema_problems as claude_schema_problems;
 
@@ -79,7 +78,7 @@ pub const CLAUDE_ON_FAILURE_SINCE: (u64, u64, u64) = (2, 1, 295);
 const MAX_ATTEMPTS: usize = 5;
 
 /// Which harness: the one enum every crate uses.
-pub use leopold_guard::Harness;
+pub use leopold_guard::{Harness, WiringEntry};
 
 /// Everything wiring needs to know, resolved before any side effect.
 #[derive(Debug, Clone)]
@@ -198,13 +197,13 @@ pub fn guard_command(leopold_exe: &Path) -> Result<String, WiringError> {
 
 /// The version `claude --version` reports, as `(major, minor, patch)`; the probe is bounded by
 /// [`crate::process::VERSION_TIMEOUT`], and its answer cached for this very binary
-/// ([`version_cache`]).
+/// ([`crate::cache`]).
 ///
 /// # Errors
 /// When the binary cannot be run, fails, or prints no version.
 pub fn claude_version(claude_bin: &Path) -> Result<(u64, u64, u64), WiringError> {
-    let text = version_cache::version_output(
-        version_cache::cache_file().as_deref(),
+    let text = crate::cache::version_output(
+        crate::cache::cache_file().as_deref(),
         claude_bin,
         std::time::SystemTime::now(),
         |bin| crate::process::version_output(bin, crate::process::version_timeout()),
@@ -252,19 +251,20 @@ pub fn claude_guard_settings_json(ctx: &Context) -> String {
     )]))
 }
 
-/// What `wire` writes into ACTIVE.json: where the guard is wired.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WireRecord {
-    pub harness: Harness,
-    pub file: PathBuf,
-    pub tag: String,
+/// What ACTIVE.json records of a run's wiring: where the guard is (or is about to be) wired.
+pub fn wiring_record(kind: Harness, ctx: &Context) -> WiringEntry {
+    WiringEntry {
+        harness: kind,
+        file: ctx.settings_path(kind),
+        tag: TAG.to_owned(),
+    }
 }
 
 /// The result of [`wire`].
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct WireOutcome {
-    pub record: WireRecord,
+    pub record: WiringEntry,
     /// Whether the file was written (false: it already held exactly this wiring).
     pub changed: bool,
     /// Things the user should know (e.g. Claude would skip this settings file).
@@ -590,11 +590,7 @@ pub(crate) fn wire_with_hook(
 ) -> Result<WireOutcome, WiringError> {
     let file = ctx.settings_path(kind);
     let spec = ctx.spec(kind);
-    let record = WireRecord {
-        harness: kind,
-        file: file.clone(),
-        tag: TAG.to_owned(),
-    };
+    let record = wiring_record(kind, ctx);
     for _ in 0..MAX_ATTEMPTS {
         let mut warnings = Vec::new();
         let state = fs::read_state(&file).map_err(io_err("read", &file))?;

@@ -877,7 +877,7 @@ fn claude_file_and_directory_are_created_and_removed_again() {
     assert!(out.changed);
     assert_eq!(
         out.record,
-        WireRecord {
+        WiringEntry {
             harness: Harness::Claude,
             file: sb.file(Harness::Claude),
             tag: TAG.to_owned()

@@ -116,7 +116,7 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
                             dt { "Gateway record hash" }
                             dd #gateway-hash { code { (h) } }
                         }
-                        dt { "Run directory" } dd { code { (rec.dir.display()) } }
+                        dt { "Run directory" } dd { code { (rec.dir.path().display()) } }
                     }
                 }
                 (flow_section(rec, flow))

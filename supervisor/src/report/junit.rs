@@ -78,11 +78,8 @@ fn write(w: &mut Writer<Vec<u8>>, rec: &RunRecord) -> std::io::Result<()> {
                         ("flow", flow.clone()),
                         ("harness", harness.clone()),
                         ("outcome", clean(&outcome)),
-                        ("run_dir", clean(&rec.dir.display().to_string())),
-                        (
-                            "report",
-                            clean(&rec.dir.join(super::REPORT_FILE).display().to_string()),
-                        ),
+                        ("run_dir", clean(&rec.dir.path().display().to_string())),
+                        ("report", clean(&rec.dir.report().display().to_string())),
                     ];
                     if let Some(code) = rec.exit_code() {
                         props.push(("exit_code", code.to_string()));
@@ -198,10 +195,7 @@ fn system_out(rec: &RunRecord) -> String {
             t.push_str(&format!("  {w}\n"));
         }
     }
-    t.push_str(&format!(
-        "\nReport: {}\n",
-        rec.dir.join(super::REPORT_FILE).display()
-    ));
+    t.push_str(&format!("\nReport: {}\n", rec.dir.report().display()));
     clean(&t)
 }
 

@@ -17,12 +17,9 @@ use leopold_journal::{
     Action, JournalHeader, Outcome, Verdict, JOURNAL_VERSION, UNCHAINED_JOURNAL_VERSION,
 };
 
+use crate::run_dir::RunDir;
 use crate::state::ActiveState;
 
-/// The name of the report file inside a run directory.
-pub const REPORT_FILE: &str = "report.html";
-/// The persona's final answer, saved verbatim by the run (when the run wrote one).
-pub const FINDINGS_FILE: &str = "findings.md";
 /// Longest `findings.md` shown; the rest is cut with a note (a model can write a lot).
 const MAX_FINDINGS: u64 = 1 << 20;
 /// Most actions a report shows; a run's journal is far shorter, but a report must stay a page a
@@ -38,7 +35,7 @@ const MAX_PROBLEMS: u64 = 100;
 #[derive(Debug, Clone)]
 pub struct RunRecord {
     /// The run directory, absolute.
-    pub dir: PathBuf,
+    pub dir: RunDir,
     /// `run.json`: absent while the run is active, or after a crash until `persona recover`.
     pub state: Option<ActiveState>,
     /// The journal's hash, when the run recorded one in `run.json`.
@@ -67,6 +64,7 @@ impl RunRecord {
             .or_else(|| self.header.as_ref().map(|h| h.run_id.clone()))
             .unwrap_or_else(|| {
                 self.dir
+                    .path()
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default()
@@ -192,7 +190,7 @@ impl RunRecord {
 /// The screenshot file `name` in `<run dir>/browser/output/`, if it is a plain file name there
 /// (a name with a path separator or `..` is never followed: the journal names files, it does not
 /// point at them).
-fn screenshot_path(dir: &Path, name: &str) -> Option<PathBuf> {
+fn screenshot_path(dir: &RunDir, name: &str) -> Option<PathBuf> {
     let plain = !name.is_empty()
         && name != "."
         && name != ".."
@@ -201,7 +199,7 @@ fn screenshot_path(dir: &Path, name: &str) -> Option<PathBuf> {
     if !plain {
         return None;
     }
-    let p = dir.join("browser").join("output").join(name);
+    let p = dir.browser_output().join(name);
     p.is_file().then_some(p)
 }
 
@@ -278,11 +276,11 @@ pub fn hosts_of(a: &Action) -> Vec<String> {
 /// journal's header is unreadable. Each error names the file.
 pub fn read_run(dir: &Path) -> anyhow::Result<RunRecord> {
     let mut rec = read_run_summary(dir)?;
-    let journal = rec.dir.join("journal.jsonl");
+    let journal = rec.dir.journal();
     if journal.exists() {
         read_journal(&journal, &mut rec)?;
     }
-    rec.findings = read_findings(&rec.dir.join(FINDINGS_FILE))?;
+    rec.findings = read_findings(&rec.dir.findings())?;
     rec.tampered = check_chains(&rec)?;
     Ok(rec)
 }
@@ -300,20 +298,21 @@ fn check_chains(rec: &RunRecord) -> anyhow::Result<Vec<String>> {
     let mut out = Vec::new();
     let files = [
         (
-            "journal.jsonl",
+            RunDir::JOURNAL,
+            rec.dir.journal(),
             chained,
             rec.journal_hash.as_deref(),
             "the journal",
         ),
         (
-            leopold_journal::replay::GATEWAY_RECORD,
+            RunDir::GATEWAY_RECORD,
+            rec.dir.gateway_record(),
             true,
             end.and_then(|e| e.gateway_hash.as_deref()),
             "the gateway's record",
         ),
     ];
-    for (name, check, recorded, what) in files {
-        let path = rec.dir.join(name);
+    for (name, path, check, recorded, what) in files {
         let io = |e: std::io::Error| {
             anyhow::Error::new(e).context(format!("cannot read {}", path.display()))
         };
@@ -384,12 +383,13 @@ pub fn read_run_summary(dir: &Path) -> anyhow::Result<RunRecord> {
             dir.display()
         );
     }
-    let run_json = dir.join("run.json");
-    let journal = dir.join("journal.jsonl");
+    let dir = RunDir::new(dir);
+    let run_json = dir.run_json();
+    let journal = dir.journal();
     if !run_json.exists() && !journal.exists() {
         anyhow::bail!(
             "{} is not a run directory: it holds neither run.json nor journal.jsonl\n(hint: runs are under .leopold/persona/runs/; `leopold persona runs` lists them)",
-            dir.display()
+            dir.path().display()
         );
     }
     let (state, journal_hash) = if run_json.exists() {
@@ -599,8 +599,12 @@ pub fn resolve_flow_path(recorded: &Path, run_dir: &Path) -> PathBuf {
 /// directory and, with `--junit FILE`, the JUnit report, both atomically and both from the run
 /// directory (so they say what `persona report` would). Returns a warning per file that could
 /// not be written: the run's outcome and exit code stand either way.
-pub fn after_run(run_dir: &Path, flow: &leopold_flows::Flow, junit: Option<&Path>) -> Vec<String> {
-    let rec = match read_run(run_dir) {
+pub fn after_run(
+    run_dir: &RunDir,
+    flow: &leopold_flows::Flow,
+    junit: Option<&Path>,
+) -> Vec<String> {
+    let rec = match read_run(run_dir.path()) {
         Ok(r) => r,
         Err(e) => return vec![format!("no report written: {e:#}")],
     };
@@ -608,9 +612,7 @@ pub fn after_run(run_dir: &Path, flow: &leopold_flows::Flow, junit: Option<&Path
     let page = html::render(&rec, &FlowSource::Given(flow));
     // Both made from run.json, and `persona report` makes them again: nothing waits on the disk.
     let volatile = crate::state::Durability::Volatile;
-    if let Err(e) =
-        crate::state::write_atomic_as(&rec.dir.join(REPORT_FILE), page.as_bytes(), volatile)
-    {
+    if let Err(e) = crate::state::write_atomic_as(&rec.dir.report(), page.as_bytes(), volatile) {
         warnings.push(format!("no report written: {e:#}"));
     }
     if let Some(path) = junit {
@@ -643,7 +645,7 @@ impl FlowSource<'_> {
         let Some(recorded) = rec.flow_path() else {
             return FlowSource::Missing("the run records no flow file".into());
         };
-        let path = resolve_flow_path(&recorded, &rec.dir);
+        let path = resolve_flow_path(&recorded, rec.dir.path());
         match leopold_flows::Flow::load(&path) {
             Ok(f) => FlowSource::Loaded(Box::new(f)),
             Err(e) => FlowSource::Missing(format!("{e}")),
@@ -742,7 +744,7 @@ mod tests {
         std::fs::write(out.join("page-1.png"), b"x").unwrap();
         std::fs::write(d.path().join("secret.png"), b"x").unwrap();
         assert_eq!(
-            screenshot_path(d.path(), "page-1.png"),
+            screenshot_path(&RunDir::new(d.path()), "page-1.png"),
             Some(out.join("page-1.png"))
         );
         for bad in [
@@ -755,7 +757,7 @@ mod tests {
             "a/../../../secret.png",
             "missing.png",
         ] {
-            assert_eq!(screenshot_path(d.path(), bad), None, "{bad}");
+            assert_eq!(screenshot_path(&RunDir::new(d.path()), bad), None, "{bad}");
         }
     }
 }

@@ -14,7 +14,7 @@
 //!
 //! What the cache could miss, and why it does not: a folder changed twice within the
 //! timestamps' granularity keeps its key; a listing is therefore cached only when its folder has
-//! been left alone for [`version_cache::SETTLE`] (as the version cache does for binaries). A
+//! been left alone for [`crate::cache::SETTLE`] (as the version cache does for binaries). A
 //! folder replaced by another (a rename, a mount over it) has another device or inode. A cache
 //! that cannot be read, is of another version or for another root is ignored and rewritten,
 //! without fsync (a cache lost to a power loss costs one full walk).
@@ -31,8 +31,6 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
-
-use crate::harness::version_cache;
 
 /// The cache file's format version; another is ignored.
 const CACHE_VERSION: u32 = 1;
@@ -72,7 +70,7 @@ struct Key {
 
 impl Key {
     fn of(m: &Metadata) -> Key {
-        let (mtime_ns, ctime_ns) = version_cache::change_times_ns(m);
+        let (mtime_ns, ctime_ns) = crate::cache::change_times_ns(m);
         Key {
             dev: m.dev(),
             ino: m.ino(),
@@ -83,7 +81,7 @@ impl Key {
 
     /// Whether the folder was left alone long enough before `now` for its key to be trusted.
     fn settled(&self, now: SystemTime) -> bool {
-        version_cache::settled(self.mtime_ns.max(self.ctime_ns), now)
+        crate::cache::settled(self.mtime_ns.max(self.ctime_ns), now)
     }
 }
 

@@ -200,60 +200,35 @@ pub fn nxdomain(q: &[u8]) -> Option<Vec<u8>> {
 
 /// Empties every capability set, the bounding set and the ambient set, so neither box-init nor
 /// anything it starts (a root `execve`, a setuid program) holds a capability.
-#[allow(unsafe_code)]
 fn drop_all_capabilities() -> anyhow::Result<()> {
-    // SAFETY: prctl and capset with plain integers and structs we own; no memory is shared.
-    unsafe {
-        for cap in 0..=63 {
-            // EINVAL past the last capability this kernel knows: done.
-            if libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) < 0 {
-                break;
-            }
-            if libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) == 1
-                && libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0
-            {
-                anyhow::bail!(
-                    "cannot drop capability {cap} from the bounding set: {}",
-                    std::io::Error::last_os_error()
-                );
-            }
-        }
-        libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL,
-            0,
-            0,
-            0,
-        );
-        #[repr(C)]
-        struct Header {
-            version: u32,
-            pid: i32,
-        }
-        #[repr(C)]
-        #[derive(Clone, Copy)]
-        struct Data {
-            effective: u32,
-            permitted: u32,
-            inheritable: u32,
-        }
-        let header = Header {
-            version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
-            pid: 0,
+    use rustix::thread::{self as t, CapabilitySet, CapabilitySets};
+    for cap in 0..=63 {
+        let cap = CapabilitySet::from_bits_retain(1 << cap);
+        // EINVAL past the last capability this kernel knows: done.
+        let Ok(held) = t::capability_is_in_bounding_set(cap) else {
+            break;
         };
-        let data = [Data {
-            effective: 0,
-            permitted: 0,
-            inheritable: 0,
-        }; 2];
-        if libc::syscall(libc::SYS_capset, &header, data.as_ptr()) != 0 {
-            anyhow::bail!(
-                "cannot drop capabilities: {}",
-                std::io::Error::last_os_error()
-            );
+        if held {
+            t::remove_capability_from_bounding_set(cap).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot drop capability {} from the bounding set: {}",
+                    cap.bits().trailing_zeros(),
+                    std::io::Error::from(e)
+                )
+            })?;
         }
     }
-    Ok(())
+    let _ = t::clear_ambient_capability_set();
+    let none = CapabilitySet::empty();
+    t::set_capabilities(
+        None,
+        CapabilitySets {
+            effective: none,
+            permitted: none,
+            inheritable: none,
+        },
+    )
+    .map_err(|e| anyhow::anyhow!("cannot drop capabilities: {}", std::io::Error::from(e)))
 }
 
 #[cfg(test)]

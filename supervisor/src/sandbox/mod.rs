@@ -199,10 +199,10 @@ pub fn for_run(no_contain: bool) -> anyhow::Result<Option<PathBuf>> {
 /// inside it: MCP servers reached over HTTP (the box's network reaches the model endpoint only,
 /// and the gateway relays stdio servers only). The provisioned browser and stdio servers run
 /// outside the box, behind the gateway (docs/security.md#the-gateway).
-pub fn check_plan(servers: &[crate::worker::McpServer]) -> anyhow::Result<()> {
+pub fn check_plan(servers: &[crate::mcp::McpServer]) -> anyhow::Result<()> {
     if let Some(s) = servers
         .iter()
-        .find(|s| matches!(s.transport, crate::worker::McpTransport::Http { .. }))
+        .find(|s| matches!(s.transport, crate::mcp::McpTransport::Http { .. }))
     {
         anyhow::bail!(
             "MCP server `{}` is reached over HTTP, and the box's network reaches only the model endpoint\n(hint: give it as a stdio server (`command`), which the gateway relays, or pass --no-contain to run without the box)",
@@ -220,7 +220,7 @@ pub struct Launch<'a> {
     /// What the harness needs in the box, told by its wing.
     pub needs: Needs,
     pub run_id: &'a str,
-    pub run_dir: &'a Path,
+    pub run_dir: &'a crate::run_dir::RunDir,
     pub events_file: PathBuf,
     /// Programs the worker starts itself (stdio MCP servers): their installation, read-only.
     pub programs: Vec<PathBuf>,
@@ -253,7 +253,7 @@ const LIMITS_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 /// relay. Inside a tokio runtime.
 pub fn start(l: Launch<'_>) -> anyhow::Result<Boxed> {
     let leopold = std::env::current_exe().context("cannot find the leopold executable's path")?;
-    let scratch = l.run_dir.join("scratch");
+    let scratch = l.run_dir.scratch();
     std::fs::create_dir_all(&scratch)
         .with_context(|| format!("cannot create {}", scratch.display()))?;
     let mut programs = Vec::new();
@@ -412,7 +412,7 @@ mod tests {
 
     #[test]
     fn what_the_box_cannot_serve_is_refused_up_front() {
-        use crate::worker::{McpServer, McpTransport};
+        use crate::mcp::{McpServer, McpTransport};
         let stdio = McpServer {
             name: "browser".into(),
             transport: McpTransport::Stdio {

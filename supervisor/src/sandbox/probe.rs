@@ -40,8 +40,8 @@ pub(super) fn probe_for_run() -> Availability {
         Ok(b) => b,
         Err(why) => return Availability::Missing(why),
     };
-    let answer = crate::harness::version_cache::cached_answer(
-        crate::harness::version_cache::cache_file_named("box-probe.json").as_deref(),
+    let answer = crate::cache::cached_answer(
+        crate::cache::cache_file_named("box-probe.json").as_deref(),
         &bwrap,
         &namespace_fingerprint(),
         std::time::SystemTime::now(),
@@ -174,7 +174,7 @@ fn walk_system() -> Vec<OsString> {
         }
     }
     a.extend(["--ro-bind", "/etc", "/etc"].map(OsString::from));
-    let cache = crate::harness::version_cache::cache_file_named("etc-listing.json");
+    let cache = crate::cache::cache_file_named("etc-listing.json");
     let walked = super::etc::walk_root(
         "/etc".as_ref(),
         cache.as_deref(),

@@ -308,7 +308,7 @@ mod tests {
             harness_bin: Path::new("/usr/bin/true"),
             needs,
             run_id: "r1",
-            run_dir: &run_dir,
+            run_dir: &crate::run_dir::RunDir::new(&run_dir),
             events_file: dir.path().join("events.jsonl"),
             programs: vec![],
             ro: vec![],

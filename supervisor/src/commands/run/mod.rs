@@ -34,14 +34,14 @@ use serde_json::json;
 
 use crate::cli::RunArgs;
 use crate::commands::pause_point;
-use crate::harness::WorkerSpec;
-use crate::harness::{self, Harness};
+use crate::harness::{self, Harness, WorkerSpec};
+use crate::mcp::{self, McpServer, McpTransport};
 use crate::observe::Observer;
 use crate::output::Failure;
+use crate::run_dir::RunDir;
 use crate::state::{
-    self, ActiveState, LockHolder, RunLock, RunOutcome, StateFile, TryLock, WiringEntry,
+    self, ActiveState, LockHolder, RunEnd, RunLock, RunOutcome, StateFile, TryLock,
 };
-use crate::worker;
 use outcome::{classify, Ended};
 use plan::Plan;
 use progress::{Mode, Reporter};
@@ -171,11 +171,7 @@ fn active_state(
         worker_pid: None,
         started_at: started_at.to_owned(),
         wiring: wires_a_settings_file(plan)
-            .then(|| WiringEntry {
-                harness: plan.kind,
-                file: ctx.settings_path(plan.kind),
-                tag: harness::TAG.into(),
-            })
+            .then(|| harness::wiring_record(plan.kind, ctx))
             .into_iter()
             .collect(),
         guard_settings,
@@ -203,7 +199,7 @@ fn wires_a_users_file(plan: &Plan) -> bool {
 /// What step 4 set up for the rest of the run.
 struct Started {
     run_id: String,
-    run_dir: PathBuf,
+    run_dir: RunDir,
     /// Claude's `--settings` file.
     guard_settings: Option<PathBuf>,
     /// The run's wiring context: for Codex, the run's own `CODEX_HOME`
@@ -280,7 +276,7 @@ async fn lifecycle(
         proof,
     } = match launch(&plan, &started, proof, timings) {
         Ok(launched) => launched,
-        Err(msg) => return run.setup_failed(msg),
+        Err(e) => return run.setup_failed(format!("{e:#}")),
     };
     let pgid = child.id().unwrap_or(0);
     run.st.worker_pid = Some(pgid);
@@ -289,22 +285,21 @@ async fn lifecycle(
     // refuses an unreadable ACTIVE.json: `Whole`, one fsync and no directory sync.
     let recorded = run
         .st
-        .write_as(&plan.paths.active(), state::Durability::Whole)
-        .map_err(|e| format!("{e:#}"));
+        .write_as(&plan.paths.active(), state::Durability::Whole);
     // A boxed worker runs beside the proof; its model waits for the guard's answer.
     let proved = match proof {
         Some(Ok(p)) => settle(p, &plan, &mut observer, timings),
         Some(Err(e)) => Err(e),
         None => Ok(()),
     };
-    if let Err(msg) = recorded.and(proved) {
+    if let Err(e) = recorded.and(proved) {
         // Recovery could not find this worker by its recorded pid, or the guard is not proven
         // (the worker reached no model yet): stop it now.
         stop_before_supervision(&mut child, pgid).await;
         drop(web);
         drop(gateway);
         drop(boxed);
-        return run.setup_failed(msg);
+        return run.setup_failed(format!("{e:#}"));
     }
     if let Some(b) = &boxed {
         b.open();
@@ -390,21 +385,23 @@ async fn lifecycle(
     );
     timings.mark("worker_exited");
     let code = run.finish(Ending {
-        outcome: c.outcome,
-        counts: sup.counts,
-        worker_status: sup.status.as_ref().map(crate::process::describe_status),
-        reason: c.reason,
-        cause: c.cause,
-        findings: sup.findings,
-        findings_not_kept: sup.findings_not_kept,
-        gateway_mismatches,
+        end: RunEnd {
+            counts: sup.counts,
+            worker_status: sup.status.as_ref().map(crate::process::describe_status),
+            reason: c.reason,
+            cause: c.cause,
+            findings: sup.findings,
+            findings_not_kept: sup.findings_not_kept,
+            gateway_mismatches,
+            journal_hash: Some(observer.journal_hash()),
+            gateway_hash,
+            ..RunEnd::new(c.outcome)
+        },
         // An empty answer is no answer: there is nothing to save or show.
         answer: observer
             .answer()
             .filter(|a| !a.trim().is_empty())
             .map(str::to_owned),
-        journal_hash: Some(observer.journal_hash()),
-        gateway_hash,
         journal_sync: observer.take_sync(),
     })?;
     for (step, at) in std::mem::take(&mut run.steps) {
@@ -463,13 +460,12 @@ fn record_active(
 ) -> anyhow::Result<(Started, ActiveState)> {
     let run_id = state::new_run_id();
     let run_dir = plan.paths.run_dir(&run_id);
-    std::fs::create_dir_all(&run_dir)
-        .with_context(|| format!("cannot create {}", run_dir.display()))?;
-    let guard_settings =
-        (plan.kind == Harness::Claude).then(|| run_dir.join("guard-settings.json"));
+    std::fs::create_dir_all(run_dir.path())
+        .with_context(|| format!("cannot create {}", run_dir.path().display()))?;
+    let guard_settings = (plan.kind == Harness::Claude).then(|| run_dir.guard_settings());
     // Codex: the guard goes into the run's own copy of the configuration, never the user's file.
     let ctx = match plan.kind {
-        Harness::Codex => harness::run_home::run_context(&plan.ctx, &run_dir),
+        Harness::Codex => harness::run_home::run_context(&plan.ctx, run_dir.path()),
         Harness::Claude => plan.ctx.clone(),
     };
     // The provisioned browser's files, before ACTIVE.json names them for the guard.
@@ -606,8 +602,8 @@ fn gateway_servers(
     provisioned: Option<&crate::browser::Provisioned>,
     leopold: &Path,
     sock_dir: &Path,
-) -> (Vec<crate::gateway::Upstream>, Vec<worker::McpServer>) {
-    let (real, is_provisioned): (Vec<worker::McpServer>, bool) = match provisioned {
+) -> (Vec<crate::gateway::Upstream>, Vec<McpServer>) {
+    let (real, is_provisioned): (Vec<McpServer>, bool) = match provisioned {
         Some(p) => (vec![p.server.clone()], true),
         None => (plan.mcp_servers.clone(), false),
     };
@@ -615,7 +611,7 @@ fn gateway_servers(
     let mut given = Vec::new();
     for s in real {
         match s.transport {
-            worker::McpTransport::Stdio { command, args, env } => {
+            McpTransport::Stdio { command, args, env } => {
                 given.push(crate::gateway::relay_server(leopold, sock_dir, &s.name));
                 upstreams.push(crate::gateway::Upstream {
                     name: s.name,
@@ -625,7 +621,7 @@ fn gateway_servers(
                     provisioned: is_provisioned,
                 });
             }
-            worker::McpTransport::Http { .. } => given.push(s),
+            McpTransport::Http { .. } => given.push(s),
         }
     }
     (upstreams, given)
@@ -642,7 +638,7 @@ struct Launched {
     /// A boxed run's proof, started once the worker was: the box lets the worker reach its
     /// model only once the guard has denied ([`crate::sandbox::RunBox`]). `Err`: it could not
     /// start (the setup failure to report).
-    proof: Option<Result<proof::Proof, String>>,
+    proof: Option<anyhow::Result<proof::Proof>>,
 }
 
 /// Step 6: creates the journal (before the worker exists: nothing it does goes unrecorded); then
@@ -655,7 +651,7 @@ fn launch(
     started: &Started,
     proof: Option<proof::Proof>,
     timings: &mut Timings,
-) -> Result<Launched, String> {
+) -> anyhow::Result<Launched> {
     let provisioned = started.provisioned.as_ref();
     let extra: Vec<String> = match provisioned {
         Some(_) => crate::browser::harness_args(plan.kind)
@@ -664,8 +660,7 @@ fn launch(
             .collect(),
         None => plan.extra.clone(),
     };
-    let leopold = std::env::current_exe()
-        .map_err(|e| format!("cannot find the leopold executable's path: {e}"))?;
+    let leopold = std::env::current_exe().context("cannot find the leopold executable's path")?;
     let sock_dir = crate::sandbox::sock_dir_for(&started.run_id);
     let (mut upstreams, given) = gateway_servers(plan, provisioned, &leopold, &sock_dir);
     if let (Some(bwrap), Some(p)) = (&plan.bwrap, provisioned) {
@@ -692,15 +687,13 @@ fn launch(
             up.args = args;
         }
     }
-    let relay_config = started.run_dir.join("mcp-relay.json");
+    let relay_config = started.run_dir.mcp_relay();
     if !given.is_empty() {
-        let mut text = serde_json::to_string_pretty(&worker::mcp_config_json(&given))
-            .map_err(|e| format!("{e}"))?;
+        let mut text = serde_json::to_string_pretty(&mcp::mcp_config_json(&given))?;
         text.push('\n');
         // Read by the worker while the run lives, and made again by the next run: nothing waits
         // on the disk for it.
-        state::write_atomic_as(&relay_config, text.as_bytes(), state::Durability::Volatile)
-            .map_err(|e| format!("{e:#}"))?;
+        state::write_atomic_as(&relay_config, text.as_bytes(), state::Durability::Volatile)?;
     }
     // In the run's own Codex home, which the worker reads inside the box.
     let codex_catalog = started
@@ -708,8 +701,7 @@ fn launch(
         .codex_home
         .join(harness::codex_catalog::CATALOG_FILE);
     if let Some(text) = &plan.codex_catalog {
-        state::write_atomic_as(&codex_catalog, text.as_bytes(), state::Durability::Volatile)
-            .map_err(|e| format!("{e:#}"))?;
+        state::write_atomic_as(&codex_catalog, text.as_bytes(), state::Durability::Volatile)?;
     }
     let spec = WorkerSpec {
         kind: plan.kind,
@@ -728,11 +720,10 @@ fn launch(
     let mut observer = Observer::new(
         plan.kind,
         &plan.flow,
-        &started.run_dir.join("journal.jsonl"),
+        &started.run_dir.journal(),
         &started.run_id,
         &plan.paths.events(),
-    )
-    .map_err(|e| format!("{e:#}"))?;
+    )?;
     // Without the box nothing holds the worker back from its model: the guard is proven before
     // it starts.
     if let Some(p) = proof {
@@ -745,33 +736,29 @@ fn launch(
     }
     // The box: the worker's whole tree in its own namespaces (crate::sandbox).
     let boxed = match &plan.bwrap {
-        Some(bwrap) => Some(
-            crate::sandbox::start(crate::sandbox::Launch {
-                bwrap,
-                project: &plan.paths.project,
-                harness_bin: &plan.bin,
-                needs: harness::box_needs(
-                    plan.kind,
-                    &started.run_dir.join("scratch"),
-                    &started.ctx.codex_home,
-                    Some(plan.ctx.codex_home.join("auth.json")).filter(|p| p.is_file()),
-                )
-                .map_err(|e| format!("{e:#}"))?,
-                run_id: &started.run_id,
-                run_dir: &started.run_dir,
-                events_file: plan.paths.events(),
-                ro: std::iter::once(plan.flow_path.clone())
-                    .chain((!spec.mcp_servers.is_empty()).then(|| relay_config.clone()))
-                    .collect(),
-                // Every MCP server runs outside, behind the gateway; inside, only the relay
-                // (this binary, already there).
-                programs: Vec::new(),
-                rw: Vec::new(),
-                limits: plan.limits,
-                tripwire: plan.tripwire.clone(),
-            })
-            .map_err(|e| format!("{e:#}"))?,
-        ),
+        Some(bwrap) => Some(crate::sandbox::start(crate::sandbox::Launch {
+            bwrap,
+            project: &plan.paths.project,
+            harness_bin: &plan.bin,
+            needs: harness::box_needs(
+                plan.kind,
+                &started.run_dir.scratch(),
+                &started.ctx.codex_home,
+                Some(plan.ctx.codex_home.join("auth.json")).filter(|p| p.is_file()),
+            )?,
+            run_id: &started.run_id,
+            run_dir: &started.run_dir,
+            events_file: plan.paths.events(),
+            ro: std::iter::once(plan.flow_path.clone())
+                .chain((!spec.mcp_servers.is_empty()).then(|| relay_config.clone()))
+                .collect(),
+            // Every MCP server runs outside, behind the gateway; inside, only the relay
+            // (this binary, already there).
+            programs: Vec::new(),
+            rw: Vec::new(),
+            limits: plan.limits,
+            tripwire: plan.tripwire.clone(),
+        })?),
         None => None,
     };
     // The gateway, in boxed and unboxed runs alike: the decision depends on no hook.
@@ -781,7 +768,7 @@ fn launch(
         None
     } else {
         let output_dir = provisioned.map_or_else(
-            || started.run_dir.join("browser").join("output"),
+            || started.run_dir.browser_output(),
             |p| p.output_dir.clone(),
         );
         let gw = crate::gateway::start(crate::gateway::Start {
@@ -796,8 +783,7 @@ fn launch(
             max_record: plan.limits.records,
             tripwire: plan.tripwire.clone(),
             web: provisioned.map(|_| web_seen.clone()),
-        })
-        .map_err(|e| format!("{e:#}"))?;
+        })?;
         observer = observer.with_gateway(gw.shared.clone());
         Some(gw)
     };
@@ -808,17 +794,14 @@ fn launch(
                 Some(l) => crate::web::Listen::Tcp(l),
                 None => crate::web::Listen::Unix(sock_dir.join(crate::web::SOCK)),
             };
-            Some(
-                crate::web::start(crate::web::Start {
-                    flow: plan.flow.clone(),
-                    listen,
-                    authority: p.authority.clone(),
-                    ca_certs: plan.ca_certs.clone(),
-                    record: gw.recorder(),
-                    seen: web_seen.clone(),
-                })
-                .map_err(|e| format!("{e:#}"))?,
-            )
+            Some(crate::web::start(crate::web::Start {
+                flow: plan.flow.clone(),
+                listen,
+                authority: p.authority.clone(),
+                ca_certs: plan.ca_certs.clone(),
+                record: gw.recorder(),
+                seen: web_seen.clone(),
+            })?)
         }
         _ => None,
     };
@@ -829,13 +812,11 @@ fn launch(
     };
     let child = tokio::process::Command::from(cmd)
         .spawn()
-        .map_err(|e| format!("cannot start the worker {}: {e}", plan.bin.display()))?;
+        .with_context(|| format!("cannot start the worker {}", plan.bin.display()))?;
     tracing::debug!(pgid = child.id(), "worker {} started", plan.bin.display());
     timings.mark("worker_spawned");
     // In the box, the proof runs beside the worker; its model waits ([`Launched::proof`]).
-    let proof = boxed
-        .is_some()
-        .then(|| proof::start_proof(plan).map_err(|e| format!("{e:#}")));
+    let proof = boxed.is_some().then(|| proof::start_proof(plan));
     Ok(Launched {
         child,
         observer,
@@ -853,8 +834,8 @@ fn settle(
     plan: &Plan,
     observer: &mut Observer,
     timings: &mut Timings,
-) -> Result<(), String> {
-    proof.verdict().map_err(|e| format!("{e:#}"))?;
+) -> anyhow::Result<()> {
+    proof.verdict()?;
     timings.mark("proved");
     observer.events_from(
         std::fs::metadata(plan.paths.events())

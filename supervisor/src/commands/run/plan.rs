@@ -10,7 +10,6 @@ use leopold_flows::Flow;
 use crate::cli::RunArgs;
 use crate::harness::{self, Harness};
 use crate::state::{self, PersonaPaths};
-use crate::worker;
 
 /// Default grace between SIGTERM and SIGKILL.
 const DEFAULT_GRACE: Duration = Duration::from_secs(5);
@@ -24,7 +23,7 @@ pub struct Plan {
     pub flow_path: PathBuf,
     pub kind: Harness,
     pub bin: PathBuf,
-    pub mcp_servers: Vec<worker::McpServer>,
+    pub mcp_servers: Vec<crate::mcp::McpServer>,
     /// The provisioned browser's programs, when the run provisions one.
     pub browser: Option<crate::browser::BrowserBins>,
     pub extra: Vec<String>,
@@ -109,7 +108,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         Some(p) => {
             let abs = std::path::absolute(p)
                 .with_context(|| format!("cannot resolve {}", p.display()))?;
-            worker::read_mcp_config(&abs)?
+            crate::mcp::read_mcp_config(&abs)?
         }
         None => Vec::new(),
     };

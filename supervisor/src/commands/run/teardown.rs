@@ -2,13 +2,13 @@
 //! `--settings` file, archive ACTIVE.json as `run.json`, release the lock, print the summary.
 
 use anyhow::Context as _;
-use serde_json::json;
 
 use super::plan::Plan;
 use super::progress::{summary_line, Reporter};
 use crate::exit::RunExit;
 use crate::harness;
-use crate::state::{self, ActiveState, Counts, Finding, RunEnd, RunLock, RunOutcome, StateFile};
+use crate::run_dir::RunDir;
+use crate::state::{self, ActiveState, RunEnd, RunLock, RunOutcome, StateFile};
 
 pub struct Teardown<'a> {
     pub plan: &'a Plan,
@@ -24,26 +24,12 @@ pub struct Teardown<'a> {
 
 /// How the run ended, for [`Teardown::finish`].
 pub struct Ending {
-    pub outcome: RunOutcome,
-    pub counts: Counts,
-    pub worker_status: Option<String>,
-    pub reason: Option<String>,
-    /// For a timeout: what the run was waiting for.
-    pub cause: Option<String>,
-    /// The walls the persona hit.
-    pub findings: Vec<Finding>,
-    pub findings_not_kept: u64,
-    /// Where the gateway's record and the harness's stream disagree, call by call
-    /// (docs/security.md#the-gateway): each one made the run `violated`.
-    pub gateway_mismatches: Vec<String>,
+    /// `run.json`'s `end` and the `run_ended` event. Its `ended_at` is when the run is archived;
+    /// a chain head left `None` (the journal's before the worker ran, the gateway record's
+    /// without a gateway) is read from its file, if the run got that far.
+    pub end: RunEnd,
     /// The persona's final answer, saved verbatim as `findings.md`.
     pub answer: Option<String>,
-    /// The journal's chain head, from the writer; `None` before the worker ran (then read from
-    /// the journal file, if the run got that far).
-    pub journal_hash: Option<String>,
-    /// The gateway record's chain head, from its writer; `None` without a gateway (then read
-    /// from `gateway.jsonl`, if there is one).
-    pub gateway_hash: Option<String>,
     /// The journal's last sync, under way: waited for before the project is released.
     pub journal_sync: Option<leopold_journal::PendingSync>,
 }
@@ -52,17 +38,11 @@ impl Ending {
     /// An ending before the worker ran.
     pub fn early(outcome: RunOutcome, reason: String) -> Ending {
         Ending {
-            outcome,
-            counts: Counts::default(),
-            worker_status: None,
-            reason: Some(reason),
-            cause: None,
-            findings: Vec::new(),
-            findings_not_kept: 0,
-            gateway_mismatches: Vec::new(),
+            end: RunEnd {
+                reason: Some(reason),
+                ..RunEnd::new(outcome)
+            },
             answer: None,
-            journal_hash: None,
-            gateway_hash: None,
             journal_sync: None,
         }
     }
@@ -77,7 +57,12 @@ impl Teardown<'_> {
 
     /// Returns the exit code: the outcome's, or 2 when unwiring failed (ACTIVE.json is then kept
     /// so that `persona recover`, or the next run, retries).
-    pub fn finish(&mut self, end: Ending) -> anyhow::Result<u8> {
+    pub fn finish(&mut self, ending: Ending) -> anyhow::Result<u8> {
+        let Ending {
+            mut end,
+            answer,
+            journal_sync,
+        } = ending;
         let plan = self.plan;
         let _step = tracing::info_span!("teardown", outcome = end.outcome.as_str()).entered();
         let out = self.out;
@@ -139,12 +124,12 @@ impl Teardown<'_> {
                     .warn(&format!("cannot remove {}: {e}", gs.display())),
             }
         }
-        let code = end.outcome.exit_code();
+        let code = end.exit_code;
         let run_dir = plan.paths.run_dir(&self.st.run_id);
         // The persona's answer, byte for byte as the model wrote it, before run.json says the
         // run ended (a reader that sees run.json finds findings.md too).
-        let findings_file = run_dir.join(crate::report::FINDINGS_FILE);
-        if let Some(answer) = &end.answer {
+        let findings_file = run_dir.findings();
+        if let Some(answer) = &answer {
             // `Whole`: run.json's write below syncs the directory they share, for both.
             if let Err(e) =
                 state::write_atomic_as(&findings_file, answer.as_bytes(), state::Durability::Whole)
@@ -152,35 +137,21 @@ impl Teardown<'_> {
                 self.out.warn(&format!("{e:#}"));
             }
         }
-        let journal = run_dir.join("journal.jsonl");
-        let journal_hash = end
+        end.journal_hash = end
             .journal_hash
-            .clone()
-            .or_else(|| crate::observe::chain_head_of_file(&journal));
-        let gateway_hash = end.gateway_hash.clone().or_else(|| {
-            crate::observe::chain_head_of_file(&run_dir.join(crate::gateway::RECORD_FILE))
-        });
+            .or_else(|| crate::observe::chain_head_of_file(&run_dir.journal()));
+        end.gateway_hash = end
+            .gateway_hash
+            .or_else(|| crate::observe::chain_head_of_file(&run_dir.gateway_record()));
+        end.ended_at = state::now_rfc3339();
         let mut fin = self.st.clone();
         fin.active = false;
-        fin.end = Some(RunEnd {
-            outcome: end.outcome,
-            exit_code: code,
-            ended_at: state::now_rfc3339(),
-            counts: end.counts.clone(),
-            worker_status: end.worker_status,
-            reason: end.reason.clone(),
-            cause: end.cause.clone(),
-            findings: end.findings.clone(),
-            findings_not_kept: end.findings_not_kept,
-            gateway_mismatches: end.gateway_mismatches.clone(),
-            journal_hash: journal_hash.clone(),
-            gateway_hash: gateway_hash.clone(),
-        });
+        fin.end = Some(end.clone());
         // Whole here, its directory synced below: run.json is written while the journal's last
         // sync is still under way, and the project is released once both files are on disk.
-        let run_json = run_dir.join("run.json");
+        let run_json = run_dir.run_json();
         fin.write_as(&run_json, state::Durability::Whole)?;
-        if let Some(sync) = end.journal_sync {
+        if let Some(sync) = journal_sync {
             if let Err(e) = sync.wait() {
                 self.out.warn(&format!("journal: {e:#}"));
             }
@@ -195,53 +166,37 @@ impl Teardown<'_> {
         // before this, recovery finds ACTIVE.json (its removal is not durable before either)
         // and archives the run as crashed.
         crate::fs::sync_dir_of(&run_json);
-        let rel = crate::project::shown(&run_dir);
+        let rel = crate::project::shown(run_dir.path());
         // report.html (and --junit), from the run directory now that run.json is final.
         for w in crate::report::after_run(&run_dir, &plan.flow, plan.junit.as_deref()) {
             self.out.warn(&w);
         }
         self.out
-            .info(&format!("leopold: report: {rel}/report.html"));
+            .info(&format!("leopold: report: {rel}/{}", RunDir::REPORT));
         self.out.summary(&summary_line(
             &self.st.run_id,
             end.outcome,
             &end.counts,
             end.reason.as_deref(),
-            journal_hash.as_deref(),
+            end.journal_hash.as_deref(),
             &rel,
         ));
         // The findings after the summary, URLs shown as hosts (findings.md keeps them).
-        let shown = end
-            .answer
+        let shown = answer
             .as_deref()
             .map(|a| crate::redact::strip_urls(a.trim_end()));
         match &shown {
             Some(text) => self.out.summary(&format!(
                 "leopold: findings ({rel}/{}):\n{text}",
-                crate::report::FINDINGS_FILE
+                RunDir::FINDINGS
             )),
             None if self.st.worker_pid.is_some() => self
                 .out
                 .info("leopold: the persona gave no final answer (no findings.md)"),
             None => {}
         }
-        self.out.json(json!({
-            "event": "run_ended",
-            "run_id": self.st.run_id,
-            "outcome": end.outcome,
-            "exit_code": code,
-            "counts": end.counts,
-            "reason": end.reason,
-            "cause": end.cause,
-            "findings": end.answer,
-            "walls": end.findings,
-            "run_dir": run_dir,
-            "findings_file": end.answer.is_some().then_some(&findings_file),
-            "report": run_dir.join(crate::report::REPORT_FILE),
-            "gateway_mismatches": end.gateway_mismatches,
-            "journal_hash": journal_hash,
-            "gateway_hash": gateway_hash,
-        }));
+        self.out
+            .json(end.event(&self.st.run_id, &run_dir, answer.as_deref()));
         Ok(code)
     }
 }

@@ -3,7 +3,7 @@
 //! MCP servers as `-c` overrides, and the arguments after `--` that would undo any of them.
 
 use crate::harness::WorkerSpec;
-use crate::worker::{McpServer, McpTransport};
+use crate::mcp::{McpServer, McpTransport};
 
 /// Codex's switches that leave the worker the browser
 /// (docs/harness-facts.md#9-what-the-worker-can-do-besides-the-browser;

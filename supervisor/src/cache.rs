@@ -1,15 +1,17 @@
-//! A cache of what `<harness> --version` printed, so a run does not start a harness process
-//! (about 10 ms for the real Claude Code, most of start → spawn) only to read a version that
-//! has not changed since the last run.
+//! Leopold's caches under `$XDG_CACHE_HOME/leopold/` (else `~/.cache/leopold/`; no cache when
+//! neither is known): answers that would cost a process or a walk to learn again. What
+//! `<harness> --version` printed, so a run does not start a harness process (about 10 ms for the
+//! real Claude Code, most of start → spawn) only to read a version that has not changed since
+//! the last run; the box's probe; and, with this module's keys ([`cache_file_named`],
+//! [`change_times_ns`], [`settled`]), the box's listing of `/etc` (`sandbox::etc`).
 //!
-//! Kept in `$XDG_CACHE_HOME/leopold/harness-versions.json` (else `~/.cache/...`; no cache when
-//! neither is known), keyed by the binary's canonical path and what `stat` says of it: device,
-//! inode, size, mtime and ctime. Replacing, rewriting, touching or `chmod`ing the binary changes
-//! the key, so an answer is never trusted past a change of the binary. What the cache cannot see
-//! is a wrapper script whose target changed while the script stayed as it was; an entry is
-//! therefore also dropped after [`MAX_AGE`]. A cache that is unreadable, of another version, or
-//! names another key is ignored and rewritten; it is written without fsync (a cache lost to a
-//! power loss costs one probe).
+//! The versions are kept in `harness-versions.json`, keyed by the binary's canonical path and
+//! what `stat` says of it: device, inode, size, mtime and ctime. Replacing, rewriting, touching
+//! or `chmod`ing the binary changes the key, so an answer is never trusted past a change of the
+//! binary. What the cache cannot see is a wrapper script whose target changed while the script
+//! stayed as it was; an entry is therefore also dropped after [`MAX_AGE`]. A cache that is
+//! unreadable, of another version, or names another key is ignored and rewritten; it is written
+//! without fsync (a cache lost to a power loss costs one probe).
 //!
 //! Only answers are cached: a failed or timed-out probe runs again next time. A binary modified
 //! within the last [`SETTLE`] is not cached, since a second write within the timestamps'

@@ -1,5 +1,6 @@
-//! The flow's MCP servers, as a `--mcp-config` file gives them. (The worker's launch is its
-//! harness's wing's: `crate::harness::launch`.)
+//! The MCP servers a run hands its worker: read from a `--mcp-config` file (Claude's format),
+//! and written back in that format for the worker (the gateway's relays) and for the record of a
+//! provisioned browser's real server.
 
 use std::path::Path;
 

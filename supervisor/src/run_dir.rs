@@ -1,0 +1,83 @@
+//! One run's directory, `.leopold/persona/runs/<run_id>/`, and the name of every file in it,
+//! spelled here once: the run writes them, recovery and teardown archive them, `persona report`
+//! and `persona runs` read them. (`persona replay` is the journal crate's, which cannot depend on
+//! this one: `leopold_journal::replay` names the journal, `run.json` and the gateway's record
+//! itself.)
+
+use std::path::{Path, PathBuf};
+
+/// A run directory. Its files are named by its methods; nothing else joins a name onto it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
+pub struct RunDir(PathBuf);
+
+impl RunDir {
+    /// `run.json`: ACTIVE.json's final state, with `end`, once the run ended.
+    pub const RUN_JSON: &'static str = "run.json";
+    /// The journal, hash-chained (docs/reference.md#journal).
+    pub const JOURNAL: &'static str = "journal.jsonl";
+    /// The gateway's record of every call it saw, hash-chained (docs/security.md#the-gateway).
+    pub const GATEWAY_RECORD: &'static str = leopold_journal::replay::GATEWAY_RECORD;
+    /// The persona's final answer, saved verbatim (when it gave one).
+    pub const FINDINGS: &'static str = "findings.md";
+    /// The run's report page.
+    pub const REPORT: &'static str = "report.html";
+
+    pub fn new(path: impl Into<PathBuf>) -> RunDir {
+        RunDir(path.into())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn run_json(&self) -> PathBuf {
+        self.0.join(Self::RUN_JSON)
+    }
+
+    pub fn journal(&self) -> PathBuf {
+        self.0.join(Self::JOURNAL)
+    }
+
+    pub fn gateway_record(&self) -> PathBuf {
+        self.0.join(Self::GATEWAY_RECORD)
+    }
+
+    /// What the gateway's server `server` wrote on its stderr.
+    pub fn gateway_log(&self, server: &str) -> PathBuf {
+        self.0.join(format!("gateway-{server}.log"))
+    }
+
+    pub fn findings(&self) -> PathBuf {
+        self.0.join(Self::FINDINGS)
+    }
+
+    pub fn report(&self) -> PathBuf {
+        self.0.join(Self::REPORT)
+    }
+
+    /// Leopold's own files for the run, copied into the box's scratch (docs/security.md#the-box).
+    pub fn scratch(&self) -> PathBuf {
+        self.0.join("scratch")
+    }
+
+    /// The provisioned browser's files: its configuration, profile and home.
+    pub fn browser(&self) -> PathBuf {
+        self.0.join("browser")
+    }
+
+    /// Where the browser saves screenshots and snapshots: its MCP servers' working directory.
+    pub fn browser_output(&self) -> PathBuf {
+        self.browser().join("output")
+    }
+
+    /// Claude's `--settings` file, while the run lives.
+    pub fn guard_settings(&self) -> PathBuf {
+        self.0.join("guard-settings.json")
+    }
+
+    /// The MCP configuration the worker is given: the gateway's relay for each server.
+    pub fn mcp_relay(&self) -> PathBuf {
+        self.0.join("mcp-relay.json")
+    }
+}
