@@ -1,0 +1,112 @@
+//! The gateway's record beside a journal: its chain, its head, and the disagreements the run
+//! wrote into it.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::{open, read_error, ReplayError, ReplayEvent, ReplaySummary, MAX_LINE};
+use crate::chain::JournalHash;
+
+/// Checks the gateway record's chain, and its head against the one `run.json` recorded.
+pub(super) fn check_gateway_record(
+    s: &mut ReplaySummary,
+    path: &Path,
+    recorded: Option<&str>,
+    on_event: &mut dyn FnMut(ReplayEvent),
+) -> Result<(), ReplayError> {
+    let found = match File::open(path) {
+        Ok(f) => {
+            let check = crate::chain::check_lines(BufReader::with_capacity(256 << 10, f))
+                .map_err(read_error(path))?;
+            s.gateway_lines = check.lines;
+            s.gateway_chain_breaks = check.breaks;
+            s.gateway_hash = check.head.map(|h| h.to_string());
+            if let Some((line, problem)) = check.first_break {
+                on_event(ReplayEvent::GatewayChainBreak {
+                    file: path.to_path_buf(),
+                    line,
+                    problem,
+                });
+            }
+            if check.lines > 0 {
+                disagreements(s, path, on_event)?;
+            }
+            check.head
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(read_error(path)(e)),
+    };
+    if let Some(expected) = recorded {
+        let matches = match (&found, expected.parse::<JournalHash>()) {
+            (Some(f), Ok(e)) => *f == e,
+            _ => false,
+        };
+        if !matches {
+            s.head_mismatches += 1;
+            on_event(ReplayEvent::GatewayHeadMismatch {
+                file: path.to_path_buf(),
+                expected: expected.chars().take(80).collect(),
+                found: found.map(|h| h.to_string()),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The disagreements the run wrote into the gateway's record, each a finding.
+pub(super) fn disagreements(
+    s: &mut ReplaySummary,
+    path: &Path,
+    on_event: &mut dyn FnMut(ReplayEvent),
+) -> Result<(), ReplayError> {
+    #[derive(Deserialize)]
+    struct Line<'a> {
+        #[serde(borrow, default)]
+        event: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        what: Option<Cow<'a, str>>,
+    }
+    let mut reader = open(path)?;
+    let mut line = Vec::new();
+    let mut n: u64 = 0;
+    loop {
+        line.clear();
+        // A line too long to be one of the record's own is no disagreement line: skipped.
+        let got = (&mut reader)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(read_error(path))?;
+        if got == 0 {
+            return Ok(());
+        }
+        if line.len() > MAX_LINE && line.last() != Some(&b'\n') {
+            let mut sink = Vec::new();
+            reader
+                .read_until(b'\n', &mut sink)
+                .map_err(read_error(path))?;
+        }
+        n += 1;
+        let Ok(l) = serde_json::from_slice::<Line<'_>>(&line) else {
+            continue;
+        };
+        if l.event.as_deref() == Some("disagreement") {
+            s.gateway_disagreements += 1;
+            on_event(ReplayEvent::GatewayDisagreement {
+                file: path.to_path_buf(),
+                line: n,
+                // Someone else's text, if the record was rewritten: shown, but bounded.
+                what: l
+                    .what
+                    .as_deref()
+                    .unwrap_or("(no description)")
+                    .chars()
+                    .take(400)
+                    .collect(),
+            });
+        }
+    }
+}
