@@ -13,6 +13,7 @@
 
 use std::fmt;
 use std::io::{self, BufRead};
+use std::path::Path;
 use std::str::FromStr;
 
 use serde::{Serialize, Serializer};
@@ -170,6 +171,14 @@ pub fn head_of<R: BufRead>(mut reader: R) -> io::Result<Option<JournalHash>> {
         head = Some(hasher.finish_line());
     }
     Ok(head)
+}
+
+/// The head of a chained file on disk ([`head_of`]), as the file is now: for a run whose writer
+/// is gone (set-up failed, or a crash recovered), or a record to be continued. `None` when there
+/// is no file to read, or it is empty.
+pub fn head_of_file(path: &Path) -> Option<JournalHash> {
+    let f = std::fs::File::open(path).ok()?;
+    head_of(io::BufReader::new(f)).ok().flatten()
 }
 
 /// What [`check_lines`] found of a chained file's links.

@@ -167,10 +167,12 @@ pub fn recover_locked(
                 findings_not_kept: 0,
                 gateway_mismatches: Vec::new(),
                 // As recovery found the journal: what a later replay `--expect`s.
-                journal_hash: crate::observe::chain_head_of_file(&run_dir.join("journal.jsonl")),
-                gateway_hash: crate::observe::chain_head_of_file(
+                journal_hash: leopold_journal::chain::head_of_file(&run_dir.join("journal.jsonl"))
+                    .map(|h| h.to_string()),
+                gateway_hash: leopold_journal::chain::head_of_file(
                     &run_dir.join(crate::gateway::RECORD_FILE),
-                ),
+                )
+                .map(|h| h.to_string()),
             });
             st.write_atomic(&run_json)?;
         }

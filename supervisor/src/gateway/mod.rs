@@ -355,10 +355,7 @@ impl Record {
             return;
         }
         if let Some(o) = v.as_object_mut() {
-            o.insert(
-                "ts".into(),
-                json!(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()),
-            );
+            o.insert("ts".into(), json!(leopold_journal::now_rfc3339()));
         }
         let mut bytes = v.to_string().into_bytes();
         let prev = self.head.unwrap_or(leopold_journal::GENESIS);
@@ -507,10 +504,7 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
         .open(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
     // A record already there (the run's gateway started before) is continued, not restarted.
-    let head = std::fs::File::open(&path)
-        .ok()
-        .and_then(|f| leopold_journal::chain::head_of(std::io::BufReader::new(f)).ok())
-        .flatten();
+    let head = leopold_journal::chain::head_of_file(&path);
     let mut rec = Record::new(file, head);
     rec.max = s.max_record;
     rec.tripwire = s.tripwire;

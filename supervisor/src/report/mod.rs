@@ -246,28 +246,11 @@ pub fn describe_action(a: &Action) -> String {
     if let Some(l) = &a.label {
         s.push_str(&format!(" {l:?}"));
     }
-    let hosts = hosts_of(a);
+    let hosts = a.hosts();
     if !hosts.is_empty() {
         s.push_str(&format!(" [{}]", hosts.join(", ")));
     }
     s
-}
-
-/// The distinct hosts an action's URLs name, in order; a URL without a host is shown by its
-/// scheme (`javascript:`) or as `unparseable URL`.
-pub fn hosts_of(a: &Action) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for u in &a.urls {
-        let h = match (&u.host, &u.scheme) {
-            (Some(h), _) => h.clone(),
-            (None, Some(s)) => format!("{s}:"),
-            (None, None) => "unparseable URL".into(),
-        };
-        if !out.contains(&h) {
-            out.push(h);
-        }
-    }
-    out
 }
 
 /// Reads a run directory: `run.json`, the whole journal, `findings.md`.
@@ -326,9 +309,8 @@ fn check_chains(rec: &RunRecord) -> anyhow::Result<Vec<String>> {
                     torn && c.breaks == 1 && c.first_break.as_ref().map(|b| b.0) == Some(c.lines);
                 if let Some((line, problem)) = c.first_break.filter(|_| !torn_only) {
                     out.push(format!(
-                        "{name} line {line}: {problem}: the hash chain breaks there ({} broken link{}): a line was edited, removed, inserted or moved",
-                        c.breaks,
-                        if c.breaks == 1 { "" } else { "s" }
+                        "{name} line {line}: {problem}: the hash chain breaks there ({}): a line was edited, removed, inserted or moved",
+                        crate::output::count(c.breaks, "broken link")
                     ));
                 }
                 c.head

@@ -156,9 +156,10 @@ impl Teardown<'_> {
         let journal_hash = end
             .journal_hash
             .clone()
-            .or_else(|| crate::observe::chain_head_of_file(&journal));
+            .or_else(|| leopold_journal::chain::head_of_file(&journal).map(|h| h.to_string()));
         let gateway_hash = end.gateway_hash.clone().or_else(|| {
-            crate::observe::chain_head_of_file(&run_dir.join(crate::gateway::RECORD_FILE))
+            leopold_journal::chain::head_of_file(&run_dir.join(crate::gateway::RECORD_FILE))
+                .map(|h| h.to_string())
         });
         let mut fin = self.st.clone();
         fin.active = false;
