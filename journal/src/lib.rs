@@ -48,6 +48,7 @@ mod adapter;
 pub mod chain;
 pub mod classify;
 mod guard_events;
+pub mod lines;
 pub mod replay;
 mod validate;
 mod writer;

@@ -3,13 +3,14 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufReader};
 use std::path::Path;
 
 use serde::Deserialize;
 
 use super::{open, read_error, ReplayError, ReplayEvent, ReplaySummary, MAX_LINE};
 use crate::chain::JournalHash;
+use crate::lines::LineReader;
 
 /// Checks the gateway record's chain, and its head against the one `run.json` recorded.
 pub(super) fn check_gateway_record(
@@ -20,8 +21,8 @@ pub(super) fn check_gateway_record(
 ) -> Result<(), ReplayError> {
     let found = match File::open(path) {
         Ok(f) => {
-            let check = crate::chain::check_lines(BufReader::with_capacity(256 << 10, f))
-                .map_err(read_error(path))?;
+            let reader = BufReader::with_capacity(256 << 10, f);
+            let check = crate::chain::check_lines(reader, MAX_LINE).map_err(read_error(path))?;
             s.gateway_lines = check.lines;
             s.gateway_chain_breaks = check.breaks;
             s.gateway_hash = check.head.map(|h| h.to_string());
@@ -70,27 +71,11 @@ pub(super) fn disagreements(
         #[serde(borrow, default)]
         what: Option<Cow<'a, str>>,
     }
-    let mut reader = open(path)?;
-    let mut line = Vec::new();
-    let mut n: u64 = 0;
-    loop {
-        line.clear();
+    let mut lines = LineReader::new(open(path)?, MAX_LINE);
+    while let Some(line) = lines.next_line().map_err(read_error(path))? {
+        let n = line.no;
         // A line too long to be one of the record's own is no disagreement line: skipped.
-        let got = (&mut reader)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .map_err(read_error(path))?;
-        if got == 0 {
-            return Ok(());
-        }
-        if line.len() > MAX_LINE && line.last() != Some(&b'\n') {
-            let mut sink = Vec::new();
-            reader
-                .read_until(b'\n', &mut sink)
-                .map_err(read_error(path))?;
-        }
-        n += 1;
-        let Ok(l) = serde_json::from_slice::<Line<'_>>(&line) else {
+        let Some(Ok(l)) = line.bytes.map(serde_json::from_slice::<Line<'_>>) else {
             continue;
         };
         if l.event.as_deref() == Some("disagreement") {
@@ -109,4 +94,5 @@ pub(super) fn disagreements(
             });
         }
     }
+    Ok(())
 }

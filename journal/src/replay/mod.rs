@@ -25,7 +25,7 @@ use leopold_flows::Flow;
 use serde::Deserialize;
 
 use crate::action::Harness;
-use crate::chain::{JournalHash, LineHasher, GENESIS};
+use crate::chain::{JournalHash, GENESIS};
 use crate::validate::Validator;
 use crate::writer::{JournalHeader, JOURNAL_VERSION, UNCHAINED_JOURNAL_VERSION};
 
@@ -33,18 +33,17 @@ mod batches;
 mod findings;
 mod gateway;
 mod judge;
-mod lines;
 mod merge;
 mod parallel;
 mod stream;
 #[cfg(test)]
 mod tests;
 
+use crate::lines::LineReader;
 use batches::BatchReader;
 pub use findings::{ReplayError, ReplayEvent, ReplaySummary};
 use gateway::check_gateway_record;
 use judge::Judge;
-use lines::{Line, LineReader};
 use merge::{Chain, Merge};
 pub use parallel::MAX_WORKERS;
 use parallel::{merge_judged, run_workers, Parallelism};
@@ -272,19 +271,14 @@ fn read_header<R: BufRead>(
         path: path.to_path_buf(),
         problem: problem.to_owned(),
     };
-    let mut lines = LineReader::new(reader);
+    let mut lines = LineReader::new(reader, MAX_LINE);
     let (line, hash) = match lines.next_line().map_err(read_error(path))? {
         None => return Err(no_header("is missing (the file is empty)")),
-        Some((_, Line::TooLong)) => return Err(no_header("is too long to be a header")),
-        Some((_, Line::Bytes { bytes, cr, .. })) => {
+        Some(line) => match (line.bytes, line.without_cr()) {
             // The chain hashes a line's `\r` too.
-            let mut h = LineHasher::default();
-            h.update(bytes);
-            if cr {
-                h.update(b"\r");
-            }
-            (bytes, h.finish_line())
-        }
+            (Some(whole), Some((bytes, _))) => (bytes, JournalHash::of_line(whole)),
+            _ => return Err(no_header("is too long to be a header")),
+        },
     };
     let v: serde_json::Value =
         serde_json::from_slice(line).map_err(|e| no_header(&format!("is not JSON ({e})")))?;

@@ -6,13 +6,13 @@ use std::path::Path;
 use leopold_flows::Flow;
 
 use super::judge::Violation;
-use super::lines::{Line, LineReader};
 use super::{
     read_error, report_malformed, report_too_long, summary, tally, ReplayError, ReplayEvent,
-    ReplaySummary,
+    ReplaySummary, MAX_LINE,
 };
 use crate::action::{Harness, Outcome};
 use crate::adapter::{Adapter, AdapterEvent};
+use crate::lines::LineReader;
 use crate::validate::Validator;
 
 /// Replays a raw harness stream through its adapter, validating each action as it completes.
@@ -30,18 +30,17 @@ pub fn replay_stream<R: BufRead>(
     let mut s = summary(flow, path);
     let mut validator = Validator::new(flow);
     let mut adapter = Adapter::new(harness);
-    let mut lines = LineReader::new(&mut reader);
-    while let Some((line_no, line)) = lines.next_line().map_err(read_error(path))? {
-        let events = match line {
-            Line::TooLong => {
+    let mut lines = LineReader::new(&mut reader, MAX_LINE);
+    while let Some(line) = lines.next_line().map_err(read_error(path))? {
+        let line_no = line.no;
+        let events = match line.without_cr() {
+            None => {
                 report_too_long(&mut s, line_no, on_event);
                 continue;
             }
-            Line::Bytes {
-                bytes, terminated, ..
-            } => {
+            Some((bytes, _)) => {
                 let text = String::from_utf8_lossy(bytes);
-                if !terminated && serde_json::from_str::<serde_json::Value>(&text).is_err() {
+                if !line.terminated && serde_json::from_str::<serde_json::Value>(&text).is_err() {
                     s.torn_last_line = true;
                     on_event(ReplayEvent::Torn { line: line_no });
                     continue;
@@ -52,8 +51,8 @@ pub fn replay_stream<R: BufRead>(
         handle_adapter_events(&mut s, &mut validator, events, line_no, on_event);
     }
     let rest = adapter.finish();
-    handle_adapter_events(&mut s, &mut validator, rest, lines.line_no, on_event);
-    s.lines = lines.line_no;
+    handle_adapter_events(&mut s, &mut validator, rest, lines.lines(), on_event);
+    s.lines = lines.lines();
     s.unknown_types = adapter.stats().unknown_types.clone();
     Ok(s)
 }

@@ -273,28 +273,3 @@ fn a_line_over_the_cap_is_malformed_but_still_a_link() {
         assert_eq!(s.journal_hash, Some(prev.to_string()));
     }
 }
-
-#[test]
-fn lines_longer_than_the_cap_are_skipped_whole() {
-    let mut input = vec![b'x'; MAX_LINE + 10];
-    input.extend_from_slice(b"\nnext\n");
-    let mut r = std::io::Cursor::new(input);
-    let mut lines = LineReader::new(&mut r);
-    assert!(matches!(
-        lines.next_line().unwrap(),
-        Some((1, Line::TooLong))
-    ));
-    match lines.next_line().unwrap() {
-        Some((
-            2,
-            Line::Bytes {
-                bytes, terminated, ..
-            },
-        )) => {
-            assert_eq!(bytes, b"next");
-            assert!(terminated);
-        }
-        _ => panic!("second line"),
-    }
-    assert!(lines.next_line().unwrap().is_none());
-}

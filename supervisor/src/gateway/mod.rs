@@ -33,9 +33,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
+use leopold_journal::lines::LineBuf;
 use leopold_journal::JournalHash;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 
@@ -45,7 +46,7 @@ use policy::Policy;
 /// The gateway's own record, in the run directory.
 pub const RECORD_FILE: &str = leopold_journal::replay::GATEWAY_RECORD;
 /// The longest message the gateway reads; a longer line closes the connection.
-const MAX_LINE: u64 = 32 << 20;
+const MAX_LINE: usize = 32 << 20;
 
 /// The socket the worker's relay connects to for `server`.
 pub fn socket_path(sock_dir: &Path, server: &str) -> PathBuf {
@@ -748,16 +749,22 @@ fn id_key(id: &Value) -> String {
 
 /// Reads one line of at most [`MAX_LINE`] bytes; `None` at the end or past the limit.
 async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> Option<Vec<u8>> {
-    let mut buf = Vec::new();
-    let n = r
-        .take(MAX_LINE + 1)
-        .read_until(b'\n', &mut buf)
-        .await
-        .ok()?;
-    if n == 0 || buf.len() as u64 > MAX_LINE {
-        return None;
+    let mut line = LineBuf::new(MAX_LINE);
+    loop {
+        let avail = r.fill_buf().await.ok()?;
+        let end = avail.is_empty();
+        let (used, ended) = line.push(avail);
+        r.consume(used);
+        if line.is_too_long() {
+            return None;
+        }
+        if ended {
+            return line.line().bytes.map(<[u8]>::to_vec);
+        }
+        if end {
+            return None;
+        }
     }
-    Some(buf)
 }
 
 fn send(tx: &mpsc::UnboundedSender<Vec<u8>>, v: &Value) {
