@@ -28,13 +28,12 @@ pub mod policy;
 pub mod relay;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
 use leopold_journal::lines::LineBuf;
-use leopold_journal::JournalHash;
+use leopold_journal::{ChainedFile, JournalHash};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::{UnixListener, UnixStream};
@@ -312,15 +311,13 @@ impl Shared {
 }
 
 /// `gateway.jsonl`: one line per call, one per answer, and at the end one per disagreement with
-/// the harness's stream ([`Gateway::record_disagreements`]). Its own small writer (one `write` per
-/// line, `O_APPEND`), apart from the journal's, hash-chained as the journal is
-/// ([`leopold_journal::chain`]): each line's last key, `prev`, is the SHA-256 of the line before
-/// (64 zeros for line 1), and the run records the head (`end.gateway_hash`).
+/// the harness's stream ([`Gateway::record_disagreements`]). Written as the journal is, apart from
+/// it ([`leopold_journal::ChainedFile`]: one `write` per line, `O_APPEND`, hash-chained): each
+/// line's last key, `prev`, is the SHA-256 of the line before (64 zeros for line 1), and the run
+/// records the head (`end.gateway_hash`).
 struct Record {
-    file: std::fs::File,
+    chain: ChainedFile,
     seq: u64,
-    /// The hash of the record's last line (the next line's `prev`); `None` while it has none.
-    head: Option<JournalHash>,
     /// Set once the run has taken the head ([`Gateway::seal`]): nothing is written after it.
     sealed: bool,
     /// `--max-records`: the most bytes this run's gateway writes (the worker's calls make them).
@@ -335,9 +332,8 @@ struct Record {
 impl Record {
     fn new(file: std::fs::File, head: Option<JournalHash>) -> Record {
         Record {
-            file,
+            chain: ChainedFile::new(file, head),
             seq: 0,
-            head,
             sealed: false,
             max: None,
             written: 0,
@@ -358,13 +354,11 @@ impl Record {
         if let Some(o) = v.as_object_mut() {
             o.insert("ts".into(), json!(leopold_journal::now_rfc3339()));
         }
-        let mut bytes = v.to_string().into_bytes();
-        let prev = self.head.unwrap_or(leopold_journal::GENESIS);
-        let Ok(hash) = leopold_journal::chain::link(&mut bytes, &prev) else {
+        let Ok(len) = self.chain.prepare(&v) else {
             return; // every line is built as an object
         };
-        bytes.push(b'\n');
-        if let Some(max) = self.max.filter(|m| self.written + bytes.len() as u64 > *m) {
+        let len = len as u64;
+        if let Some(max) = self.max.filter(|m| self.written + len > *m) {
             self.over = true;
             self.tripwire.trip(format!(
                 "the gateway record reached --max-records {}",
@@ -372,11 +366,12 @@ impl Record {
             ));
             return;
         }
-        self.written += bytes.len() as u64;
+        self.written += len;
         // A line that did not reach the file still moves the head: replay then finds the file
         // ending on another hash than the one recorded, which is what happened.
-        let _ = self.file.write_all(&bytes);
-        self.head = Some(hash);
+        if self.chain.write_prepared().is_err() {
+            self.chain.skip_prepared();
+        }
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -470,7 +465,7 @@ impl Gateway {
     pub fn seal(&self) -> Option<JournalHash> {
         let mut r = self.record.lock().unwrap_or_else(|e| e.into_inner());
         r.sealed = true;
-        r.head
+        r.chain.head()
     }
 
     /// Writes lines into this record for the browser's proxy ([`crate::web`]): the requests it
