@@ -8,8 +8,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{open, read_error, ReplayError, ReplayEvent, ReplaySummary, MAX_LINE};
-use crate::chain::JournalHash;
+use super::{check_recorded, open, read_error, ReplayError, ReplayEvent, ReplaySummary, MAX_LINE};
 use crate::lines::LineReader;
 
 /// Checks the gateway record's chain, and its head against the one `run.json` recorded.
@@ -42,18 +41,12 @@ pub(super) fn check_gateway_record(
         Err(e) => return Err(read_error(path)(e)),
     };
     if let Some(expected) = recorded {
-        let matches = match (&found, expected.parse::<JournalHash>()) {
-            (Some(f), Ok(e)) => *f == e,
-            _ => false,
+        let mismatch = |expected, found| ReplayEvent::GatewayHeadMismatch {
+            file: path.to_path_buf(),
+            expected,
+            found,
         };
-        if !matches {
-            s.head_mismatches += 1;
-            on_event(ReplayEvent::GatewayHeadMismatch {
-                file: path.to_path_buf(),
-                expected: expected.chars().take(80).collect(),
-                found: found.map(|h| h.to_string()),
-            });
-        }
+        check_recorded(s, expected, found, mismatch, on_event);
     }
     Ok(())
 }

@@ -244,20 +244,31 @@ fn check_head(
     expected: &str,
     on_event: &mut dyn FnMut(ReplayEvent),
 ) {
-    let matches = match &s.journal_hash {
-        Some(found) => expected
-            .parse::<JournalHash>()
-            .is_ok_and(|e| e.matches_hex(found)),
-        None => false,
+    let found = s.journal_hash.as_deref().and_then(|h| h.parse().ok());
+    let from = from.to_owned();
+    let mismatch = |expected, found| ReplayEvent::HeadMismatch {
+        from,
+        expected,
+        found,
     };
+    check_recorded(s, expected, found, mismatch, on_event);
+}
+
+/// Compares a head with one recorded elsewhere; a difference is counted, and `mismatch` makes
+/// its finding of the head expected and the one found.
+fn check_recorded(
+    s: &mut ReplaySummary,
+    expected: &str,
+    found: Option<JournalHash>,
+    mismatch: impl FnOnce(String, Option<String>) -> ReplayEvent,
+    on_event: &mut dyn FnMut(ReplayEvent),
+) {
+    let matches = matches!((found, expected.parse::<JournalHash>()), (Some(f), Ok(e)) if f == e);
     if !matches {
         s.head_mismatches += 1;
-        on_event(ReplayEvent::HeadMismatch {
-            from: from.to_owned(),
-            // Someone else's text (run.json may have been rewritten): shown, but bounded.
-            expected: expected.chars().take(80).collect(),
-            found: s.journal_hash.clone(),
-        });
+        // Someone else's text (run.json may have been rewritten): shown, but bounded.
+        let expected = expected.chars().take(80).collect();
+        on_event(mismatch(expected, found.map(|h| h.to_string())));
     }
 }
 
