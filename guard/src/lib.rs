@@ -54,6 +54,12 @@ pub use state::{
 /// run is active. Browser tool calls are a few hundred bytes.
 pub const MAX_PAYLOAD_BYTES: usize = 1 << 20;
 
+/// Now, as RFC 3339 UTC with milliseconds: the timestamp of every line Leopold writes (guard
+/// events, the journal, the gateway's record, `run.json`).
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
 /// Everything the guard found out about one call: the verdict, and what the report needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Evaluation {
@@ -200,7 +206,7 @@ pub fn event_line(
     tool: Option<String>,
 ) -> Vec<u8> {
     GuardEvent {
-        ts: Some(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()),
+        ts: Some(now_rfc3339()),
         event: denial.reason.event(),
         tool,
         host: denial.host.as_deref().and_then(|h| safe_text(h, 253)),

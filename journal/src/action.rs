@@ -208,6 +208,23 @@ impl Action {
     pub fn first_host(&self) -> Option<&str> {
         self.urls.iter().find_map(|u| u.host.as_deref())
     }
+
+    /// The distinct hosts the action's URLs name, in order; a URL without a host is shown by its
+    /// scheme (`javascript:`) or as `unparseable URL`.
+    pub fn hosts(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for u in &self.urls {
+            let h = match (&u.host, &u.scheme) {
+                (Some(h), _) => h.clone(),
+                (None, Some(s)) => format!("{s}:"),
+                (None, None) => "unparseable URL".into(),
+            };
+            if !out.contains(&h) {
+                out.push(h);
+            }
+        }
+        out
+    }
 }
 
 /// An [`Action`] as replay reads it from a journal line: the same fields, accepted and refused by
@@ -405,10 +422,7 @@ impl Verdict {
     }
 }
 
-/// Now, as RFC 3339 UTC with milliseconds: the journal's timestamp format.
-pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
-}
+pub use leopold_guard::now_rfc3339;
 
 #[cfg(test)]
 mod tests {

@@ -13,9 +13,12 @@
 
 use std::fmt;
 use std::io::{self, BufRead};
+use std::path::Path;
 use std::str::FromStr;
 
 use serde::{Serialize, Serializer};
+
+use crate::lines::LineReader;
 use sha2::{Digest, Sha256};
 
 /// A SHA-256 digest of a journal line; shown as 64 lowercase hex digits.
@@ -172,6 +175,14 @@ pub fn head_of<R: BufRead>(mut reader: R) -> io::Result<Option<JournalHash>> {
     Ok(head)
 }
 
+/// The head of a chained file on disk ([`head_of`]), as the file is now: for a run whose writer
+/// is gone (set-up failed, or a crash recovered), or a record to be continued. `None` when there
+/// is no file to read, or it is empty.
+pub fn head_of_file(path: &Path) -> Option<JournalHash> {
+    let f = std::fs::File::open(path).ok()?;
+    head_of(io::BufReader::new(f)).ok().flatten()
+}
+
 /// What [`check_lines`] found of a chained file's links.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ChainCheck {
@@ -187,12 +198,13 @@ pub struct ChainCheck {
 
 /// Checks every link of a file written with [`link`] from [`GENESIS`] on, line 1 included (the
 /// supervisor's gateway record: no header, every line a JSON object with `prev` as its last key).
-/// Streams, one line in memory at a time.
+/// Streams, one line of at most `max_line` bytes in memory at a time: a longer line is a break
+/// (its `prev` is not read), and still a link.
 ///
 /// # Errors
 ///
 /// The reader's I/O errors.
-pub fn check_lines<R: BufRead>(mut reader: R) -> io::Result<ChainCheck> {
+pub fn check_lines<R: BufRead>(reader: R, max_line: usize) -> io::Result<ChainCheck> {
     #[derive(serde::Deserialize)]
     struct Prev<'a> {
         #[serde(borrow, default)]
@@ -200,28 +212,24 @@ pub fn check_lines<R: BufRead>(mut reader: R) -> io::Result<ChainCheck> {
     }
     let mut out = ChainCheck::default();
     let mut expected = GENESIS;
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        }
+    let mut lines = LineReader::new(reader, max_line).hashing();
+    while let Some(line) = lines.next_line()? {
         out.lines += 1;
-        let problem = match serde_json::from_slice::<Prev<'_>>(&line) {
-            Ok(Prev { prev: Some(p) }) if expected.matches_hex(p) => None,
-            Ok(Prev { prev: Some(_) }) => Some("its `prev` is not the hash of the line before"),
-            Ok(Prev { prev: None }) => Some("it carries no `prev`"),
-            Err(_) => Some("it is not a JSON object with a string `prev`"),
+        let problem = match line.bytes.map(serde_json::from_slice::<Prev<'_>>) {
+            Some(Ok(Prev { prev: Some(p) })) if expected.matches_hex(p) => None,
+            Some(Ok(Prev { prev: Some(_) })) => {
+                Some("its `prev` is not the hash of the line before")
+            }
+            Some(Ok(Prev { prev: None })) => Some("it carries no `prev`"),
+            Some(Err(_)) => Some("it is not a JSON object with a string `prev`"),
+            None => Some("it is too long to be one of the file's lines"),
         };
         if let Some(problem) = problem {
             out.breaks += 1;
             out.first_break
                 .get_or_insert((out.lines, problem.to_owned()));
         }
-        expected = JournalHash::of_line(&line);
+        expected = line.hash.unwrap_or(GENESIS);
         out.head = Some(expected);
     }
     Ok(out)
@@ -263,7 +271,7 @@ mod tests {
     fn check(lines: &[Vec<u8>]) -> ChainCheck {
         let mut text = lines.join(&b'\n');
         text.push(b'\n');
-        check_lines(io::Cursor::new(text)).unwrap()
+        check_lines(io::Cursor::new(text), 1 << 20).unwrap()
     }
 
     #[test]
@@ -275,7 +283,12 @@ mod tests {
             (3, 0, None)
         );
         assert_eq!(intact.head, Some(JournalHash::of_line(&lines[2])));
-        assert_eq!(check_lines(io::Cursor::new(Vec::new())).unwrap().head, None);
+        assert_eq!(
+            check_lines(io::Cursor::new(Vec::new()), 1 << 20)
+                .unwrap()
+                .head,
+            None
+        );
 
         // A line edited: the link after it breaks (the edited line's own link still holds).
         let mut edited = lines.clone();

@@ -48,6 +48,7 @@ mod adapter;
 pub mod chain;
 pub mod classify;
 mod guard_events;
+pub mod lines;
 pub mod replay;
 mod validate;
 mod writer;
@@ -61,6 +62,6 @@ pub use guard_events::{denial_from_line, guard_denials};
 pub use replay::{replay, ReplayError, ReplayEvent, ReplayOptions, ReplaySummary, RunInfo};
 pub use validate::{validate, RULE_HOOK_FAILED_OPEN, RULE_LEFT_ALLOWLIST};
 pub use writer::{
-    JournalHeader, JournalWriter, PendingSync, WriteError, JOURNAL_VERSION,
+    ChainedFile, JournalHeader, JournalWriter, PendingSync, WriteError, JOURNAL_VERSION,
     UNCHAINED_JOURNAL_VERSION,
 };

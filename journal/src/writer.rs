@@ -2,7 +2,7 @@
 //! `"prev"`, the SHA-256 of the line before it ([`crate::chain`]).
 //!
 //! Each line is serialised in memory and written with a single `write` on a file opened with
-//! `O_APPEND`, newline included, so a crash leaves either the whole line or a torn last line
+//! `O_APPEND`, newline included ([`ChainedFile`]), so a crash leaves either the whole line or a torn last line
 //! (which replay reports and skips), never a half line in the middle.
 
 use std::fs::{File, OpenOptions};
@@ -127,14 +127,91 @@ impl Drop for PendingSync {
     }
 }
 
+/// A hash-chained file of JSON lines, append-only: the journal's, and the gateway's record. Each
+/// value is serialised and linked to the line before ([`crate::chain::link`]) in memory, then
+/// written with a single `write` on a file opened with `O_APPEND`, newline included.
+#[derive(Debug)]
+pub struct ChainedFile {
+    file: File,
+    /// The hash of the last line written; `None` while the file has none.
+    head: Option<JournalHash>,
+    buf: Vec<u8>,
+    /// The hash of the line in `buf`, once prepared.
+    prepared: Option<JournalHash>,
+}
+
+impl ChainedFile {
+    /// Appends to `file` (opened with `O_APPEND`), whose last line hashes to `head` (`None`: no
+    /// line yet; the first links to [`GENESIS`]).
+    pub fn new(file: File, head: Option<JournalHash>) -> ChainedFile {
+        ChainedFile {
+            file,
+            head,
+            buf: Vec::with_capacity(512),
+            prepared: None,
+        }
+    }
+
+    /// The chain's head: the hash of the last line written; `None` while there is none.
+    pub fn head(&self) -> Option<JournalHash> {
+        self.head
+    }
+
+    /// The file.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Serialises `value`, a JSON object, as the next line, linked to the head, without writing
+    /// it: its length in bytes, newline included.
+    ///
+    /// # Errors
+    ///
+    /// `value` does not serialise to a JSON object.
+    pub fn prepare<T: Serialize>(&mut self, value: &T) -> io::Result<usize> {
+        self.buf.clear();
+        self.prepared = None;
+        serde_json::to_writer(&mut self.buf, value).map_err(io::Error::other)?;
+        let prev = self.head.unwrap_or(GENESIS);
+        let hash = crate::chain::link(&mut self.buf, &prev).map_err(io::Error::other)?;
+        self.buf.push(b'\n');
+        self.prepared = Some(hash);
+        Ok(self.buf.len())
+    }
+
+    /// Writes the prepared line; the head moves to it once it is written.
+    ///
+    /// # Errors
+    ///
+    /// The write's; nothing was prepared.
+    pub fn write_prepared(&mut self) -> io::Result<()> {
+        let Some(hash) = self.prepared else {
+            return Err(io::Error::other("no line prepared"));
+        };
+        // One write call for the whole line: with O_APPEND the kernel places it at the end in one
+        // piece. `write_all` only loops if the kernel wrote short (disk full), which leaves a torn
+        // last line that replay skips.
+        self.file.write_all(&self.buf)?;
+        self.head = Some(hash);
+        self.prepared = None;
+        Ok(())
+    }
+
+    /// Moves the head to the prepared line without writing it (its write failed): the next
+    /// line links to it, as to a line that reached the file.
+    pub fn skip_prepared(&mut self) {
+        if let Some(hash) = self.prepared.take() {
+            self.head = Some(hash);
+        }
+    }
+}
+
 /// An open journal, append-only.
 #[derive(Debug)]
 pub struct JournalWriter {
-    file: File,
+    chain: ChainedFile,
     path: PathBuf,
     next_seq: u64,
-    buf: Vec<u8>,
-    head: JournalHash,
 }
 
 impl JournalWriter {
@@ -158,11 +235,9 @@ impl JournalWriter {
             .open(path)
             .map_err(create)?;
         let mut w = JournalWriter {
-            file,
+            chain: ChainedFile::new(file, None),
             path: path.to_path_buf(),
             next_seq: 1,
-            buf: Vec::with_capacity(512),
-            head: GENESIS,
         };
         w.write_line(header).map_err(|e| match e {
             WriteError::Append { source, .. } => create(source),
@@ -179,7 +254,7 @@ impl JournalWriter {
     /// The chain's head: the SHA-256 of the last line written whole (after [`create`](Self::create),
     /// the header's). What the supervisor records as `journal_hash`.
     pub fn head(&self) -> JournalHash {
-        self.head
+        self.chain.head().unwrap_or(GENESIS)
     }
 
     /// Appends one action: assigns it the next `seq` (from 1), then writes its line whole.
@@ -202,7 +277,7 @@ impl JournalWriter {
     ///
     /// [`WriteError::Append`] with the path.
     pub fn sync(&self) -> Result<(), WriteError> {
-        self.file.sync_data().map_err(appending(&self.path))
+        self.chain.file().sync_data().map_err(appending(&self.path))
     }
 
     /// [`JournalWriter::sync`] on a thread of its own (the same file, through a second handle):
@@ -213,7 +288,11 @@ impl JournalWriter {
     ///
     /// [`WriteError::Append`] with the path, when the thread or the handle cannot be had.
     pub fn sync_in_background(&self) -> Result<PendingSync, WriteError> {
-        let file = self.file.try_clone().map_err(appending(&self.path))?;
+        let file = self
+            .chain
+            .file()
+            .try_clone()
+            .map_err(appending(&self.path))?;
         let thread = std::thread::Builder::new()
             .name("leopold-journal-sync".into())
             .spawn(move || file.sync_data())
@@ -225,20 +304,8 @@ impl JournalWriter {
     }
 
     fn write_line<T: Serialize>(&mut self, value: &T) -> Result<(), WriteError> {
-        self.buf.clear();
-        serde_json::to_writer(&mut self.buf, value)
-            .map_err(|e| appending(&self.path)(io::Error::other(e)))?;
-        let head = crate::chain::link(&mut self.buf, &self.head)
-            .map_err(|e| appending(&self.path)(io::Error::other(e)))?;
-        self.buf.push(b'\n');
-        // One write call for the whole line: with O_APPEND the kernel places it at the end in one
-        // piece. `write_all` only loops if the kernel wrote short (disk full), which leaves a torn
-        // last line that replay skips.
-        self.file
-            .write_all(&self.buf)
-            .map_err(appending(&self.path))?;
-        self.head = head;
-        Ok(())
+        self.chain.prepare(value).map_err(appending(&self.path))?;
+        self.chain.write_prepared().map_err(appending(&self.path))
     }
 }
 

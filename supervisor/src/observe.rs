@@ -17,17 +17,6 @@ use serde_json::Value;
 
 use crate::state::Finding;
 
-/// The chain head of a journal (or of the gateway's record) on disk, for a run whose writer is
-/// gone (set-up failed, or a crash recovered): as the file is now. `None` when there is no file
-/// to read, or it is empty.
-pub fn chain_head_of_file(file: &Path) -> Option<String> {
-    let f = std::fs::File::open(file).ok()?;
-    leopold_journal::chain::head_of(std::io::BufReader::new(f))
-        .ok()
-        .flatten()
-        .map(|h| h.to_string())
-}
-
 /// One action observed in the worker's stream, already journaled.
 #[derive(Debug, Clone)]
 pub struct Observed {
@@ -351,7 +340,7 @@ pub fn finding(a: &Action) -> Option<Finding> {
         kind: kind.into(),
         seq: Some(a.seq),
         tool: Some(a.tool.clone()),
-        hosts: crate::report::hosts_of(a),
+        hosts: a.hosts(),
         label: a.label.clone(),
         reason,
     })

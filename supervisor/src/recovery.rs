@@ -158,8 +158,10 @@ pub fn recover_locked(
                     std::process::id()
                 )),
                 // As recovery found the journal: what a later replay `--expect`s.
-                journal_hash: crate::observe::chain_head_of_file(&crashed_dir.journal()),
-                gateway_hash: crate::observe::chain_head_of_file(&crashed_dir.gateway_record()),
+                journal_hash: leopold_journal::chain::head_of_file(&crashed_dir.journal())
+                    .map(|h| h.to_string()),
+                gateway_hash: leopold_journal::chain::head_of_file(&crashed_dir.gateway_record())
+                    .map(|h| h.to_string()),
                 ..RunEnd::new(RunOutcome::Recovered)
             });
             st.write_atomic(&run_json)?;

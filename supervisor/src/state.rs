@@ -307,10 +307,7 @@ pub fn write_atomic_as(path: &Path, bytes: &[u8], durability: Durability) -> any
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Now, RFC 3339 UTC, seconds.
-pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
-}
+pub use leopold_journal::now_rfc3339;
 
 /// A run id: UTC start time plus the supervisor's pid (unique while the lock is held).
 pub fn new_run_id() -> String {

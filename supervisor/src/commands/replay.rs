@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use leopold_journal::{replay, ReplayEvent, ReplayOptions, Verdict};
 
 use crate::cli::{ReplayArgs, StreamFormat};
-use crate::output::Failure;
+use crate::output::{count, Failure};
 
 pub fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
     let opts = ReplayOptions {
@@ -51,23 +51,17 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
         writeln!(out, "{v}")?;
     } else {
         let mut line = format!(
-            "replay: {} action{} checked against flow `{}`: {} violation{}, {} denied",
-            summary.actions,
-            plural(summary.actions),
+            "replay: {} checked against flow `{}`: {}, {} denied",
+            count(summary.actions, "action"),
             summary.flow,
-            summary.violations,
-            plural(summary.violations),
+            count(summary.violations, "violation"),
             summary.denied,
         );
         if summary.malformed > 0 {
-            line += &format!(
-                ", {} malformed line{} skipped",
-                summary.malformed,
-                plural(summary.malformed)
-            );
+            line += &format!(", {} skipped", count(summary.malformed, "malformed line"));
         }
         if summary.seq_gaps > 0 {
-            line += &format!(", {} seq gap{}", summary.seq_gaps, plural(summary.seq_gaps));
+            line += &format!(", {}", count(summary.seq_gaps, "seq gap"));
         }
         if summary.torn_last_line {
             line += ", torn last line skipped";
@@ -84,8 +78,8 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
         if summary.gateway_disagreements > 0 {
             let n = summary.gateway_disagreements;
             line += &format!(
-                ", {n} disagreement{} between the stream and the gateway record",
-                plural(n)
+                ", {} between the stream and the gateway record",
+                count(n, "disagreement")
             );
         }
         if summary.head_mismatches > 0 {
@@ -98,15 +92,15 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
             } else {
                 "differ from the recorded ones"
             };
-            line += &format!(", {n} verdict{} {verb}", plural(n));
+            line += &format!(", {} {verb}", count(n, "verdict"));
         }
         writeln!(out, "{line}")?;
         if args.from.is_none() {
             let chain = match (&summary.journal_hash, summary.chain_breaks) {
                 (Some(h), 0) => format!("replay: hash chain intact; journal_hash {h}"),
                 (Some(h), n) => format!(
-                    "replay: hash chain BROKEN ({n} broken link{}, the first at line {}); journal_hash as it is now {h}",
-                    plural(n),
+                    "replay: hash chain BROKEN ({}, the first at line {}); journal_hash as it is now {h}",
+                    count(n, "broken link"),
                     summary.chain_broken_at.unwrap_or(0)
                 ),
                 (None, _) => "replay: unchained journal (version 1, written before the hash chain): no tamper evidence".to_owned(),
@@ -117,13 +111,12 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
                 let state = if n == 0 {
                     "hash chain intact".to_owned()
                 } else {
-                    format!("hash chain BROKEN ({n} broken link{})", plural(n))
+                    format!("hash chain BROKEN ({})", count(n, "broken link"))
                 };
                 writeln!(
                     out,
-                    "replay: gateway record ({} line{}): {state}; gateway_hash {h}",
-                    summary.gateway_lines,
-                    plural(summary.gateway_lines)
+                    "replay: gateway record ({}): {state}; gateway_hash {h}",
+                    count(summary.gateway_lines, "line")
                 )?;
             }
         }
@@ -142,14 +135,6 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
     }
     out.flush()?;
     Ok(ExitCode::from(code))
-}
-
-fn plural(n: u64) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 fn render(input: &str, ev: &ReplayEvent) -> String {

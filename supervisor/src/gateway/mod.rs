@@ -29,14 +29,14 @@ pub mod policy;
 pub mod relay;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
-use leopold_journal::JournalHash;
+use leopold_journal::lines::LineBuf;
+use leopold_journal::{ChainedFile, JournalHash};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 
@@ -45,7 +45,7 @@ use policy::Policy;
 
 /// The gateway's own record, in the run directory.
 /// The longest message the gateway reads; a longer line closes the connection.
-const MAX_LINE: u64 = 32 << 20;
+const MAX_LINE: usize = 32 << 20;
 
 /// The socket the worker's relay connects to for `server`.
 pub fn socket_path(sock_dir: &Path, server: &str) -> PathBuf {
@@ -311,15 +311,13 @@ impl Shared {
 }
 
 /// `gateway.jsonl`: one line per call, one per answer, and at the end one per disagreement with
-/// the harness's stream ([`Gateway::record_disagreements`]). Its own small writer (one `write` per
-/// line, `O_APPEND`), apart from the journal's, hash-chained as the journal is
-/// ([`leopold_journal::chain`]): each line's last key, `prev`, is the SHA-256 of the line before
-/// (64 zeros for line 1), and the run records the head (`end.gateway_hash`).
+/// the harness's stream ([`Gateway::record_disagreements`]). Written as the journal is, apart from
+/// it ([`leopold_journal::ChainedFile`]: one `write` per line, `O_APPEND`, hash-chained): each
+/// line's last key, `prev`, is the SHA-256 of the line before (64 zeros for line 1), and the run
+/// records the head (`end.gateway_hash`).
 struct Record {
-    file: std::fs::File,
+    chain: ChainedFile,
     seq: u64,
-    /// The hash of the record's last line (the next line's `prev`); `None` while it has none.
-    head: Option<JournalHash>,
     /// Set once the run has taken the head ([`Gateway::seal`]): nothing is written after it.
     sealed: bool,
     /// `--max-records`: the most bytes this run's gateway writes (the worker's calls make them).
@@ -334,9 +332,8 @@ struct Record {
 impl Record {
     fn new(file: std::fs::File, head: Option<JournalHash>) -> Record {
         Record {
-            file,
+            chain: ChainedFile::new(file, head),
             seq: 0,
-            head,
             sealed: false,
             max: None,
             written: 0,
@@ -355,18 +352,13 @@ impl Record {
             return;
         }
         if let Some(o) = v.as_object_mut() {
-            o.insert(
-                "ts".into(),
-                json!(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()),
-            );
+            o.insert("ts".into(), json!(leopold_journal::now_rfc3339()));
         }
-        let mut bytes = v.to_string().into_bytes();
-        let prev = self.head.unwrap_or(leopold_journal::GENESIS);
-        let Ok(hash) = leopold_journal::chain::link(&mut bytes, &prev) else {
+        let Ok(len) = self.chain.prepare(&v) else {
             return; // every line is built as an object
         };
-        bytes.push(b'\n');
-        if let Some(max) = self.max.filter(|m| self.written + bytes.len() as u64 > *m) {
+        let len = len as u64;
+        if let Some(max) = self.max.filter(|m| self.written + len > *m) {
             self.over = true;
             self.tripwire.trip(format!(
                 "the gateway record reached --max-records {}",
@@ -374,11 +366,12 @@ impl Record {
             ));
             return;
         }
-        self.written += bytes.len() as u64;
+        self.written += len;
         // A line that did not reach the file still moves the head: replay then finds the file
         // ending on another hash than the one recorded, which is what happened.
-        let _ = self.file.write_all(&bytes);
-        self.head = Some(hash);
+        if self.chain.write_prepared().is_err() {
+            self.chain.skip_prepared();
+        }
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -472,7 +465,7 @@ impl Gateway {
     pub fn seal(&self) -> Option<JournalHash> {
         let mut r = self.record.lock().unwrap_or_else(|e| e.into_inner());
         r.sealed = true;
-        r.head
+        r.chain.head()
     }
 
     /// Writes lines into this record for the browser's proxy ([`crate::web`]): the requests it
@@ -507,10 +500,7 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
         .open(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
     // A record already there (the run's gateway started before) is continued, not restarted.
-    let head = std::fs::File::open(&path)
-        .ok()
-        .and_then(|f| leopold_journal::chain::head_of(std::io::BufReader::new(f)).ok())
-        .flatten();
+    let head = leopold_journal::chain::head_of_file(&path);
     let mut rec = Record::new(file, head);
     rec.max = s.max_record;
     rec.tripwire = s.tripwire;
@@ -754,16 +744,22 @@ fn id_key(id: &Value) -> String {
 
 /// Reads one line of at most [`MAX_LINE`] bytes; `None` at the end or past the limit.
 async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> Option<Vec<u8>> {
-    let mut buf = Vec::new();
-    let n = r
-        .take(MAX_LINE + 1)
-        .read_until(b'\n', &mut buf)
-        .await
-        .ok()?;
-    if n == 0 || buf.len() as u64 > MAX_LINE {
-        return None;
+    let mut line = LineBuf::new(MAX_LINE);
+    loop {
+        let avail = r.fill_buf().await.ok()?;
+        let end = avail.is_empty();
+        let (used, ended) = line.push(avail);
+        r.consume(used);
+        if line.is_too_long() {
+            return None;
+        }
+        if ended {
+            return line.line().bytes.map(<[u8]>::to_vec);
+        }
+        if end {
+            return None;
+        }
     }
-    Some(buf)
 }
 
 fn send(tx: &mpsc::UnboundedSender<Vec<u8>>, v: &Value) {

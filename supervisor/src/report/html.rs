@@ -11,7 +11,7 @@ use base64::Engine as _;
 use leopold_journal::{Action, Outcome, UrlRole, Verdict};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
-use super::{denial_reason, hosts_of, FlowSource, RunRecord};
+use super::{denial_reason, FlowSource, RunRecord};
 
 /// Largest screenshot embedded; a larger one is linked by its relative path instead.
 const MAX_EMBED: u64 = 4 << 20;
@@ -262,7 +262,7 @@ fn row(rec: &RunRecord, a: &Action, start: Option<std::time::SystemTime>) -> Mar
                 @if let Some(o) = offset { br; span.muted { "+" (format_offset(o)) } }
             }
             td.mono { (a.tool) br; span.muted { (kind_name(a)) } }
-            td { (hosts_of(a).join(", ")) }
+            td { (a.hosts().join(", ")) }
             td {
                 @if let Some(l) = &a.label { div { (l) } }
                 @if let Some(e) = &a.element { div.muted { "described as: " (e) } }

@@ -9,10 +9,11 @@
 pub mod html;
 pub mod junit;
 
-use std::io::{BufRead as _, Read as _};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use leopold_journal::lines::LineReader;
 use leopold_journal::{
     Action, JournalHeader, Outcome, Verdict, JOURNAL_VERSION, UNCHAINED_JOURNAL_VERSION,
 };
@@ -244,28 +245,11 @@ pub fn describe_action(a: &Action) -> String {
     if let Some(l) = &a.label {
         s.push_str(&format!(" {l:?}"));
     }
-    let hosts = hosts_of(a);
+    let hosts = a.hosts();
     if !hosts.is_empty() {
         s.push_str(&format!(" [{}]", hosts.join(", ")));
     }
     s
-}
-
-/// The distinct hosts an action's URLs name, in order; a URL without a host is shown by its
-/// scheme (`javascript:`) or as `unparseable URL`.
-pub fn hosts_of(a: &Action) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for u in &a.urls {
-        let h = match (&u.host, &u.scheme) {
-            (Some(h), _) => h.clone(),
-            (None, Some(s)) => format!("{s}:"),
-            (None, None) => "unparseable URL".into(),
-        };
-        if !out.contains(&h) {
-            out.push(h);
-        }
-    }
-    out
 }
 
 /// Reads a run directory: `run.json`, the whole journal, `findings.md`.
@@ -319,15 +303,14 @@ fn check_chains(rec: &RunRecord) -> anyhow::Result<Vec<String>> {
         let head = match std::fs::File::open(&path) {
             Ok(mut f) if check => {
                 let torn = ends_torn(&mut f).map_err(io)?;
-                let c =
-                    leopold_journal::chain::check_lines(std::io::BufReader::new(f)).map_err(io)?;
+                let reader = std::io::BufReader::new(f);
+                let c = leopold_journal::chain::check_lines(reader, MAX_LINE).map_err(io)?;
                 let torn_only =
                     torn && c.breaks == 1 && c.first_break.as_ref().map(|b| b.0) == Some(c.lines);
                 if let Some((line, problem)) = c.first_break.filter(|_| !torn_only) {
                     out.push(format!(
-                        "{name} line {line}: {problem}: the hash chain breaks there ({} broken link{}): a line was edited, removed, inserted or moved",
-                        c.breaks,
-                        if c.breaks == 1 { "" } else { "s" }
+                        "{name} line {line}: {problem}: the hash chain breaks there ({}): a line was edited, removed, inserted or moved",
+                        crate::output::count(c.breaks, "broken link")
                     ));
                 }
                 c.head
@@ -449,12 +432,13 @@ fn read_run_json(path: &Path) -> anyhow::Result<(ActiveState, Option<String>)> {
 
 fn read_header(path: &Path) -> anyhow::Result<JournalHeader> {
     let f = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut line = Vec::new();
-    std::io::BufReader::new(f)
-        .take(1 << 20)
-        .read_until(b'\n', &mut line)
+    let mut lines = LineReader::new(std::io::BufReader::new(f), 1 << 20);
+    let line = lines
+        .next_line()
         .with_context(|| format!("cannot read {}", path.display()))?;
-    parse_header(&line).with_context(|| format!("{} is not a Leopold journal", path.display()))
+    // A header too long to read is read as none.
+    let line = line.and_then(|l| l.bytes).unwrap_or_default();
+    parse_header(line).with_context(|| format!("{} is not a Leopold journal", path.display()))
 }
 
 fn parse_header(line: &[u8]) -> anyhow::Result<JournalHeader> {
@@ -475,9 +459,7 @@ fn read_journal(path: &Path, rec: &mut RunRecord) -> anyhow::Result<()> {
         anyhow::Error::new(e).context(format!("cannot read {}", path.display()))
     };
     let f = std::fs::File::open(path).map_err(io)?;
-    let mut r = std::io::BufReader::new(f);
-    let mut line = Vec::new();
-    let mut n: u64 = 0;
+    let mut lines = LineReader::new(std::io::BufReader::new(f), MAX_LINE);
     let mut problems: u64 = 0;
     let mut problem = |rec: &mut RunRecord, text: String| {
         problems += 1;
@@ -488,27 +470,17 @@ fn read_journal(path: &Path, rec: &mut RunRecord) -> anyhow::Result<()> {
                 .push("… more unreadable lines: `leopold persona replay` lists them all".into());
         }
     };
-    loop {
-        line.clear();
-        let got = (&mut r)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .map_err(io)?;
-        if got == 0 {
-            break;
-        }
-        n += 1;
-        let terminated = line.last() == Some(&b'\n');
-        if line.len() > MAX_LINE && !terminated {
-            skip_rest_of_line(&mut r).map_err(io)?;
+    while let Some(l) = lines.next_line().map_err(io)? {
+        let (n, terminated) = (l.no, l.terminated);
+        let Some(line) = l.bytes else {
             problem(rec, format!("line {n}: longer than 4 MiB; skipped"));
             continue;
-        }
+        };
         if n == 1 || line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         // The chain's link is accepted and not checked here: `persona replay` checks the chain.
-        match Action::from_journal_line(&line) {
+        match Action::from_journal_line(line) {
             Ok(_) if rec.actions.len() >= MAX_ACTIONS => rec.actions_not_shown += 1,
             Ok(a) => rec.actions.push(hosts_only(a)),
             Err(_) if !terminated => problem(
@@ -539,25 +511,6 @@ fn hosts_only(mut a: Action) -> Action {
         strip(detail);
     }
     a
-}
-
-fn skip_rest_of_line(r: &mut impl std::io::BufRead) -> std::io::Result<()> {
-    loop {
-        let buf = r.fill_buf()?;
-        if buf.is_empty() {
-            return Ok(());
-        }
-        match buf.iter().position(|b| *b == b'\n') {
-            Some(i) => {
-                r.consume(i + 1);
-                return Ok(());
-            }
-            None => {
-                let len = buf.len();
-                r.consume(len);
-            }
-        }
-    }
 }
 
 fn read_findings(path: &Path) -> anyhow::Result<Option<String>> {

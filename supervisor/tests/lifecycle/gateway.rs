@@ -122,7 +122,8 @@ fn the_gateway_refuses_what_the_guard_would_and_the_server_never_sees_it() {
         // Hash-chained from its first line, its head in run.json; `persona replay` checks both.
         let dir = sb.run_dirs().pop().unwrap();
         let file = std::fs::File::open(dir.join("gateway.jsonl")).unwrap();
-        let chain = leopold_journal::chain::check_lines(std::io::BufReader::new(file)).unwrap();
+        let chain =
+            leopold_journal::chain::check_lines(std::io::BufReader::new(file), 1 << 20).unwrap();
         assert_eq!(
             (chain.lines, chain.breaks),
             (rec.len() as u64, 0),

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use leopold_journal::lines::LineBuf;
 use tokio::io::AsyncBufReadExt as _;
 use tokio::io::AsyncReadExt as _;
 use tokio::signal::unix::{signal, SignalKind};
@@ -121,52 +122,23 @@ enum LineMsg {
 /// backpressure.
 async fn read_lines(stdout: tokio::process::ChildStdout, tx: tokio::sync::mpsc::Sender<LineMsg>) {
     let mut r = tokio::io::BufReader::with_capacity(64 * 1024, stdout);
-    let mut buf: Vec<u8> = Vec::new();
-    let mut too_long = false;
-    let mut n: u64 = 0;
+    let mut line = LineBuf::new(MAX_LINE);
     while let Ok(avail) = r.fill_buf().await {
-        if avail.is_empty() {
-            if !buf.is_empty() || too_long {
-                n += 1;
-                let msg = if too_long {
-                    LineMsg::TooLong(n)
-                } else {
-                    LineMsg::Line(n, String::from_utf8_lossy(&buf).into_owned())
-                };
-                let _ = tx.send(msg).await;
+        let end = avail.is_empty();
+        let (used, ended) = line.push(avail);
+        r.consume(used);
+        if ended {
+            let l = line.line();
+            let msg = match l.bytes {
+                Some(bytes) => LineMsg::Line(l.no, String::from_utf8_lossy(bytes).into_owned()),
+                None => LineMsg::TooLong(l.no),
+            };
+            if tx.send(msg).await.is_err() {
+                break;
             }
-            break;
         }
-        match avail.iter().position(|b| *b == b'\n') {
-            Some(i) => {
-                if !too_long && buf.len() + i <= MAX_LINE {
-                    buf.extend_from_slice(&avail[..i]);
-                } else {
-                    too_long = true;
-                }
-                r.consume(i + 1);
-                n += 1;
-                let msg = if too_long {
-                    LineMsg::TooLong(n)
-                } else {
-                    LineMsg::Line(n, String::from_utf8_lossy(&buf).into_owned())
-                };
-                buf.clear();
-                too_long = false;
-                if tx.send(msg).await.is_err() {
-                    break;
-                }
-            }
-            None => {
-                let len = avail.len();
-                if !too_long && buf.len() + len <= MAX_LINE {
-                    buf.extend_from_slice(avail);
-                } else {
-                    too_long = true;
-                    buf.clear();
-                }
-                r.consume(len);
-            }
+        if end {
+            break;
         }
     }
 }

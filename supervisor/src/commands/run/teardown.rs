@@ -137,12 +137,12 @@ impl Teardown<'_> {
                 self.out.warn(&format!("{e:#}"));
             }
         }
-        end.journal_hash = end
-            .journal_hash
-            .or_else(|| crate::observe::chain_head_of_file(&run_dir.journal()));
-        end.gateway_hash = end
-            .gateway_hash
-            .or_else(|| crate::observe::chain_head_of_file(&run_dir.gateway_record()));
+        end.journal_hash = end.journal_hash.or_else(|| {
+            leopold_journal::chain::head_of_file(&run_dir.journal()).map(|h| h.to_string())
+        });
+        end.gateway_hash = end.gateway_hash.or_else(|| {
+            leopold_journal::chain::head_of_file(&run_dir.gateway_record()).map(|h| h.to_string())
+        });
         end.ended_at = state::now_rfc3339();
         let mut fin = self.st.clone();
         fin.active = false;
