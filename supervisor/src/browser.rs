@@ -146,14 +146,9 @@ pub fn mcp_server(
     }
 }
 
-/// Harness arguments a provisioned browser needs. Codex starts its first turn without an MCP
-/// server that is still starting (seen: Playwright MCP's tools were missing from the first
-/// requests, so the model's browser calls were "unsupported"); `required = true` makes it wait.
+/// Harness arguments a provisioned browser needs ([`crate::harness::browser_args`]).
 pub fn harness_args(kind: Harness) -> Vec<String> {
-    match kind {
-        Harness::Codex => vec!["-c".into(), format!("mcp_servers.{SERVER}.required=true")],
-        Harness::Claude => Vec::new(),
-    }
+    crate::harness::browser_args(kind, SERVER)
 }
 
 /// What provisioning wrote.

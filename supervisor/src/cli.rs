@@ -203,12 +203,9 @@ pub struct McpRelayArgs {
 /// `--harness claude|codex`, parsed straight into the one [`Harness`] enum.
 fn harness_parser() -> impl clap::builder::TypedValueParser<Value = Harness> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
-    PossibleValuesParser::new(Harness::ALL.map(|h| {
-        PossibleValue::new(h.as_str()).help(match h {
-            Harness::Claude => "Claude Code (`claude`)",
-            Harness::Codex => "OpenAI Codex CLI (`codex`)",
-        })
-    }))
+    PossibleValuesParser::new(
+        Harness::ALL.map(|h| PossibleValue::new(h.as_str()).help(crate::harness::describe(h))),
+    )
     .try_map(|s| s.parse::<Harness>())
 }
 

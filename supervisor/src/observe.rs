@@ -93,7 +93,8 @@ impl Observer {
             harness,
             adapter: Adapter::new(harness),
             writer,
-            events: (harness == Harness::Codex).then(|| (events_path.to_path_buf(), 0)),
+            events: crate::harness::denials_only_in_events(harness)
+                .then(|| (events_path.to_path_buf(), 0)),
             answer: None,
             last_event: std::time::Instant::now(),
             gateway: None,

@@ -108,20 +108,11 @@ pub fn recover_locked(
         crate::sandbox::clean_scratch(&crashed_dir.scratch());
         for w in &st.wiring {
             let kind = w.harness;
-            let mut c = ctx.clone();
-            let run_copy = kind == Harness::Codex
-                && harness::run_home::is_run_copy(&w.file, crashed_dir.path());
-            if run_copy {
-                // The run's own copy of the configuration (its record in the run directory):
-                // nothing of the user's to unwire.
-                c = harness::run_home::run_context(ctx, crashed_dir.path());
-            } else if kind == Harness::Codex {
-                // An older version wired the user's config: unwire the file the run wired, even
-                // if CODEX_HOME differs now.
-                if let Some(home) = w.file.parent() {
-                    c.codex_home = home.to_path_buf();
-                }
-            }
+            // The run's own copy of the configuration (its record in the run directory) holds
+            // nothing of the user's; a configuration an older version wired in place is
+            // unwired where it is, even if CODEX_HOME differs now.
+            let run_copy = harness::is_run_copy(kind, &w.file, crashed_dir.path());
+            let c = harness::recovery_context(kind, ctx, &w.file, crashed_dir.path());
             let unwired = harness::unwire(kind, &c).with_context(|| {
                 format!(
                     "cannot unwire {} for crashed run {}; {} is kept so a later recovery retries",

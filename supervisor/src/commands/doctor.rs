@@ -6,52 +6,15 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use serde::Serialize;
-
 use crate::cli::DoctorArgs;
 use crate::exit::RunExit;
 use crate::output::outln;
 use crate::project::shown;
 use crate::state::{self, PersonaPaths};
 
-use crate::harness::{
-    self, claude_schema_problems, parse_version, Harness, CLAUDE_ON_FAILURE_SINCE,
-};
+use crate::harness::{self, Harness};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Ok,
-    Note,
-    Problem,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Finding {
-    /// `claude`, `codex`, `project`, or `leopold` (this binary itself).
-    pub scope: &'static str,
-    pub check: &'static str,
-    pub status: Status,
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
-}
-
-fn f(
-    scope: &'static str,
-    check: &'static str,
-    status: Status,
-    message: String,
-    fix: Option<String>,
-) -> Finding {
-    Finding {
-        scope,
-        check,
-        status,
-        message,
-        fix,
-    }
-}
+pub use crate::harness::doctor::{finding as f, Finding, Status};
 
 /// `<bin> --version`, bounded ([`crate::process::version_output`]); the first line it printed,
 /// whatever its exit status.
@@ -65,22 +28,6 @@ pub fn harness_version(bin: &Path) -> Option<String> {
         .next()
         .map(|l| l.trim().to_owned())
         .filter(|l| !l.is_empty())
-}
-
-/// Known shapes that make Claude Code skip a settings file, or switch hooks off.
-pub fn claude_settings_problems(text: &str) -> Vec<String> {
-    let doc: serde_json::Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => return vec![format!("not valid JSON ({e})")],
-    };
-    let Some(obj) = doc.as_object() else {
-        return vec!["the top level is not a JSON object".into()];
-    };
-    let mut out = claude_schema_problems(obj);
-    if obj.get("disableAllHooks") == Some(&serde_json::Value::Bool(true)) {
-        out.push("`disableAllHooks` is true: no hook runs, the guard included".into());
-    }
-    out
 }
 
 /// The shared libraries mapped into a process, from the text of its `/proc/<pid>/maps`: none for
@@ -210,16 +157,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 scope,
                 "wired",
                 Status::Ok,
-                match kind {
-                    Harness::Claude => format!(
-                        "guard not wired in {} (a `--no-contain` persona run wires it for its duration; a boxed run passes the guard with `--settings` and leaves this file alone)",
-                        shown(&target)
-                    ),
-                    Harness::Codex => format!(
-                        "guard not wired in {} (a persona run wires its own copy, in its run directory, and never this file)",
-                        shown(&target)
-                    ),
-                },
+                harness::doctor::not_wired_note(kind, &target),
                 None,
             )),
             Ok(h) => {
@@ -228,13 +166,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 // names another leopold).
                 let as_now = crate::harness::wired_handlers(kind, &ctx)
                     .is_ok_and(|hs| hs.iter().all(|h| h.current));
-                let how = match (kind, as_now) {
-                    (Harness::Claude, true) => ", onFailure block",
-                    (Harness::Claude, false) => {
-                        ", without onFailure block or for another leopold binary: a guard that cannot run lets the call through"
-                    }
-                    (Harness::Codex, _) => "; fails open if it cannot run",
-                };
+                let how = harness::doctor::wired_how(kind, as_now);
                 let msg = format!(
                     "guard wired in {} ({}{how})",
                     shown(&target),
@@ -245,7 +177,7 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 // The live run's own wiring is the file its ACTIVE.json names (a `--no-contain`
                 // Claude run); a boxed run wires no file of the user's.
                 let the_runs = holder.is_some()
-                    && kind == Harness::Claude
+                    && harness::wires_the_users_file(kind)
                     && <state::ActiveState as state::StateFile>::read(&paths.active())
                         .is_ok_and(|st| st.wiring.iter().any(|w| w.file == target));
                 if the_runs {
@@ -279,142 +211,12 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 Some(format!("fix or move aside {}", shown(&target))),
             )),
         }
-        match kind {
-            Harness::Claude => {
-                if let Some(v) = version.as_deref().and_then(parse_version) {
-                    if v >= CLAUDE_ON_FAILURE_SINCE {
-                        out.push(f(
-                            scope,
-                            "on_failure",
-                            Status::Ok,
-                            "onFailure \"block\" is honoured: a guard that cannot run denies"
-                                .into(),
-                            None,
-                        ));
-                    } else {
-                        out.push(f(
-                            scope,
-                            "on_failure",
-                            Status::Problem,
-                            format!("Claude Code {}.{}.{} ignores onFailure: a guard that cannot run (crash, timeout, not found) lets the call through; the supervisor's journal is then the only bound", v.0, v.1, v.2),
-                            Some("upgrade Claude Code to 2.1.295 or later".into()),
-                        ));
-                    }
-                }
-                let mut files = vec![
-                    project.join(".claude/settings.json"),
-                    project.join(".claude/settings.local.json"),
-                ];
-                if let Some(home) = std::env::var_os("HOME") {
-                    files.push(PathBuf::from(home).join(".claude/settings.json"));
-                }
-                let wired_file = ctx.settings_path(Harness::Claude);
-                for file in files {
-                    let Ok(text) = std::fs::read_to_string(&file) else {
-                        continue;
-                    };
-                    let problems = claude_settings_problems(&text);
-                    // The file a `--no-contain` run wires must also be one wiring can edit;
-                    // otherwise that run refuses to start
-                    // (docs/reference.md#what-you-can-count-on),
-                    // whatever --settings does. A boxed run leaves the file alone.
-                    let refused = if file == wired_file {
-                        crate::harness::check_wirable(Harness::Claude, &ctx).err()
-                    } else {
-                        None
-                    };
-                    if let Some(why) = refused {
-                        out.push(f(
-                            scope,
-                            "settings",
-                            Status::Problem,
-                            format!(
-                                "{}: {}. Claude Code skips the whole file (silently under -p), and `persona run --harness claude --no-contain` refuses to start (exit 2, setup_failed): wiring never edits a file it cannot parse ({}); a boxed run neither reads nor edits it",
-                                shown(&file),
-                                if problems.is_empty() { "unexpected shape".to_owned() } else { problems.join("; ") },
-                                output_first_line(&why.to_string())
-                            ),
-                            Some(format!("correct {}", shown(&file))),
-                        ));
-                    } else if problems.is_empty() {
-                        out.push(f(
-                            scope,
-                            "settings",
-                            Status::Ok,
-                            format!("{} loads", shown(&file)),
-                            None,
-                        ));
-                    } else {
-                        out.push(f(
-                            scope,
-                            "settings",
-                            Status::Problem,
-                            format!(
-                                "{}: {}. Claude Code skips the whole file (silently under -p); `persona run` still passes the guard with --settings, but the file's other settings are lost",
-                                shown(&file),
-                                problems.join("; ")
-                            ),
-                            Some(format!("correct {}", shown(&file))),
-                        ));
-                    }
-                }
-            }
-            Harness::Codex => {
-                out.push(f(
-                    scope,
-                    "exec_flags",
-                    Status::Note,
-                    "`codex exec` runs hooks only with --dangerously-bypass-hook-trust, which `persona run` passes, with Codex's own sandbox on (-s read-only), no shell, no web search, no sub-agents, and the flow's MCP servers approved by name. On Codex a guard that cannot run fails open: the supervisor's journal is the bound".into(),
-                    None,
-                ));
-                let cfg = ctx.codex_home.join("config.toml");
-                if let Ok(text) = std::fs::read_to_string(&cfg) {
-                    match text.parse::<toml_edit::DocumentMut>() {
-                        Ok(doc) => {
-                            let hooks_off = doc
-                                .get("features")
-                                .and_then(|t| t.get("codex_hooks").or_else(|| t.get("hooks")))
-                                .and_then(|v| v.as_bool())
-                                == Some(false);
-                            if hooks_off {
-                                out.push(f(
-                                    scope,
-                                    "config",
-                                    Status::Problem,
-                                    format!(
-                                        "{}: hooks are switched off under [features]",
-                                        shown(&cfg)
-                                    ),
-                                    Some(format!(
-                                        "remove the hooks feature toggle from {}",
-                                        shown(&cfg)
-                                    )),
-                                ));
-                            } else {
-                                out.push(f(
-                                    scope,
-                                    "config",
-                                    Status::Ok,
-                                    format!("{} parses", shown(&cfg)),
-                                    None,
-                                ));
-                            }
-                        }
-                        Err(e) => out.push(f(
-                            scope,
-                            "config",
-                            Status::Problem,
-                            format!(
-                                "{} is not valid TOML: {}",
-                                shown(&cfg),
-                                e.to_string().lines().next().unwrap_or("")
-                            ),
-                            Some(format!("correct {}", shown(&cfg))),
-                        )),
-                    }
-                }
-            }
-        }
+        out.extend(harness::doctor::checks(
+            kind,
+            &ctx,
+            project,
+            version.as_deref(),
+        ));
     }
     Ok(out)
 }
@@ -431,10 +233,6 @@ fn project_arg(project: &Path) -> String {
     } else {
         format!(" --project {}", shown(project))
     }
-}
-
-fn output_first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or("")
 }
 
 pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
@@ -540,6 +338,7 @@ fn box_finding() -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::parse_version;
 
     #[test]
     fn versions_parse_from_version_lines() {
@@ -573,18 +372,5 @@ mod tests {
         assert!(shared_libraries(static_).is_empty());
         // A project path that merely mentions ".so" is not a library.
         assert!(shared_libraries("1-2 r--p 0 fe:00 1 /srv/a.solr/leopold\n").is_empty());
-    }
-
-    #[test]
-    fn claude_settings_shapes_known_to_be_rejected_are_found() {
-        assert!(claude_settings_problems(r#"{"permissions":{"allow":["Bash"]}}"#).is_empty());
-        assert!(!claude_settings_problems(r#"{"permissions":{"allow":5}}"#).is_empty());
-        assert!(!claude_settings_problems(r#"{"hooks":{"PreToolUse":{}}}"#).is_empty());
-        // The fields wiring warns about are doctor's problems too.
-        assert!(!claude_settings_problems(r#"{"model":5}"#).is_empty());
-        assert!(!claude_settings_problems(r#"{"env":{"A":1}}"#).is_empty());
-        assert!(!claude_settings_problems(r#"{"disableAllHooks":true}"#).is_empty());
-        assert!(!claude_settings_problems("{").is_empty());
-        assert!(!claude_settings_problems("[]").is_empty());
     }
 }

@@ -25,15 +25,16 @@
 
 mod claude;
 mod codex;
+pub mod doctor;
 mod json_text;
 mod launch;
+mod run;
 mod wiring;
 
 pub use codex::{catalog as codex_catalog, run_home};
 pub use launch::{check_extra_args, worker_command, WorkerSpec};
+pub use run::*;
 pub use wiring::*;
-
-pub(crate) use claude::schema_problems as claude_schema_problems;
 
 /// What the harness's worker needs in the box (`crate::sandbox::Needs`), told by its wing:
 /// Claude's from its variables and its login file in `home`; Codex's from the run's own

@@ -34,7 +34,7 @@ use serde_json::json;
 
 use crate::cli::RunArgs;
 use crate::commands::pause_point;
-use crate::harness::{self, Harness, WorkerSpec};
+use crate::harness::{self, WorkerSpec};
 use crate::mcp::{self, McpServer, McpTransport};
 use crate::observe::Observer;
 use crate::output::Failure;
@@ -186,14 +186,14 @@ fn active_state(
 /// it), so its one layer is the `--settings` file: a boxed Claude run edits no file of the
 /// user's, and waits on the disk for none.
 fn wires_a_settings_file(plan: &Plan) -> bool {
-    plan.kind == Harness::Codex || plan.bwrap.is_none()
+    harness::wires_a_file(plan.kind, plan.bwrap.is_some())
 }
 
 /// Whether the file [`wires_a_settings_file`] wires is the user's own (Claude's project
 /// `.claude/settings.json`, with `--no-contain`), rather than the run's copy of Codex's
 /// configuration.
 fn wires_a_users_file(plan: &Plan) -> bool {
-    plan.kind == Harness::Claude && plan.bwrap.is_none()
+    harness::wires_the_users_file(plan.kind) && plan.bwrap.is_none()
 }
 
 /// What step 4 set up for the rest of the run.
@@ -462,12 +462,9 @@ fn record_active(
     let run_dir = plan.paths.run_dir(&run_id);
     std::fs::create_dir_all(run_dir.path())
         .with_context(|| format!("cannot create {}", run_dir.path().display()))?;
-    let guard_settings = (plan.kind == Harness::Claude).then(|| run_dir.guard_settings());
+    let guard_settings = harness::guard_settings_file(plan.kind, &run_dir);
     // Codex: the guard goes into the run's own copy of the configuration, never the user's file.
-    let ctx = match plan.kind {
-        Harness::Codex => harness::run_home::run_context(&plan.ctx, run_dir.path()),
-        Harness::Claude => plan.ctx.clone(),
-    };
+    let ctx = harness::run_context(plan.kind, &plan.ctx, run_dir.path());
     // The provisioned browser's files, before ACTIVE.json names them for the guard.
     let provisioned = match &plan.browser {
         Some(bins) => {
@@ -558,14 +555,7 @@ fn wire(
     mut active_synced: Synced,
 ) -> anyhow::Result<()> {
     let guard_settings = started.guard_settings.as_deref();
-    if plan.kind == Harness::Codex {
-        // In the box the login file is bound read-only by the box itself; without it, linked.
-        harness::run_home::prepare_codex_home(
-            &plan.ctx.codex_home,
-            &started.ctx.codex_home,
-            plan.bwrap.is_none(),
-        )?;
-    }
+    harness::prepare_home(plan.kind, &plan.ctx, &started.ctx, plan.bwrap.is_some())?;
     if wires_a_settings_file(plan) {
         let outcome =
             harness::wire_with_hook(plan.kind, &started.ctx, &mut |_| active_synced.wait())?;
@@ -730,10 +720,7 @@ fn launch(
         settle(p, plan, &mut observer, timings)?;
     }
     let mut cmd = harness::worker_command(&spec, &started.run_id);
-    if plan.kind == Harness::Codex {
-        // Unboxed, the run's own configuration is the worker's (the box sets it itself).
-        cmd.env("CODEX_HOME", &started.ctx.codex_home);
-    }
+    cmd.envs(harness::unboxed_env(plan.kind, &started.ctx));
     // The box: the worker's whole tree in its own namespaces (crate::sandbox).
     let boxed = match &plan.bwrap {
         Some(bwrap) => Some(crate::sandbox::start(crate::sandbox::Launch {

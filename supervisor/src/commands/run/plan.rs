@@ -134,16 +134,9 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let bin = crate::os::harness_executable(&wanted, args.harness_bin.is_some())?;
     // Before any side effect: a catalog that cannot be made leaves tools Leopold cannot switch
     // off, so the run refuses (exit 2).
-    let codex_catalog = match kind {
-        Harness::Codex => Some(harness::codex_catalog::catalog_without_tools(&bin).map_err(
-            |why| {
-                anyhow::anyhow!(
-                    "refused: {why}\n(hint: run the pinned Codex, `leopold setup` installs it)"
-                )
-            },
-        )?),
-        Harness::Claude => None,
-    };
+    let codex_catalog = harness::model_catalog(kind, &bin).map_err(|why| {
+        anyhow::anyhow!("refused: {why}\n(hint: run the pinned Codex, `leopold setup` installs it)")
+    })?;
     let junit = match &args.junit {
         Some(p) => Some(
             std::path::absolute(p).with_context(|| format!("cannot resolve {}", p.display()))?,
@@ -155,22 +148,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         crate::sandbox::check_plan(&mcp_servers)?;
     }
     let mut ctx = crate::commands::harness_context(&project)?;
-    if kind == Harness::Claude {
-        // `onFailure: block` only where this Claude Code understands it (2.1.295+); when the
-        // version cannot be told (the probe failed or timed out), keep it: older releases
-        // tolerate unknown keys in a handler.
-        let _probe = tracing::info_span!("version_probe").entered();
-        ctx.claude_on_failure = match harness::claude_supports_on_failure(&bin) {
-            Ok(yes) => {
-                tracing::debug!(on_failure = yes, "{} --version answered", bin.display());
-                yes
-            }
-            Err(e) => {
-                tracing::warn!("{e}; keeping `onFailure: block`");
-                true
-            }
-        };
-    }
+    harness::probe_binary(kind, &mut ctx, &bin);
     Ok(Plan {
         paths: PersonaPaths::new(&project),
         flow,

@@ -110,10 +110,7 @@ impl Teardown<'_> {
         if wired {
             tracing::info!("unwired {}", target.display());
         }
-        if plan.kind == harness::Harness::Codex {
-            // The run's copy of the user's configuration, and its login entry, go with it.
-            harness::run_home::remove_codex_copy(&ctx.codex_home);
-        }
+        harness::remove_run_home(plan.kind, ctx);
         crate::commands::pause_point("mid-unwire");
         if let Some(gs) = &self.st.guard_settings {
             match std::fs::remove_file(gs) {

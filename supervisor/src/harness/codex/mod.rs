@@ -5,6 +5,7 @@
 mod boxing;
 pub mod catalog;
 mod config;
+pub(in crate::harness) mod doctor;
 pub(in crate::harness) mod launch;
 pub mod run_home;
 

@@ -1,0 +1,126 @@
+//! What `leopold doctor` says of Claude Code: whether a guard that cannot run denies
+//! (`onFailure`, from its version), and whether each settings file it reads loads (a file it
+//! skips loses its hooks; one wiring cannot parse refuses a `--no-contain` run).
+
+use std::path::{Path, PathBuf};
+
+use crate::harness::doctor::{finding, Finding, Status};
+use crate::harness::{parse_version, Context, Harness, CLAUDE_ON_FAILURE_SINCE};
+use crate::project::shown;
+
+/// Claude's own checks, `version` its `--version` line.
+pub fn checks(ctx: &Context, project: &Path, version: Option<&str>) -> Vec<Finding> {
+    let scope = "claude";
+    let mut out = Vec::new();
+    if let Some(v) = version.and_then(parse_version) {
+        if v >= CLAUDE_ON_FAILURE_SINCE {
+            out.push(finding(
+                scope,
+                "on_failure",
+                Status::Ok,
+                "onFailure \"block\" is honoured: a guard that cannot run denies".into(),
+                None,
+            ));
+        } else {
+            out.push(finding(
+                    scope,
+                    "on_failure",
+                    Status::Problem,
+                    format!("Claude Code {}.{}.{} ignores onFailure: a guard that cannot run (crash, timeout, not found) lets the call through; the supervisor's journal is then the only bound", v.0, v.1, v.2),
+                    Some("upgrade Claude Code to 2.1.295 or later".into()),
+                ));
+        }
+    }
+    let mut files = vec![
+        project.join(".claude/settings.json"),
+        project.join(".claude/settings.local.json"),
+    ];
+    if let Some(home) = std::env::var_os("HOME") {
+        files.push(PathBuf::from(home).join(".claude/settings.json"));
+    }
+    let wired_file = ctx.settings_path(Harness::Claude);
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let problems = settings_problems(&text);
+        // The file a `--no-contain` run wires must also be one wiring can edit;
+        // otherwise that run refuses to start
+        // (docs/reference.md#what-you-can-count-on),
+        // whatever --settings does. A boxed run leaves the file alone.
+        let refused = if file == wired_file {
+            crate::harness::check_wirable(Harness::Claude, ctx).err()
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            out.push(finding(
+                    scope,
+                    "settings",
+                    Status::Problem,
+                    format!(
+                        "{}: {}. Claude Code skips the whole file (silently under -p), and `persona run --harness claude --no-contain` refuses to start (exit 2, setup_failed): wiring never edits a file it cannot parse ({}); a boxed run neither reads nor edits it",
+                        shown(&file),
+                        if problems.is_empty() { "unexpected shape".to_owned() } else { problems.join("; ") },
+                        why.to_string().lines().next().unwrap_or("")
+                    ),
+                    Some(format!("correct {}", shown(&file))),
+                ));
+        } else if problems.is_empty() {
+            out.push(finding(
+                scope,
+                "settings",
+                Status::Ok,
+                format!("{} loads", shown(&file)),
+                None,
+            ));
+        } else {
+            out.push(finding(
+                    scope,
+                    "settings",
+                    Status::Problem,
+                    format!(
+                        "{}: {}. Claude Code skips the whole file (silently under -p); `persona run` still passes the guard with --settings, but the file's other settings are lost",
+                        shown(&file),
+                        problems.join("; ")
+                    ),
+                    Some(format!("correct {}", shown(&file))),
+                ));
+        }
+    }
+    out
+}
+
+/// Known shapes that make Claude Code skip a settings file, or switch hooks off.
+pub fn settings_problems(text: &str) -> Vec<String> {
+    let doc: serde_json::Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return vec![format!("not valid JSON ({e})")],
+    };
+    let Some(obj) = doc.as_object() else {
+        return vec!["the top level is not a JSON object".into()];
+    };
+    let mut out = super::settings::schema_problems(obj);
+    if obj.get("disableAllHooks") == Some(&serde_json::Value::Bool(true)) {
+        out.push("`disableAllHooks` is true: no hook runs, the guard included".into());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claude_settings_shapes_known_to_be_rejected_are_found() {
+        assert!(settings_problems(r#"{"permissions":{"allow":["Bash"]}}"#).is_empty());
+        assert!(!settings_problems(r#"{"permissions":{"allow":5}}"#).is_empty());
+        assert!(!settings_problems(r#"{"hooks":{"PreToolUse":{}}}"#).is_empty());
+        // The fields wiring warns about are doctor's problems too.
+        assert!(!settings_problems(r#"{"model":5}"#).is_empty());
+        assert!(!settings_problems(r#"{"env":{"A":1}}"#).is_empty());
+        assert!(!settings_problems(r#"{"disableAllHooks":true}"#).is_empty());
+        assert!(!settings_problems("{").is_empty());
+        assert!(!settings_problems("[]").is_empty());
+    }
+}
