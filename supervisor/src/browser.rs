@@ -27,7 +27,6 @@ use leopold_guard::browser::{
 };
 use serde_json::{json, Value};
 
-use crate::harness::Harness;
 use crate::mcp::{McpServer, McpTransport};
 use crate::os::find_executable;
 
@@ -144,11 +143,6 @@ pub fn mcp_server(
             env: Vec::new(),
         },
     }
-}
-
-/// Harness arguments a provisioned browser needs ([`crate::harness::browser_args`]).
-pub fn harness_args(kind: Harness) -> Vec<String> {
-    crate::harness::browser_args(kind, SERVER)
 }
 
 /// What provisioning wrote.
@@ -533,15 +527,6 @@ mod tests {
                 "--no-webmcp"
             ]
         );
-    }
-
-    #[test]
-    fn codex_waits_for_the_browser_server() {
-        assert_eq!(
-            harness_args(Harness::Codex),
-            ["-c", "mcp_servers.browser.required=true"]
-        );
-        assert!(harness_args(Harness::Claude).is_empty());
     }
 
     #[test]

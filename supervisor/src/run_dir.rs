@@ -2,7 +2,8 @@
 //! spelled here once: the run writes them, recovery and teardown archive them, `persona report`
 //! and `persona runs` read them. (`persona replay` is the journal crate's, which cannot depend on
 //! this one: `leopold_journal::replay` names the journal, `run.json` and the gateway's record
-//! itself.)
+//! itself; a test holds the two spellings equal, and this file imports nothing of Leopold's, so
+//! every layer can name a run's files.)
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +18,7 @@ impl RunDir {
     /// The journal, hash-chained (docs/reference.md#journal).
     pub const JOURNAL: &'static str = "journal.jsonl";
     /// The gateway's record of every call it saw, hash-chained (docs/security.md#the-gateway).
-    pub const GATEWAY_RECORD: &'static str = leopold_journal::replay::GATEWAY_RECORD;
+    pub const GATEWAY_RECORD: &'static str = "gateway.jsonl";
     /// The persona's final answer, saved verbatim (when it gave one).
     pub const FINDINGS: &'static str = "findings.md";
     /// The run's report page.
@@ -79,5 +80,18 @@ impl RunDir {
     /// The MCP configuration the worker is given: the gateway's relay for each server.
     pub fn mcp_relay(&self) -> PathBuf {
         self.0.join("mcp-relay.json")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunDir;
+
+    #[test]
+    fn the_journal_crate_names_the_same_files() {
+        assert_eq!(
+            RunDir::GATEWAY_RECORD,
+            leopold_journal::replay::GATEWAY_RECORD
+        );
     }
 }

@@ -24,7 +24,10 @@ fn context(project: PathBuf, claude_on_failure: bool) -> anyhow::Result<Context>
 pub fn wire(args: WireArgs) -> anyhow::Result<ExitCode> {
     let kind = args.harness;
     let project = crate::state::resolve_project(args.project.project.as_deref())?;
-    let on_failure = harness::on_failure_for_wire(kind, args.harness_bin.as_deref())?;
+    let (on_failure, warning) = harness::on_failure_for_wire(kind, args.harness_bin.as_deref())?;
+    if let Some(w) = warning {
+        output::warn(&w);
+    }
     let ctx = context(project, on_failure)?;
     let outcome = harness::wire(kind, &ctx)?;
     let file = shown(&outcome.record.file);

@@ -26,6 +26,7 @@
 mod claude;
 mod codex;
 pub mod doctor;
+mod finding;
 mod json_text;
 mod launch;
 mod run;

@@ -134,11 +134,15 @@ pub fn denials_only_in_events(kind: Harness) -> bool {
 }
 
 /// `persona wire`'s `onFailure: block`: Claude's where its version understands it (a named
-/// binary that cannot tell refuses); never Codex's, which has no such key.
-pub fn on_failure_for_wire(kind: Harness, bin: Option<&Path>) -> anyhow::Result<bool> {
+/// binary that cannot tell refuses; one that cannot be found is a warning, returned); never
+/// Codex's, which has no such key.
+pub fn on_failure_for_wire(
+    kind: Harness,
+    bin: Option<&Path>,
+) -> anyhow::Result<(bool, Option<String>)> {
     match kind {
         Harness::Claude => claude::on_failure_for_wire(bin),
-        Harness::Codex => Ok(false),
+        Harness::Codex => Ok((false, None)),
     }
 }
 
@@ -160,5 +164,19 @@ pub fn describe(kind: Harness) -> &'static str {
     match kind {
         Harness::Claude => "Claude Code (`claude`)",
         Harness::Codex => "OpenAI Codex CLI (`codex`)",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codex_waits_for_the_browser_server() {
+        assert_eq!(
+            browser_args(Harness::Codex, "browser"),
+            ["-c", "mcp_servers.browser.required=true"]
+        );
+        assert!(browser_args(Harness::Claude, "browser").is_empty());
     }
 }

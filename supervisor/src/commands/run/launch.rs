@@ -65,7 +65,7 @@ pub(super) fn launch(
 ) -> anyhow::Result<Launched> {
     let provisioned = started.provisioned.as_ref();
     let extra: Vec<String> = match provisioned {
-        Some(_) => crate::browser::harness_args(plan.kind)
+        Some(_) => harness::browser_args(plan.kind, crate::browser::SERVER)
             .into_iter()
             .chain(plan.extra.iter().cloned())
             .collect(),

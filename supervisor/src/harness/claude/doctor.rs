@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::harness::doctor::{finding, Finding, Status};
+use crate::harness::finding::{finding, Finding, Status};
 use crate::harness::{parse_version, Context, Harness, CLAUDE_ON_FAILURE_SINCE};
 use crate::project::shown;
 

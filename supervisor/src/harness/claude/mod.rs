@@ -34,11 +34,14 @@ pub fn probe_on_failure(ctx: &mut super::Context, bin: &Path) {
 ///
 /// A `--harness-bin` that cannot be asked is an error: the user named it, and wiring without
 /// `onFailure` would quietly let calls through when the guard cannot run. Without one, `claude`
-/// missing from PATH is a warning, and the hook is wired without `onFailure`.
-pub fn on_failure_for_wire(bin: Option<&Path>) -> anyhow::Result<bool> {
+/// missing from PATH is a warning (returned, for the caller to print), and the hook is wired
+/// without `onFailure`.
+pub fn on_failure_for_wire(bin: Option<&Path>) -> anyhow::Result<(bool, Option<String>)> {
     if let Some(named) = bin {
         let found = crate::os::harness_executable(named, true)?;
-        return crate::harness::claude_supports_on_failure(&found).map_err(|e| {
+        return crate::harness::claude_supports_on_failure(&found)
+            .map(|yes| (yes, None))
+            .map_err(|e| {
             anyhow::anyhow!(
                 "{e}; nothing was wired\n(hint: --harness-bin must name a Claude Code that answers `--version`; leave it out to wire without `\"onFailure\": \"block\"`)"
             )
@@ -46,13 +49,12 @@ pub fn on_failure_for_wire(bin: Option<&Path>) -> anyhow::Result<bool> {
     }
     let missing = match crate::os::executable(Path::new("claude")) {
         Lookup::Found(found) => match crate::harness::claude_supports_on_failure(&found) {
-            Ok(yes) => return Ok(yes),
+            Ok(yes) => return Ok((yes, None)),
             Err(e) => e.to_string(),
         },
         _ => "`claude` is not on PATH".to_owned(),
     };
-    crate::output::warn(&format!(
+    Ok((false, Some(format!(
         "{missing}; wiring without `\"onFailure\": \"block\"` (needs Claude Code 2.1.295 or later), so a guard that cannot run lets the call through\n(hint: pass --harness-bin PATH to name the claude executable)"
-    ));
-    Ok(false)
+    ))))
 }

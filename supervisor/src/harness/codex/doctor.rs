@@ -1,7 +1,7 @@
 //! What `leopold doctor` says of Codex CLI: how `persona run` runs it, and whether its
 //! configuration parses with hooks on.
 
-use crate::harness::doctor::{finding, Finding, Status};
+use crate::harness::finding::{finding, Finding, Status};
 use crate::harness::Context;
 use crate::project::shown;
 
