@@ -30,11 +30,13 @@ mod finding;
 mod json_text;
 mod launch;
 mod run;
+mod wired;
 mod wiring;
 
 pub use codex::{catalog as codex_catalog, run_home};
 pub use launch::{check_extra_args, worker_command, WorkerSpec};
 pub use run::*;
+pub use wired::*;
 pub use wiring::*;
 
 /// What the harness's worker needs in the box (`crate::sandbox::Needs`), told by its wing:
