@@ -45,3 +45,28 @@ impl Leopold for Sandbox {
         self.run_recover(leopold_bin())
     }
 }
+
+/// A file of tests/fixtures/ (the real streams of the checkout script), copied into the kit
+/// folder, which the box lets the fake worker read.
+pub fn fixture_into_kit(sb: &Sandbox, name: &str) -> std::path::PathBuf {
+    let src = capture("x")
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("fixtures")
+        .join(name);
+    let dst = sb.kit().join(name);
+    std::fs::create_dir_all(sb.kit()).unwrap();
+    std::fs::copy(&src, &dst).unwrap();
+    dst
+}
+
+/// The run id in ACTIVE.json, of the run under way.
+pub fn active_run_id(sb: &Sandbox) -> String {
+    serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(sb.active()).unwrap())
+        .unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}

@@ -424,12 +424,7 @@ fn a_sigkilled_supervisor_takes_the_whole_box_with_it() {
     ));
     let before = sb.snapshot();
     let mut child = sb.spawn_paused("claude", "mid-stream");
-    let run_id =
-        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(sb.active()).unwrap())
-            .unwrap()["run_id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let run_id = active_run_id(&sb);
     wait_for(5, "the grandchild", || sb.grandchild_pid().is_some());
     let detached = sb.results_lines()[0]["pid"].as_u64().unwrap() as u32;
     assert!(sb.proc_alive(detached));

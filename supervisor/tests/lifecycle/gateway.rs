@@ -584,12 +584,7 @@ fn a_sigkilled_supervisor_takes_the_gateways_servers_with_it() {
         "{:?}",
         sb.results_lines()
     );
-    let run_id =
-        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(sb.active()).unwrap())
-            .unwrap()["run_id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let run_id = active_run_id(&sb);
     let of_run = |what: &str| {
         processes_of_run(&run_id)
             .into_iter()

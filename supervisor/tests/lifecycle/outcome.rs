@@ -6,22 +6,6 @@ use std::path::PathBuf;
 
 use crate::kit::*;
 
-/// The real Claude stream of the checkout script (tests/fixtures/), copied into the kit folder
-/// (which the box lets the fake worker read).
-fn fixture_into_kit(sb: &Sandbox, name: &str) -> PathBuf {
-    let src = capture("x")
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("fixtures")
-        .join(name);
-    let dst = sb.kit().join(name);
-    std::fs::create_dir_all(sb.kit()).unwrap();
-    std::fs::copy(&src, &dst).unwrap();
-    dst
-}
-
 /// The final answer the fixtures' scripted model gives.
 const ANSWER: &str = "Walked the checkout up to the order button. Walls: four navigations outside the flow's hosts and the Place order button were refused by Leopold's guard; noted as findings.";
 
@@ -208,13 +192,7 @@ fn the_same_wall_max_denials_in_a_row_times_stops_the_run_as_stuck_exit_5() {
     let before = sb.snapshot();
     let t = std::time::Instant::now();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(5),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 5);
     assert!(t.elapsed().as_secs() < 30, "the worker was stopped");
     let rj = sb.run_json();
     assert_eq!(rj["end"]["outcome"], "stuck");
@@ -325,13 +303,7 @@ fn codex_denials_that_print_nothing_still_stop_a_stuck_run() {
     );
     let t = std::time::Instant::now();
     let out = sb.run_cmd("codex", &[]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(5),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 5);
     assert!(t.elapsed().as_secs() < 30, "the worker was stopped");
     let rj = sb.run_json();
     assert_eq!(rj["end"]["reason"], "stuck at a wall: outside_allowlist ×3");

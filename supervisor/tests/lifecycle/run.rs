@@ -64,13 +64,7 @@ fn claude_run_wires_during_and_leaves(sb: Sandbox) {
         .contains("persona guard"));
 
     let out = wait_output(child, 20);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout {}\nstderr {}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 0);
 
     // After: byte-identical files, only the run dir (and the inert lock file) remain.
     assert_eq!(sb.snapshot(), before);
@@ -148,13 +142,7 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
         .run_cmd("codex", &["--mcp-config", mcp.to_str().unwrap()])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout {}\nstderr {}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 0);
     assert_eq!(sb.snapshot(), before);
     // The capture's model ends with an answer ("Done."): the run saved it as findings.md.
     // The gateway's record and the worker's MCP config (the relay) join the run's files.
