@@ -422,6 +422,15 @@ pub fn claude_tool_use(id: &str, tool: &str, input: serde_json::Value) -> String
     serde_json::json!({"type":"assistant","message":{"id":"m","type":"message","role":"assistant","content":[{"type":"tool_use","id":id,"name":tool,"input":input}]}}).to_string()
 }
 
+/// A line of Claude stream-json: a navigation to `url` on the stub browser.
+pub fn claude_navigate(id: &str, url: &str) -> String {
+    claude_tool_use(
+        id,
+        "mcp__personastub__navigate",
+        serde_json::json!({ "url": url }),
+    )
+}
+
 /// A line of Claude stream-json: the `tool_result` of a call that ran.
 pub fn claude_tool_ok(id: &str) -> String {
     serde_json::json!({"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":id,"content":[{"type":"text","text":"ok"}]}]}}).to_string()

@@ -415,11 +415,7 @@ fn a_sigkilled_supervisor_takes_the_whole_box_with_it() {
         "@detach 2 http://127.0.0.1:{}/after-kill {}\n@grandchild 60\n{}\n{}\n@sleep 60000\n",
         forbidden.port,
         after.display(),
-        claude_tool_use(
-            "t1",
-            "mcp__personastub__navigate",
-            serde_json::json!({"url":"https://staging.example.com/a"})
-        ),
+        claude_navigate("t1", "https://staging.example.com/a"),
         claude_tool_ok("t1")
     ));
     let before = sb.snapshot();

@@ -8,11 +8,7 @@ use crate::kit::*;
 fn navigate_action() -> String {
     format!(
         "{}\n{}\n",
-        claude_tool_use(
-            "t1",
-            "mcp__personastub__navigate",
-            serde_json::json!({"url":"https://staging.example.com/a"})
-        ),
+        claude_navigate("t1", "https://staging.example.com/a"),
         claude_tool_ok("t1")
     )
 }

@@ -230,11 +230,7 @@ fn a_quiet_run_says_what_it_waits_for_and_a_timeout_records_it() {
     let sb = Sandbox::with_user_files();
     sb.set_script(&format!(
         "{}\n@sleep 60000\n",
-        claude_tool_use(
-            "t1",
-            "mcp__personastub__navigate",
-            serde_json::json!({"url":"https://staging.example.com/"})
-        )
+        claude_navigate("t1", "https://staging.example.com/")
     ));
     let out = sb
         .run_cmd("claude", &["--timeout", "1500ms"])

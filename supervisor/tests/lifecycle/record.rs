@@ -9,10 +9,9 @@ use crate::kit::*;
 fn three_navigations() -> String {
     let mut s = String::new();
     for (id, path) in [("t1", "/welcome"), ("t2", "/cart"), ("t3", "/shipping")] {
-        s.push_str(&claude_tool_use(
+        s.push_str(&claude_navigate(
             id,
-            "mcp__personastub__navigate",
-            serde_json::json!({ "url": format!("https://staging.example.com{path}") }),
+            &format!("https://staging.example.com{path}"),
         ));
         s.push('\n');
         s.push_str(&claude_tool_ok(id));

@@ -5,10 +5,9 @@ use crate::kit::*;
 
 fn clean_claude_script() -> String {
     let mut s = String::new();
-    s.push_str(&claude_tool_use(
+    s.push_str(&claude_navigate(
         "t1",
-        "mcp__personastub__navigate",
-        serde_json::json!({"url":"https://staging.example.com/welcome"}),
+        "https://staging.example.com/welcome",
     ));
     s.push('\n');
     s.push_str(&claude_tool_ok("t1"));

@@ -23,10 +23,9 @@ fn an_off_allowlist_call_that_reached_the_tool_stops_the_worker_exit_1() {
     // The hook failed open: the navigation ran. The worker would go on for a minute.
     sb.set_script(&format!(
         "{}\n{}\n@sleep 60000\n",
-        claude_tool_use(
+        claude_navigate(
             "t9",
-            "mcp__personastub__navigate",
-            serde_json::json!({"url":"https://prod-dashboard.example.org/admin?token=secret"})
+            "https://prod-dashboard.example.org/admin?token=secret"
         ),
         claude_tool_ok("t9")
     ));
@@ -230,11 +229,7 @@ fn an_overlong_stream_line_is_skipped_and_noted_and_the_run_goes_on() {
     sb.set_script(&format!(
         "@long {}\n{}\n{}\n",
         17 * 1024 * 1024,
-        claude_tool_use(
-            "t1",
-            "mcp__personastub__navigate",
-            serde_json::json!({"url":"https://staging.example.com/a"})
-        ),
+        claude_navigate("t1", "https://staging.example.com/a"),
         claude_tool_ok("t1")
     ));
     let out = sb.run_cmd("claude", &[]).output().unwrap();
