@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use crate::kit::{Sandbox, LEOPOLD};
+use crate::kit::{assert_has, Sandbox, LEOPOLD};
 
 const SECRET: &str = "PlantedS3cretToken";
 
@@ -233,7 +233,7 @@ fn an_irreversible_path_names_its_host_but_not_the_path() {
         ),
     );
     let err = assert_deny(&out, "irreversible_path");
-    assert!(err.contains("host \"staging.example.com\""), "{err}");
+    assert_has(&err, "host \"staging.example.com\"");
     let ev = events(&p);
     assert_eq!(ev[0]["host"], "staging.example.com");
     assert_eq!(ev[0]["event"], "persona_guard_irreversible");

@@ -323,7 +323,7 @@ fn a_clean_run_is_a_passing_junit_case_and_its_report_says_clean() {
         "{xml}"
     );
     let html = std::fs::read_to_string(sb.run_dir().join("report.html")).unwrap();
-    assert!(html.contains("class=\"outcome clean\""), "{html}");
+    assert_has(&html, "class=\"outcome clean\"");
 }
 
 /// `persona report` checks the hash chains before it renders a run as clean: a real run's
@@ -370,7 +370,7 @@ fn persona_report_renders_a_run_whose_records_were_changed_as_tampered() {
     let o = report(&dir);
     assert_exit_code(&o, 0);
     let (html, failure) = verdict();
-    assert!(html.contains("class=\"outcome clean\""), "{html}");
+    assert_has(&html, "class=\"outcome clean\"");
     assert_eq!(failure, None);
 
     // One journal line edited (the first navigation's path), as someone hiding it would.
@@ -380,18 +380,11 @@ fn persona_report_renders_a_run_whose_records_were_changed_as_tampered() {
     std::fs::write(&journal, original.replacen("\"/cart\"", "\"/home\"", 1)).unwrap();
     let o = report(&dir);
     assert_exit_code(&o, 1);
-    assert!(
-        stderr(&o).contains("leopold: tampered: journal.jsonl line 3"),
-        "{}",
-        stderr(&o)
-    );
+    assert_has(&stderr(&o), "leopold: tampered: journal.jsonl line 3");
     let (html, failure) = verdict();
     assert!(!html.contains("class=\"outcome clean\""), "{html}");
-    assert!(
-        html.contains("class=\"outcome violated\">tampered<"),
-        "{html}"
-    );
-    assert!(html.contains("journal.jsonl line 3"), "{html}");
+    assert_has(&html, "class=\"outcome violated\">tampered<");
+    assert_has(&html, "journal.jsonl line 3");
     let (kind, message) = failure.expect("a failing JUnit case");
     assert_eq!(kind, "tampered");
     assert!(message.starts_with("journal.jsonl line 3: "), "{message}");
@@ -408,10 +401,7 @@ fn persona_report_renders_a_run_whose_records_were_changed_as_tampered() {
     let o = report(&dir);
     assert_exit_code(&o, 1);
     let (html, failure) = verdict();
-    assert!(
-        html.contains("class=\"outcome violated\">tampered<"),
-        "{html}"
-    );
+    assert_has(&html, "class=\"outcome violated\">tampered<");
     let (kind, message) = failure.expect("a failing JUnit case");
     assert_eq!(kind, "tampered");
     assert!(
@@ -548,7 +538,7 @@ fn persona_report_refuses_a_malformed_run_json_naming_it_and_leaves_it_as_is() {
         err.contains(&dir.join("run.json").display().to_string()),
         "{err}"
     );
-    assert!(err.contains("left as it is"), "{err}");
+    assert_has(&err, "left as it is");
     assert_eq!(listing(&dir), before, "nothing written, nothing changed");
 
     // Not a run directory at all.
@@ -557,7 +547,7 @@ fn persona_report_refuses_a_malformed_run_json_naming_it_and_leaves_it_as_is() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("not a run directory"), "{}", stderr(&o));
+    assert_has(&stderr(&o), "not a run directory");
 }
 
 #[test]

@@ -412,6 +412,15 @@ pub fn assert_exit_code(o: &Output, code: i32) {
     assert_eq!(o.status.code(), Some(code), "{}{}", stdout(o), stderr(o));
 }
 
+/// Requires `text` to contain `needle`; the message shows the whole text.
+///
+/// # Panics
+/// `needle` is not in `text`.
+#[track_caller]
+pub fn assert_has(text: &str, needle: &str) {
+    assert!(text.contains(needle), "{text}");
+}
+
 /// An output's stdout as text.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

@@ -167,7 +167,7 @@ fn nothing_gets_out(harness: &str) {
 
     // The environment: the supervisor's other variables never reach the box.
     let env = std::fs::read_to_string(sb.kit().join("results.jsonl.env")).unwrap();
-    assert!(env.contains("LEOPOLD_RUN_ID="), "{env}");
+    assert_has(&env, "LEOPOLD_RUN_ID=");
     assert!(!env.contains("planted-"), "{env}");
 
     // The network: the forbidden host saw no connection at all, by any spelling.
@@ -375,11 +375,7 @@ fn the_model_relay_admits_only_the_endpoint() {
         );
     }
     assert_eq!(results_for(&results, "get")[0]["ok"], false, "{results:?}");
-    assert!(
-        stderr(&out).contains("the box refused 3 request(s)"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "the box refused 3 request(s)");
     assert!(!stderr(&out).contains("https://"), "hosts only, never URLs");
     assert!(forbidden.seen().is_empty(), "{:?}", forbidden.seen());
 }
@@ -477,7 +473,7 @@ fn no_box_refuses_unless_no_contain() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stderr(&out).contains("WITHOUT the box"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "WITHOUT the box");
 }
 
 /// A build without the `test-knobs` feature, as `cargo build --release` is, reads no

@@ -175,11 +175,7 @@ fn crash_then_recover_in(sb: Sandbox, harness: &str, step: &str) {
     // The lock is free: a second recovery takes it and finds nothing to do.
     let again = sb.recover();
     assert_eq!(again.status.code(), Some(0));
-    assert!(
-        stdout(&again).contains("nothing to recover"),
-        "{}",
-        stdout(&again)
-    );
+    assert_has(&stdout(&again), "nothing to recover");
 }
 
 #[test]
@@ -257,11 +253,7 @@ fn the_next_run_recovers_a_crashed_one_itself() {
     sb.set_script(&navigate_action());
     let out = sb.run_cmd("claude", &[]).output().unwrap();
     assert_exit_code(&out, 0);
-    assert!(
-        stdout(&out).contains("recovered: crashed run"),
-        "{}",
-        stdout(&out)
-    );
+    assert_has(&stdout(&out), "recovered: crashed run");
     assert_eq!(sb.snapshot(), before);
     assert_eq!(sb.run_dirs().len(), 2);
     assert!(!sb.active().exists());

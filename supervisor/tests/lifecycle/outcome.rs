@@ -140,7 +140,7 @@ fn codex_findings_are_printed_after_the_summary() {
         .unwrap_or_else(|| panic!("{text}"));
     let findings = text.find(ANSWER).unwrap_or_else(|| panic!("{text}"));
     assert!(summary < findings, "findings after the summary:\n{text}");
-    assert!(text.contains("findings.md):\n"), "{text}");
+    assert_has(&text, "findings.md):\n");
     let dir = &sb.run_dirs()[0];
     assert_eq!(
         std::fs::read(dir.join("findings.md")).unwrap(),
@@ -239,9 +239,9 @@ fn a_quiet_run_says_what_it_waits_for_and_a_timeout_records_it() {
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(
-        text.contains("without an event: waiting for tool mcp__personastub__navigate to return"),
-        "{text}"
+    assert_has(
+        &text,
+        "without an event: waiting for tool mcp__personastub__navigate to return",
     );
     let end = &sb.run_json()["end"];
     assert_eq!(end["outcome"], "timed_out");
@@ -253,7 +253,7 @@ fn a_quiet_run_says_what_it_waits_for_and_a_timeout_records_it() {
     assert!(end["reason"].as_str().unwrap().ends_with(cause), "{end}");
     assert!(text.contains(cause), "the summary says the cause: {text}");
     let report = std::fs::read_to_string(sb.run_dirs()[0].join("report.html")).unwrap();
-    assert!(report.contains("Timed out waiting for"), "{report}");
+    assert_has(&report, "Timed out waiting for");
 
     // Nothing open: the run waits for the model.
     let sb = Sandbox::with_user_files();

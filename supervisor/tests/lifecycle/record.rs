@@ -87,10 +87,7 @@ fn the_head_in_run_json_run_ended_and_replay_is_one_and_tampering_fails_replay()
     write(&[lines[0], lines[1], &edited, lines[3]]);
     let (code, text) = replay(&sb, &run_dir, &[]);
     assert_eq!(code, 1, "{text}");
-    assert!(
-        text.contains(":4: tampered: line 4 does not follow line 3"),
-        "{text}"
-    );
+    assert_has(&text, ":4: tampered: line 4 does not follow line 3");
     let (code, s) = replay_summary(&sb, &run_dir, &[]);
     assert_eq!((code, s["chain_broken_at"].as_u64()), (1, Some(4)), "{s}");
 
@@ -109,7 +106,7 @@ fn the_head_in_run_json_run_ended_and_replay_is_one_and_tampering_fails_replay()
     write(&[lines[0], lines[2], lines[1], lines[3]]);
     let (code, text) = replay(&sb, &run_dir, &[]);
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("line 2 does not follow line 1"), "{text}");
+    assert_has(&text, "line 2 does not follow line 1");
 
     // The last line cut: the chain still holds, the heads do not.
     write(&lines[..3]);
@@ -136,7 +133,7 @@ fn the_head_in_run_json_run_ended_and_replay_is_one_and_tampering_fails_replay()
     // A malformed --expect is a usage error.
     let (code, text) = replay(&sb, &run_dir, &["--expect", "xyz"]);
     assert_eq!(code, 2, "{text}");
-    assert!(text.contains("not a journal hash"), "{text}");
+    assert_has(&text, "not a journal hash");
 }
 
 #[test]

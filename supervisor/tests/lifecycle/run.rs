@@ -52,7 +52,7 @@ fn claude_run_wires_during_and_leaves(sb: Sandbox) {
     let settings = std::fs::read_to_string(sb.project.join(".claude/settings.json")).unwrap();
     if sb.unboxed {
         assert_eq!(active["wiring"][0]["tag"], "leopold-persona-guard");
-        assert!(settings.contains("persona guard"), "{settings}");
+        assert_has(&settings, "persona guard");
     } else {
         assert_eq!(active["wiring"], serde_json::json!([]), "{active}");
         assert_eq!(sb.snapshot(), before, "a boxed run changed a user file");
@@ -257,11 +257,7 @@ fn hook_disabling_extra_args_are_refused_before_anything_is_touched() {
             "{harness} {extra}: {}",
             stderr(&out)
         );
-        assert!(
-            stderr(&out).contains("refused harness argument"),
-            "{}",
-            stderr(&out)
-        );
+        assert_has(&stderr(&out), "refused harness argument");
         assert_eq!(sb.snapshot(), before);
         assert!(!sb.project.join(".leopold").exists());
         assert!(!sb.record().exists(), "the worker must not start");
@@ -274,7 +270,7 @@ fn a_bad_flow_or_missing_harness_is_a_usage_error_touching_nothing() {
     std::fs::write(sb.flow(), "+++\nname = \"x\"\nallowlist = []\n+++\n").unwrap();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("checkout.md"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "checkout.md");
     assert!(!sb.project.join(".leopold").exists());
 
     let sb = Sandbox::with_user_files();
@@ -332,7 +328,7 @@ fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_c
             && events.contains("staging.example.com.evil.io"),
         "{events}"
     );
-    assert!(stdout(&out).contains("blocked"), "{}", stdout(&out));
+    assert_has(&stdout(&out), "blocked");
 }
 
 #[test]
@@ -449,7 +445,7 @@ fn a_claude_stuck_on_version_does_not_hold_the_run() {
     let active: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(sb.active()).unwrap()).unwrap();
     let gs = std::fs::read_to_string(active["guard_settings"].as_str().unwrap()).unwrap();
-    assert!(gs.contains("\"onFailure\": \"block\""), "{gs}");
+    assert_has(&gs, "\"onFailure\": \"block\"");
     let out = wait_output(child, 30);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
@@ -516,7 +512,7 @@ fn verbose_traces_each_step_on_stderr_and_keeps_json_stdout_clean() {
             "no trace of step {step} in stderr:\n{err}"
         );
     }
-    assert!(err.contains("total_ms="), "{err}");
+    assert_has(&err, "total_ms=");
     // Without -v (and without RUST_LOG) stderr carries no trace.
     let quiet = sb
         .run_cmd("claude", &["--json"])
@@ -545,9 +541,5 @@ fn a_settings_file_an_ended_run_left_is_swept_by_recover_and_not_by_every_run_st
     let rec = sb.recover();
     assert_eq!(rec.status.code(), Some(0), "{}", stderr(&rec));
     assert!(!stale.exists(), "{}", stdout(&rec));
-    assert!(
-        stdout(&rec).contains("guard-settings.json"),
-        "{}",
-        stdout(&rec)
-    );
+    assert_has(&stdout(&rec), "guard-settings.json");
 }

@@ -237,9 +237,5 @@ fn an_overlong_stream_line_is_skipped_and_noted_and_the_run_goes_on() {
     let rj = sb.run_json();
     assert_eq!(rj["end"]["counts"]["unreadable_lines"], 1);
     assert_eq!(rj["end"]["counts"]["actions"], 1);
-    assert!(
-        stdout(&out).contains("line 1: line longer than the limit"),
-        "{}",
-        stdout(&out)
-    );
+    assert_has(&stdout(&out), "line 1: line longer than the limit");
 }
