@@ -294,10 +294,8 @@ fn a_failed_proof_stops_the_boxed_worker_before_its_model(harness: &str) {
     let (out, sb, model, reached) = run(true);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{}{err}", stdout(&out));
-    assert!(
-        err.contains("the wired guard did not deny") && err.contains("exit 127"),
-        "{err}"
-    );
+    assert_has(&err, "the wired guard did not deny");
+    assert_has(&err, "exit 127");
     assert_eq!(sb.run_json()["end"]["outcome"], "setup_failed");
     // The worker ran (it recorded its start) and went for its model: held, then stopped.
     assert!(sb.worker_record()["pid"].is_u64(), "the worker started");
@@ -459,10 +457,8 @@ fn no_box_refuses_unless_no_contain() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let e = stderr(&out);
-    assert!(
-        e.contains("bubblewrap") && e.contains("--no-contain"),
-        "{e}"
-    );
+    assert_has(&e, "bubblewrap");
+    assert_has(&e, "--no-contain");
     assert_eq!(sb.snapshot(), before);
     assert!(!sb.persona_dir().exists(), "nothing touched");
 

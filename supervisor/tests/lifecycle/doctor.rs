@@ -114,11 +114,8 @@ fn doctor_reports_a_claude_settings_file_claude_would_skip() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stdout(&out).contains("PROBLEM") && stdout(&out).contains("fix:"),
-        "{}",
-        stdout(&out)
-    );
+    assert_has(&stdout(&out), "PROBLEM");
+    assert_has(&stdout(&out), "fix:");
 }
 
 #[test]
@@ -220,10 +217,8 @@ fn a_crashed_codex_run_leaves_the_users_config_alone_and_an_older_orphan_is_stil
     let out = sb.recover();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let said = stdout(&out);
-    assert!(
-        said.contains("crashed run") && said.contains("orphaned guard wiring"),
-        "{said}"
-    );
+    assert_has(&said, "crashed run");
+    assert_has(&said, "orphaned guard wiring");
     assert_eq!(sb.snapshot(), before, "recovery must restore every byte");
     // The crashed run's copy (a copy of the user's config, wired) is gone from its record.
     let copy = sb.run_dirs()[0].join("scratch/.codex/config.toml");

@@ -206,10 +206,8 @@ fn the_same_wall_max_denials_in_a_row_times_stops_the_run_as_stuck_exit_5() {
         "stuck at a wall: outside_allowlist ×3"
     );
     let text = stdout(&out);
-    assert!(
-        text.contains("stuck (exit 5)") && text.contains("stuck at a wall: outside_allowlist ×3"),
-        "{text}"
-    );
+    assert_has(&text, "stuck (exit 5)");
+    assert_has(&text, "stuck at a wall: outside_allowlist ×3");
     assert!(
         text.contains(
             "blocked   mcp__personastub__navigate  navigate evil.example — outside_allowlist"

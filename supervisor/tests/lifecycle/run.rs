@@ -291,11 +291,8 @@ fn a_bad_flow_or_missing_harness_is_a_usage_error_touching_nothing() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("not found") && stderr(&out).contains("--harness-bin"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "not found");
+    assert_has(&stderr(&out), "--harness-bin");
     assert!(!sb.project.join(".leopold").exists());
 }
 
@@ -323,11 +320,8 @@ fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_c
     let rj = sb.run_json();
     assert_eq!(rj["end"]["counts"]["denied"], 2);
     let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
-    assert!(
-        events.contains("prod-dashboard.example.org")
-            && events.contains("staging.example.com.evil.io"),
-        "{events}"
-    );
+    assert_has(&events, "prod-dashboard.example.org");
+    assert_has(&events, "staging.example.com.evil.io");
     assert_has(&stdout(&out), "blocked");
 }
 
