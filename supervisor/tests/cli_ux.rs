@@ -80,6 +80,18 @@ impl Sandbox {
         self.run_in(&self.project, args)
     }
 
+    /// `leopold persona wire` of Claude's settings, with `bin` as the harness binary.
+    fn wire_claude(&self, bin: &str) -> Output {
+        self.run(&[
+            "persona",
+            "wire",
+            "--harness",
+            "claude",
+            "--harness-bin",
+            bin,
+        ])
+    }
+
     /// `persona run flows/checkout.md --harness claude --harness-bin <bin> <extra…>`.
     fn run_checkout(&self, bin: &str, extra: &[&str]) -> Output {
         self.run(&checkout_args(bin, extra))
@@ -458,14 +470,7 @@ fn the_nearest_leopold_dir_is_the_project_and_project_overrides() {
 fn hand_wiring_is_a_note_for_doctor_and_survives_recover_and_runs() {
     let sb = sandbox();
     let claude = sb.fake_claude();
-    let out = sb.run(&[
-        "persona",
-        "wire",
-        "--harness",
-        "claude",
-        "--harness-bin",
-        claude.to_str().unwrap(),
-    ]);
+    let out = sb.wire_claude(claude.to_str().unwrap());
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
     let wired = std::fs::read(sb.settings()).unwrap();
     assert!(String::from_utf8_lossy(&wired).contains("\"onFailure\": \"block\""));
@@ -575,14 +580,7 @@ fn doctor_and_run_agree_on_a_settings_file_wiring_refuses() {
 #[test]
 fn wire_refuses_a_harness_bin_it_cannot_run() {
     let sb = sandbox();
-    let out = sb.run(&[
-        "persona",
-        "wire",
-        "--harness",
-        "claude",
-        "--harness-bin",
-        "/nonexistent",
-    ]);
+    let out = sb.wire_claude("/nonexistent");
     assert_eq!(code(&out), Some(2), "{}", stderr(&out));
     assert_has(&stderr(&out), "`/nonexistent` not found");
     assert!(!sb.settings().exists(), "nothing wired");
@@ -593,14 +591,7 @@ fn wire_refuses_a_harness_bin_it_cannot_run() {
     std::fs::write(&mute, "#!/bin/sh\nexit 0\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&mute, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = sb.run(&[
-        "persona",
-        "wire",
-        "--harness",
-        "claude",
-        "--harness-bin",
-        mute.to_str().unwrap(),
-    ]);
+    let out = sb.wire_claude(mute.to_str().unwrap());
     assert_eq!(code(&out), Some(2), "{}", stderr(&out));
     assert_has(&stderr(&out), "nothing was wired");
     assert!(!sb.settings().exists());
