@@ -5,6 +5,15 @@ use std::time::{Duration, Instant};
 
 use crate::kit::*;
 
+/// `cmd` spawned, returned once its worker runs and has written its record.
+fn spawn_until_working(sb: &Sandbox, cmd: &mut std::process::Command) -> std::process::Child {
+    let child = cmd.spawn().unwrap();
+    wait_for(10, "the worker", || {
+        active_worker_pid(sb).is_some() && sb.record().exists()
+    });
+    child
+}
+
 fn assert_clean_after(
     sb: &Sandbox,
     before: &std::collections::BTreeMap<std::path::PathBuf, Vec<u8>>,
@@ -100,15 +109,12 @@ fn sigint_during_a_run_cleans_up_fully() {
     let sb = Sandbox::with_user_files();
     sb.set_script("@grandchild 60\n@sleep 60000\n");
     let before = sb.snapshot();
-    let child = sb
-        .run_cmd("claude", &[])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(10, "the worker", || {
-        active_worker_pid(&sb).is_some() && sb.record().exists()
-    });
+    let child = spawn_until_working(
+        &sb,
+        sb.run_cmd("claude", &[])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     wait_for(5, "the grandchild", || sb.grandchild_record().exists());
     let g = sb.grandchild_pid().expect("the grandchild's pid");
     signal(child.id(), "INT");
@@ -127,15 +133,12 @@ fn sigterm_and_sighup_clean_up_too() {
         let sb = Sandbox::with_user_files();
         sb.set_script("@sleep 60000\n");
         let before = sb.snapshot();
-        let child = sb
-            .run_cmd("codex", &[])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_for(10, "the worker", || {
-            active_worker_pid(&sb).is_some() && sb.record().exists()
-        });
+        let child = spawn_until_working(
+            &sb,
+            sb.run_cmd("codex", &[])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
         signal(child.id(), sig);
         let out = wait_output(child, 15);
         assert_eq!(out.status.code(), Some(3), "SIG{sig}");
@@ -197,16 +200,13 @@ fn a_second_signal_skips_the_grace_period() {
     let sb = Sandbox::unboxed();
     sb.set_script("@ignore-sigterm\n@sleep 60000\n");
     let before = sb.snapshot();
-    let child = sb
-        .run_cmd("claude", &[])
-        .env("__LEOPOLD_STOP_GRACE_MS", "60000")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(10, "the worker", || {
-        active_worker_pid(&sb).is_some() && sb.record().exists()
-    });
+    let child = spawn_until_working(
+        &sb,
+        sb.run_cmd("claude", &[])
+            .env("__LEOPOLD_STOP_GRACE_MS", "60000")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
     let pid = child.id();
     signal(pid, "INT");
     std::thread::sleep(Duration::from_millis(300));
