@@ -200,8 +200,7 @@ fn violating_script() -> String {
 
 #[test]
 fn a_violating_run_writes_a_report_chromium_renders_and_a_junit_failure() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&violating_script());
+    let sb = Sandbox::scripted(&violating_script());
     // A folder that does not exist yet, as a CI job names it.
     let junit = sb.root.join("out/reports/junit.xml");
     let junit_arg = junit.display().to_string();
@@ -295,8 +294,7 @@ fn a_violating_run_writes_a_report_chromium_renders_and_a_junit_failure() {
 
 #[test]
 fn a_clean_run_is_a_passing_junit_case_and_its_report_says_clean() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&format!(
+    let sb = Sandbox::scripted(&format!(
         "{}\n{}\n",
         claude_navigate("t1", "https://staging.example.com/welcome"),
         claude_tool_ok("t1")

@@ -35,6 +35,13 @@ impl Sandbox {
         sb
     }
 
+    /// [`Sandbox::with_user_files`] with `script` as the fake worker's script.
+    pub fn scripted(script: &str) -> Sandbox {
+        let sb = Sandbox::with_user_files();
+        sb.set_script(script);
+        sb
+    }
+
     /// [`Sandbox::with_user_files`] whose runs pass `--no-contain`: for the tests that pin the
     /// supervisor's own process handling (process group, grace period, leaked output), which the
     /// box replaces by killing its PID namespace whole.

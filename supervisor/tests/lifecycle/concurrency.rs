@@ -8,8 +8,7 @@ use crate::kit::*;
 
 #[test]
 fn eight_runs_at_once_exactly_one_runs_the_others_exit_4_untouched() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@sleep 5000\n");
+    let sb = Sandbox::scripted("@sleep 5000\n");
     let before = sb.snapshot();
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
     let handles: Vec<_> = (0..8)
@@ -59,8 +58,7 @@ fn eight_runs_at_once_exactly_one_runs_the_others_exit_4_untouched() {
 
 #[test]
 fn recover_refuses_while_a_run_is_live() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@sleep 5000\n");
+    let sb = Sandbox::scripted("@sleep 5000\n");
     let child = sb
         .run_cmd("claude", &[])
         .stdout(Stdio::null())

@@ -261,8 +261,7 @@ fn the_next_run_recovers_a_crashed_one_itself() {
 
 #[test]
 fn an_active_json_this_version_cannot_read_is_left_in_place_with_a_hint() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@exit 0\n");
+    let sb = Sandbox::scripted("@exit 0\n");
     std::fs::create_dir_all(sb.persona_dir()).unwrap();
     std::fs::write(sb.active(), "{\"version\": 99}").unwrap();
     let before = sb.snapshot();

@@ -550,8 +550,7 @@ fn a_call_hidden_from_the_stream_is_a_violation() {
 /// `persona recover` stops it, so nothing of the run is left.
 #[test]
 fn a_sigkilled_supervisor_takes_the_gateways_servers_with_it() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@mcp-hold browser 60000\n@exit 0\n");
+    let sb = Sandbox::scripted("@mcp-hold browser 60000\n@exit 0\n");
     let stub = sb.stub_browser("browser");
     let cfg = sb.logs.join("stubborn-mcp.json");
     let sh = format!(

@@ -101,8 +101,7 @@ fn a_worker_filling_its_scratch_is_stopped_and_leaves_nothing_on_disk() {
 /// Leopold's own files for the run are there, and the run is clean.
 #[test]
 fn the_scratch_holds_the_worker_files_and_leopolds_own_under_its_size() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(
+    let sb = Sandbox::scripted(
         "@sh head -c 1M /dev/zero > \"$HOME/small\" && test -s \"$HOME/small\" && test -f \"$HOME/.codex/config.toml\"\n@exit 0\n",
     );
     let out = sb

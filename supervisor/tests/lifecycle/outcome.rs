@@ -225,8 +225,7 @@ fn the_same_wall_max_denials_in_a_row_times_stops_the_run_as_stuck_exit_5() {
 
 #[test]
 fn a_quiet_run_says_what_it_waits_for_and_a_timeout_records_it() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&format!(
+    let sb = Sandbox::scripted(&format!(
         "{}\n@sleep 60000\n",
         claude_navigate("t1", "https://staging.example.com/")
     ));
@@ -254,8 +253,7 @@ fn a_quiet_run_says_what_it_waits_for_and_a_timeout_records_it() {
     assert_has(&report, "Timed out waiting for");
 
     // Nothing open: the run waits for the model.
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@sleep 60000\n");
+    let sb = Sandbox::scripted("@sleep 60000\n");
     let out = sb
         .run_cmd("claude", &["--timeout", "1s", "--json"])
         .env("__LEOPOLD_QUIET_NOTE_MS", "300")

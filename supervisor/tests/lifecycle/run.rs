@@ -213,8 +213,7 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
 
 #[test]
 fn json_mode_prints_one_object_per_line_and_quiet_only_the_summary() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&clean_claude_script());
+    let sb = Sandbox::scripted(&clean_claude_script());
     let out = sb.run_cmd("claude", &["--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let events: Vec<serde_json::Value> = stdout(&out)
@@ -243,8 +242,7 @@ fn hook_disabling_extra_args_are_refused_before_anything_is_touched() {
         ("claude", "--safe-mode"),
         ("codex", "-c"),
     ] {
-        let sb = Sandbox::with_user_files();
-        sb.set_script("@exit 0\n");
+        let sb = Sandbox::scripted("@exit 0\n");
         let before = sb.snapshot();
         let mut args = vec!["--", extra];
         if extra == "-c" {
@@ -300,8 +298,7 @@ fn a_bad_flow_or_missing_harness_is_a_usage_error_touching_nothing() {
 fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_clean() {
     // The fake worker does what Claude Code does with `--settings`: it runs every PreToolUse hook
     // command in that file (the real `leopold persona guard`) before each call.
-    let sb = Sandbox::with_user_files();
-    sb.set_script(
+    let sb = Sandbox::scripted(
         "@guard mcp__personastub__navigate https://staging.example.com/welcome\n\
          @guard mcp__personastub__navigate https://prod-dashboard.example.org/x\n\
          @guard mcp__personastub__navigate https://staging.example.com.evil.io/\n",
@@ -384,8 +381,7 @@ fn codex_denials_leave_no_stream_item_and_are_merged_from_the_guards_events() {
     // The fake worker runs the hook commands wired in $CODEX_HOME/config.toml, as Codex does; a
     // denied call leaves no item in its stream
     // (docs/harness-facts.md#5-headless-worker-invocations).
-    let sb = Sandbox::with_user_files();
-    sb.set_script(
+    let sb = Sandbox::scripted(
         "@guard-codex mcp__personastub__navigate https://staging.example.com/welcome\n\
          @guard-codex mcp__personastub__navigate https://prod-dashboard.example.org/x\n\
          @guard-codex mcp__personastub__navigate https://accounts.example.com/\n",
@@ -422,8 +418,7 @@ fn codex_denials_leave_no_stream_item_and_are_merged_from_the_guards_events() {
 
 #[test]
 fn a_claude_stuck_on_version_does_not_hold_the_run() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&clean_claude_script());
+    let sb = Sandbox::scripted(&clean_claude_script());
     let started = std::time::Instant::now();
     let child = sb
         .run_cmd("claude", &[])
@@ -474,8 +469,7 @@ fn a_claude_stuck_on_version_does_not_hold_the_run() {
 
 #[test]
 fn verbose_traces_each_step_on_stderr_and_keeps_json_stdout_clean() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&clean_claude_script());
+    let sb = Sandbox::scripted(&clean_claude_script());
     let out = sb
         .run_cmd("claude", &["--json", "-v"])
         .env_remove("RUST_LOG")

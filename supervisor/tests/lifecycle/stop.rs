@@ -106,8 +106,7 @@ fn an_irreversible_click_stops_a_worker_that_ignores_sigterm_exit_1() {
 
 #[test]
 fn sigint_during_a_run_cleans_up_fully() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@grandchild 60\n@sleep 60000\n");
+    let sb = Sandbox::scripted("@grandchild 60\n@sleep 60000\n");
     let before = sb.snapshot();
     let child = spawn_until_working(
         &sb,
@@ -130,8 +129,7 @@ fn sigint_during_a_run_cleans_up_fully() {
 #[test]
 fn sigterm_and_sighup_clean_up_too() {
     for sig in ["TERM", "HUP"] {
-        let sb = Sandbox::with_user_files();
-        sb.set_script("@sleep 60000\n");
+        let sb = Sandbox::scripted("@sleep 60000\n");
         let before = sb.snapshot();
         let child = spawn_until_working(
             &sb,
@@ -148,8 +146,7 @@ fn sigterm_and_sighup_clean_up_too() {
 
 #[test]
 fn a_timeout_stops_the_worker_exit_3() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@sleep 60000\n");
+    let sb = Sandbox::scripted("@sleep 60000\n");
     let before = sb.snapshot();
     let out = sb
         .run_cmd("claude", &["--timeout", "300ms"])
@@ -162,8 +159,7 @@ fn a_timeout_stops_the_worker_exit_3() {
 
 #[test]
 fn a_crashing_worker_is_exit_3_and_cleaned_up() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("not json at all\n@crash\n");
+    let sb = Sandbox::scripted("not json at all\n@crash\n");
     let before = sb.snapshot();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
@@ -225,8 +221,7 @@ fn a_second_signal_skips_the_grace_period() {
 
 #[test]
 fn an_overlong_stream_line_is_skipped_and_noted_and_the_run_goes_on() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&format!(
+    let sb = Sandbox::scripted(&format!(
         "@long {}\n{}\n{}\n",
         17 * 1024 * 1024,
         claude_navigate("t1", "https://staging.example.com/a"),
