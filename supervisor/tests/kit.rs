@@ -70,3 +70,29 @@ pub fn active_run_id(sb: &Sandbox) -> String {
         .unwrap()
         .to_owned()
 }
+
+/// A local HTTP server on a free port, answering `200 ok` to every request: `on_accept` runs as
+/// it accepts each connection, `read` then reads the request (on a thread of its own).
+pub fn serve_ok(
+    on_accept: impl Fn() + Send + 'static,
+    read: impl Fn(&mut std::io::BufReader<&std::net::TcpStream>) + Send + Sync + 'static,
+) -> u16 {
+    use std::io::Write as _;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let read = std::sync::Arc::new(read);
+    std::thread::spawn(move || {
+        for conn in l.incoming().flatten() {
+            on_accept();
+            let read = read.clone();
+            std::thread::spawn(move || {
+                read(&mut std::io::BufReader::new(&conn));
+                let mut w = &conn;
+                let _ = w.write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
+                );
+            });
+        }
+    });
+    port
+}

@@ -4,7 +4,6 @@
 //! of every file of the project and HOME, and the process table.
 
 use std::io::{BufRead as _, Write as _};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -21,26 +20,16 @@ struct Witness {
 
 impl Witness {
     fn start() -> Witness {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
         let log = Arc::new(Mutex::new(Vec::new()));
-        let log2 = log.clone();
-        std::thread::spawn(move || {
-            for conn in l.incoming().flatten() {
-                log2.lock().unwrap().push("connection".into());
-                let log3 = log2.clone();
-                std::thread::spawn(move || {
-                    let mut r = std::io::BufReader::new(&conn);
-                    let mut line = String::new();
-                    let _ = r.read_line(&mut line);
-                    log3.lock().unwrap().push(line.trim().to_owned());
-                    let mut w = &conn;
-                    let _ = w.write_all(
-                        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
-                    );
-                });
-            }
-        });
+        let (accepted, read) = (log.clone(), log.clone());
+        let port = serve_ok(
+            move || accepted.lock().unwrap().push("connection".into()),
+            move |r| {
+                let mut line = String::new();
+                let _ = r.read_line(&mut line);
+                read.lock().unwrap().push(line.trim().to_owned());
+            },
+        );
         Witness { port, log }
     }
     fn seen(&self) -> Vec<String> {
