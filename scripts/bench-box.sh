@@ -9,12 +9,12 @@
 #   ./scripts/bench-box.sh [RUNS]     (default 50 of each)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 n="${1:-50}"
 # The fake worker gets its script through the test knobs: a release build with them.
 cargo build --release -q --features leopold/test-knobs -p leopold -p leopold-tests --bin leopold --bin leopold-fake-worker
 target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
-# What every BENCHMARKS.md table states: the command, the commit, the date, the load.
-echo "command: scripts/bench-box.sh $n; commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!*.md' || echo ' (+ uncommitted changes)'); date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+bench_stamp scripts/bench-box.sh "$n"
 python3 - "$n" "$target_dir/release" "$PWD/flows/checkout.md" <<'PY'
 import json, os, statistics, subprocess, sys, tempfile, time
 n, bindir, flow = int(sys.argv[1]), sys.argv[2], sys.argv[3]

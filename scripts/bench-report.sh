@@ -9,6 +9,7 @@
 # Usage: scripts/bench-report.sh [N ...]     (default: 10 100 1000 20000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(10 100 1000 20000)
@@ -18,8 +19,7 @@ cargo build --quiet --release -p leopold
 cargo build --quiet --release -p leopold-journal --example gen_journal
 cp journal/tests/golden/flow.md "$out/flow.md"
 
-# What every BENCHMARKS.md table states: the command, the commit, the date, the load.
-echo "command: scripts/bench-report.sh $*; commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!*.md' || echo ' (+ uncommitted changes)'); date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+bench_stamp scripts/bench-report.sh "$*"
 printf '%-8s %-8s %8s %8s %10s %10s\n' actions tool "wall s" "cpu s" "peak RSS" "page"
 for n in "${sizes[@]}"; do
   dir="$out/runs/run-$n"

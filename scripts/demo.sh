@@ -9,16 +9,15 @@
 # Usage: ./scripts/demo.sh [--harness claude|codex|all] [--dir DIR]   (default dir: target/leopold-demo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
-bin="$(./scripts/install-clis.sh)"
-export LEOPOLD_CLAUDE_BIN="$bin/claude"
-export LEOPOLD_CODEX_BIN="$bin/codex"
+export_clis
 # The worker's box (Debian's bubblewrap): the demo's runs are boxed, as every run is by default.
 ./scripts/install-box.sh >/dev/null
 
 echo "demo: building leopold and the test kit (a few minutes on a fresh clone)..." >&2
 cargo build -p leopold -p leopold-tests
-target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+target_dir="$(target_dir)"
 export LEOPOLD_BIN="$target_dir/debug/leopold"
 
 exec "$target_dir/debug/leopold-demo" "$@"

@@ -3,21 +3,11 @@
 # only when `bwrap` is absent. Idempotent and fast when present (no package manager call then).
 # Prints the path of `bwrap` on stdout; everything else goes to stderr. docs/security.md#the-box.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 if ! command -v bwrap >/dev/null; then
-    command -v apt-get >/dev/null || {
-        echo "install-box: bwrap is absent and apt-get is not available; install bubblewrap with your package manager" >&2
-        exit 1
-    }
-    sudo=""
-    if [[ "$(id -u)" != 0 ]]; then
-        command -v sudo >/dev/null || { echo "install-box: need root (or sudo) to apt-get install bubblewrap" >&2; exit 1; }
-        sudo="sudo"
-    fi
-    echo "install-box: installing Debian's bubblewrap with apt-get" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get install -y -qq --no-install-recommends bubblewrap >&2 \
-        || { $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq --no-install-recommends bubblewrap >&2; }
+    apt_install install-box bubblewrap \
+        "bwrap is absent and apt-get is not available; install bubblewrap with your package manager"
 fi
 
 bwrap="$(command -v bwrap)"

@@ -10,6 +10,7 @@
 # Playwright MCP is told where Chromium is (`executablePath`), so Playwright's own browser download
 # is never needed.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 PLAYWRIGHT_MCP_VERSION="0.0.83"
 CHROMIUM="${LEOPOLD_CHROMIUM:-/usr/bin/chromium}"
@@ -22,19 +23,8 @@ if [[ ! -x "$CHROMIUM" ]]; then
         echo "install-browser: LEOPOLD_CHROMIUM=$CHROMIUM is not an executable file" >&2
         exit 1
     fi
-    command -v apt-get >/dev/null || {
-        echo "install-browser: /usr/bin/chromium is absent and apt-get is not available; install Chromium and pass --chromium PATH" >&2
-        exit 1
-    }
-    sudo=""
-    if [[ "$(id -u)" != 0 ]]; then
-        command -v sudo >/dev/null || { echo "install-browser: need root (or sudo) to apt-get install chromium" >&2; exit 1; }
-        sudo="sudo"
-    fi
-    echo "install-browser: installing Debian's chromium with apt-get" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -qq >&2
-    $sudo apt-get install -y -qq --no-install-recommends chromium >&2
+    apt_install install-browser chromium \
+        "/usr/bin/chromium is absent and apt-get is not available; install Chromium and pass --chromium PATH"
     [[ -x "$CHROMIUM" ]] || { echo "install-browser: apt-get finished but $CHROMIUM is still absent" >&2; exit 1; }
 fi
 

@@ -6,13 +6,11 @@
 #   ./scripts/record-captures.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
-bin="$(./scripts/install-clis.sh)"
-export LEOPOLD_CLAUDE_BIN="$bin/claude"
-export LEOPOLD_CODEX_BIN="$bin/codex"
-export LEOPOLD_PLAYWRIGHT_MCP="$(./scripts/install-browser.sh)"
-export LEOPOLD_CHROMIUM="${LEOPOLD_CHROMIUM:-/usr/bin/chromium}"
+export_clis
+export_browser
 
 cargo build -p leopold-tests --bins
-target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+target_dir="$(target_dir)"
 "$target_dir/debug/leopold-record-captures" --out tests/captures

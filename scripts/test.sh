@@ -2,20 +2,18 @@
 # The tests: what a newcomer runs, and what CI runs (`.ci/run`). Installs what the tests need first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 # The real harness CLIs (pinned; cached after the first run) for the end-to-end suites.
-bin="$(./scripts/install-clis.sh)"
-export LEOPOLD_CLAUDE_BIN="$bin/claude"
-export LEOPOLD_CODEX_BIN="$bin/codex"
+export_clis
 
 # The provisioned browser (Debian's chromium, pinned @playwright/mcp) for the browser suites.
-export LEOPOLD_PLAYWRIGHT_MCP="$(./scripts/install-browser.sh)"
-export LEOPOLD_CHROMIUM="${LEOPOLD_CHROMIUM:-/usr/bin/chromium}"
+export_browser
 
 # The worker's box (Debian's bubblewrap): `persona run` refuses without it (docs/security.md#the-box).
 ./scripts/install-box.sh >/dev/null
 
-target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+target_dir="$(target_dir)"
 # `leopold` as `cargo build --release` builds it, without the test knobs (supervisor/src/knobs.rs),
 # kept under its own name: a test proves that such a build reads none of them.
 cargo build -p leopold

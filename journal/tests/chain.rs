@@ -62,6 +62,22 @@ fn lines_of(path: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Rewrites the journal at `path` with `edit` applied to its lines.
+fn edit_lines<R>(path: &Path, edit: impl FnOnce(&mut Vec<String>) -> R) {
+    let mut lines = lines_of(path);
+    let _ = edit(&mut lines);
+    write_lines(path, &lines);
+}
+
+/// [`run`] without a head, after [`edit_lines`].
+fn run_edited<R>(
+    path: &Path,
+    edit: impl FnOnce(&mut Vec<String>) -> R,
+) -> (ReplaySummary, Vec<ReplayEvent>) {
+    edit_lines(path, edit);
+    run(path, None)
+}
+
 fn write_lines(path: &Path, lines: &[String]) {
     let mut text = lines.join("\n");
     text.push('\n');
@@ -150,9 +166,7 @@ fn an_edited_line_breaks_the_chain_at_the_line_after_it() {
 fn a_removed_line_breaks_the_chain_where_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let (path, head) = write_journal(dir.path(), 6);
-    let mut lines = lines_of(&path);
-    lines.remove(3);
-    write_lines(&path, &lines);
+    edit_lines(&path, |lines| lines.remove(3));
     let (s, events) = run(&path, Some(head));
     assert_eq!(
         breaks(&events),
@@ -167,10 +181,7 @@ fn a_removed_line_breaks_the_chain_where_it_was() {
 fn reordered_lines_break_the_chain_at_the_first_moved_line() {
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = write_journal(dir.path(), 6);
-    let mut lines = lines_of(&path);
-    lines.swap(3, 4);
-    write_lines(&path, &lines);
-    let (s, events) = run(&path, None);
+    let (s, events) = run_edited(&path, |lines| lines.swap(3, 4));
     let b = breaks(&events);
     assert_eq!(b[0], (4, "line 4 does not follow line 3".to_owned()));
     assert_eq!(
@@ -185,17 +196,15 @@ fn reordered_lines_break_the_chain_at_the_first_moved_line() {
 fn an_edited_header_breaks_the_chain_at_line_2() {
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = write_journal(dir.path(), 3);
-    let mut lines = lines_of(&path);
-    lines[0] = lines[0].replace("10:00:00.000Z", "09:00:00.000Z");
-    write_lines(&path, &lines);
-    let (s, events) = run(&path, None);
+    let (s, events) = run_edited(&path, |lines| {
+        lines[0] = lines[0].replace("10:00:00.000Z", "09:00:00.000Z")
+    });
     assert_eq!(breaks(&events)[0].0, 2, "{events:?}");
     assert_eq!(s.exit_code(), 1);
     // A header whose own link is not the genesis is line 1's fault.
-    let mut lines = lines_of(&path);
-    lines[0] = lines[0].replace(&"0".repeat(64), &"1".repeat(64));
-    write_lines(&path, &lines);
-    let (_, events) = run(&path, None);
+    let (_, events) = run_edited(&path, |lines| {
+        lines[0] = lines[0].replace(&"0".repeat(64), &"1".repeat(64))
+    });
     assert_eq!(breaks(&events)[0].0, 1, "{events:?}");
 }
 
@@ -203,22 +212,13 @@ fn an_edited_header_breaks_the_chain_at_line_2() {
 fn a_blank_or_unreadable_line_in_a_chained_journal_is_a_break_too() {
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = write_journal(dir.path(), 4);
-    let mut lines = lines_of(&path);
-    lines.insert(2, String::new());
-    write_lines(&path, &lines);
-    let (s, events) = run(&path, None);
+    let (s, events) = run_edited(&path, |lines| lines.insert(2, String::new()));
     assert_eq!(breaks(&events)[0].0, 3, "{events:?}");
     assert_eq!(s.exit_code(), 1);
-    let mut lines = lines_of(&path);
-    lines[2] = "not json".into();
-    write_lines(&path, &lines);
-    let (s, events) = run(&path, None);
+    let (s, events) = run_edited(&path, |lines| lines[2] = "not json".into());
     assert_eq!((s.malformed, breaks(&events)[0].0), (1, 3), "{events:?}");
     // A second header where an action belongs links to nothing.
-    let mut lines = lines_of(&path);
-    lines[2] = lines[0].clone();
-    write_lines(&path, &lines);
-    let (_, events) = run(&path, None);
+    let (_, events) = run_edited(&path, |lines| lines[2] = lines[0].clone());
     assert_eq!(breaks(&events)[0].0, 3, "{events:?}");
 }
 
@@ -248,9 +248,7 @@ fn a_cut_tail_or_an_edited_last_line_is_caught_only_against_the_saved_head() {
     );
     // The same on a journal with nothing else to report: exit 0 without the head, 1 with it.
     let (path, head) = write_journal(&dir.path().join("c"), 2);
-    let mut lines = lines_of(&path);
-    lines.pop();
-    write_lines(&path, &lines);
+    edit_lines(&path, |lines| lines.pop());
     assert_eq!(run(&path, None).0.exit_code(), 0);
     assert_eq!(run(&path, Some(head)).0.exit_code(), 1);
 
@@ -280,10 +278,7 @@ fn run_json_s_recorded_head_is_checked_too() {
     run_json(&head.to_string());
     let (s, events) = run(&path, None);
     assert_eq!(s.head_mismatches, 0, "{events:?}");
-    let mut lines = lines_of(&path);
-    lines.pop();
-    write_lines(&path, &lines);
-    let (s, events) = run(&path, None);
+    let (s, events) = run_edited(&path, |lines| lines.pop());
     assert_eq!(s.head_mismatches, 1, "{events:?}");
     assert!(
         matches!(&events[..], [.., ReplayEvent::HeadMismatch { from, .. }] if from == "run.json")

@@ -10,6 +10,8 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use crate::kit::assert_has;
+
 const LEOPOLD: &str = env!("CARGO_BIN_EXE_leopold");
 
 const FLOW: &str =
@@ -76,6 +78,18 @@ impl Sandbox {
 
     fn run(&self, args: &[&str]) -> Output {
         self.run_in(&self.project, args)
+    }
+
+    /// `leopold persona wire` of Claude's settings, with `bin` as the harness binary.
+    fn wire_claude(&self, bin: &str) -> Output {
+        self.run(&[
+            "persona",
+            "wire",
+            "--harness",
+            "claude",
+            "--harness-bin",
+            bin,
+        ])
     }
 
     /// `persona run flows/checkout.md --harness claude --harness-bin <bin> <extra…>`.
@@ -230,7 +244,7 @@ fn a_missing_flow_is_one_clear_error_with_exit_2_and_json_under_json() {
     let out = sb.run(&["persona", "run", "nope.md", "--harness", "claude"]);
     assert_eq!(code(&out), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("cannot read flow file nope.md"), "{err}");
+    assert_has(&err, "cannot read flow file nope.md");
     assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
     assert!(stdout(&out).is_empty());
 
@@ -359,15 +373,11 @@ fn a_non_executable_harness_is_not_executable_not_missing() {
     std::fs::write(&file, "#!/bin/sh\n").unwrap();
     let out = sb.run_checkout(file.to_str().unwrap(), &[]);
     assert_eq!(code(&out), Some(2));
-    assert!(
-        stderr(&out).contains("is not executable"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "is not executable");
     assert!(!stderr(&out).contains("not found"), "{}", stderr(&out));
     // Control: a path that does not exist is "not found".
     let out = sb.run_checkout("/nonexistent/claude", &[]);
-    assert!(stderr(&out).contains("not found"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "not found");
 }
 
 #[test]
@@ -377,10 +387,7 @@ fn a_run_summary_counts_in_the_singular_for_one() {
     let out = sb.run_checkout(claude.to_str().unwrap(), &[]);
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(
-        text.contains(": 1 action, 0 denied, 0 violations;"),
-        "{text}"
-    );
+    assert_has(&text, ": 1 action, 0 denied, 0 violations;");
     assert!(!text.contains("1 actions"), "{text}");
 }
 
@@ -426,7 +433,7 @@ fn from_a_subfolder_the_repository_root_is_the_project() {
     // From the root itself the same directory is shown relative.
     let out = sb.run_checkout(claude.to_str().unwrap(), &[]);
     let text = stdout(&out);
-    assert!(text.contains("; see .leopold/persona/runs/"), "{text}");
+    assert_has(&text, "; see .leopold/persona/runs/");
 }
 
 #[test]
@@ -463,14 +470,7 @@ fn the_nearest_leopold_dir_is_the_project_and_project_overrides() {
 fn hand_wiring_is_a_note_for_doctor_and_survives_recover_and_runs() {
     let sb = sandbox();
     let claude = sb.fake_claude();
-    let out = sb.run(&[
-        "persona",
-        "wire",
-        "--harness",
-        "claude",
-        "--harness-bin",
-        claude.to_str().unwrap(),
-    ]);
+    let out = sb.wire_claude(claude.to_str().unwrap());
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
     let wired = std::fs::read(sb.settings()).unwrap();
     assert!(String::from_utf8_lossy(&wired).contains("\"onFailure\": \"block\""));
@@ -524,11 +524,7 @@ fn wiring_left_by_a_crashed_run_is_still_an_orphan() {
     );
     let out = sb.run(&["persona", "recover"]);
     assert_eq!(code(&out), Some(0));
-    assert!(
-        stdout(&out).contains("removed orphaned guard wiring"),
-        "{}",
-        stdout(&out)
-    );
+    assert_has(&stdout(&out), "removed orphaned guard wiring");
     assert!(!std::fs::read_to_string(sb.settings())
         .unwrap()
         .contains("leopold-persona-guard"));
@@ -548,16 +544,13 @@ fn doctor_and_run_agree_on_a_settings_file_wiring_refuses() {
         .find(|l| l.contains(" settings "))
         .unwrap_or_default()
         .to_owned();
-    assert!(line.contains("--no-contain` refuses to start"), "{line}");
-    assert!(
-        line.contains("a boxed run neither reads nor edits it"),
-        "{line}"
-    );
+    assert_has(&line, "--no-contain` refuses to start");
+    assert_has(&line, "a boxed run neither reads nor edits it");
     assert!(!line.contains("still passes the guard"), "{line}");
     let run_with = |extra: &[&str]| sb.run_checkout(claude.to_str().unwrap(), extra);
     let run = run_with(&["--no-contain"]);
     assert_eq!(code(&run), Some(2), "{}", stderr(&run));
-    assert!(stdout(&run).contains("setup_failed"), "{}", stdout(&run));
+    assert_has(&stdout(&run), "setup_failed");
     assert_eq!(
         std::fs::read(sb.settings()).unwrap(),
         refused,
@@ -578,10 +571,7 @@ fn doctor_and_run_agree_on_a_settings_file_wiring_refuses() {
         .find(|l| l.contains(" settings "))
         .unwrap_or_default()
         .to_owned();
-    assert!(
-        line.contains("still passes the guard with --settings"),
-        "{line}"
-    );
+    assert_has(&line, "still passes the guard with --settings");
     let run = sb.run_checkout(claude.to_str().unwrap(), &[]);
     assert_eq!(code(&run), Some(0), "{}", stderr(&run));
     assert_eq!(std::fs::read(sb.settings()).unwrap(), skipped);
@@ -590,20 +580,9 @@ fn doctor_and_run_agree_on_a_settings_file_wiring_refuses() {
 #[test]
 fn wire_refuses_a_harness_bin_it_cannot_run() {
     let sb = sandbox();
-    let out = sb.run(&[
-        "persona",
-        "wire",
-        "--harness",
-        "claude",
-        "--harness-bin",
-        "/nonexistent",
-    ]);
+    let out = sb.wire_claude("/nonexistent");
     assert_eq!(code(&out), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("`/nonexistent` not found"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "`/nonexistent` not found");
     assert!(!sb.settings().exists(), "nothing wired");
     assert!(!sb.project.join(".claude").exists());
     assert!(!sb.project.join(".leopold").exists());
@@ -612,20 +591,9 @@ fn wire_refuses_a_harness_bin_it_cannot_run() {
     std::fs::write(&mute, "#!/bin/sh\nexit 0\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&mute, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = sb.run(&[
-        "persona",
-        "wire",
-        "--harness",
-        "claude",
-        "--harness-bin",
-        mute.to_str().unwrap(),
-    ]);
+    let out = sb.wire_claude(mute.to_str().unwrap());
     assert_eq!(code(&out), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("nothing was wired"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "nothing was wired");
     assert!(!sb.settings().exists());
 }
 
@@ -649,15 +617,11 @@ fn flow_check_checks_every_file_and_reports_every_bad_one() {
     for needle in ["bad.md", "nomatter.md has no front matter", "gone.md"] {
         assert!(err.contains(needle), "{needle}: {err}");
     }
-    assert!(err.contains("3 of 4 flow files invalid"), "{err}");
+    assert_has(&err, "3 of 4 flow files invalid");
     assert!(stdout(&out).contains("ok: flows/checkout.md: flow `checkout`"));
     let out = sb.run(&["flow", "check", "flows/checkout.md"]);
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains("1 flow file valid"),
-        "{}",
-        stdout(&out)
-    );
+    assert_has(&stdout(&out), "1 flow file valid");
     // Nothing was run or written.
     assert!(!sb.project.join(".leopold").exists());
 }
@@ -685,7 +649,7 @@ fn the_top_level_help_lists_the_exit_codes() {
     let out = sb.run(&["--help"]);
     assert_eq!(code(&out), Some(0));
     let text = stdout(&out);
-    assert!(text.contains("Exit codes"), "{text}");
+    assert_has(&text, "Exit codes");
     for line in ["  0  ", "  1  ", "  2  ", "  3  ", "  4  "] {
         assert!(text.contains(line), "{line:?}: {text}");
     }

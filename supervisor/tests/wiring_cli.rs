@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use crate::kit::{Sandbox, LEOPOLD};
+use crate::kit::{assert_has, Sandbox, LEOPOLD};
 
 const FLOW: &str = "+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\"]\n+++\nbrief\n";
 
@@ -150,14 +150,11 @@ fn the_wired_claude_command_runs_the_guard_and_denies_an_off_allowlist_navigatio
         claude.to_str().unwrap(),
     ]);
     let (stdout, stderr) = ok(&out);
-    assert!(
-        stdout.contains("wired the persona guard into claude"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("onFailure: block"), "{stdout}");
+    assert_has(&stdout, "wired the persona guard into claude");
+    assert_has(&stdout, "onFailure: block");
     assert!(stderr.is_empty(), "{stderr}");
     let settings = std::fs::read_to_string(sb.claude_settings()).unwrap();
-    assert!(settings.contains("\"onFailure\": \"block\""), "{settings}");
+    assert_has(&settings, "\"onFailure\": \"block\"");
     let command = claude_command(&settings);
     assert_eq!(
         command,
@@ -176,7 +173,7 @@ fn the_wired_claude_command_runs_the_guard_and_denies_an_off_allowlist_navigatio
         text(&denied.stderr)
     );
     let reason = text(&denied.stderr);
-    assert!(reason.contains("evil.example"), "{reason}");
+    assert_has(&reason, "evil.example");
     assert!(
         !reason.contains("s3cret"),
         "a deny reason must not carry the URL: {reason}"
@@ -207,15 +204,9 @@ fn the_wired_codex_command_runs_the_guard_and_denies_an_off_allowlist_navigation
         "# my codex config\nmodel = \"o3\"\n\n[mcp_servers.browser]\ncommand = \"npx\"\n";
     std::fs::write(sb.codex_home.join("config.toml"), original).unwrap();
     let (stdout, _) = ok(&sb.cli(&["persona", "wire", "--harness", "codex"]));
-    assert!(
-        stdout.contains("wired the persona guard into codex"),
-        "{stdout}"
-    );
+    assert_has(&stdout, "wired the persona guard into codex");
     assert!(!stdout.contains("onFailure"), "{stdout}");
-    assert!(
-        stdout.contains("--dangerously-bypass-hook-trust"),
-        "{stdout}"
-    );
+    assert_has(&stdout, "--dangerously-bypass-hook-trust");
     let config = std::fs::read_to_string(sb.codex_home.join("config.toml")).unwrap();
     assert!(config.starts_with(original), "{config}");
     let command = codex_command(&config);
@@ -244,7 +235,7 @@ fn the_wired_codex_command_runs_the_guard_and_denies_an_off_allowlist_navigation
     );
 
     let (stdout, _) = ok(&sb.cli(&["persona", "unwire", "--harness", "codex"]));
-    assert!(stdout.contains("codex: restored"), "{stdout}");
+    assert_has(&stdout, "codex: restored");
     assert_eq!(
         std::fs::read_to_string(sb.codex_home.join("config.toml")).unwrap(),
         original
@@ -260,13 +251,13 @@ fn wire_then_unwire_all_leaves_no_trace() {
     assert!(sb.claude_settings().exists());
     assert!(sb.codex_home.join("config.toml").exists());
     let (stdout, _) = ok(&sb.cli(&["persona", "unwire", "--harness", "all"]));
-    assert!(stdout.contains("claude: restored"), "{stdout}");
-    assert!(stdout.contains("codex: restored"), "{stdout}");
+    assert_has(&stdout, "claude: restored");
+    assert_has(&stdout, "codex: restored");
     assert_eq!(listing(&sb.root), before);
     // Again: nothing wired, still success.
     let (stdout, _) = ok(&sb.cli(&["persona", "unwire", "--harness", "all"]));
-    assert!(stdout.contains("claude: nothing wired"), "{stdout}");
-    assert!(stdout.contains("codex: nothing wired"), "{stdout}");
+    assert_has(&stdout, "claude: nothing wired");
+    assert_has(&stdout, "codex: nothing wired");
 }
 
 #[test]
@@ -274,8 +265,8 @@ fn wire_without_claude_on_path_warns_and_wires_without_on_failure() {
     let sb = sandbox();
     let out = sb.cli(&["persona", "wire", "--harness", "claude"]);
     let (_, stderr) = ok(&out);
-    assert!(stderr.contains("`claude` is not on PATH"), "{stderr}");
-    assert!(stderr.contains("--harness-bin"), "{stderr}");
+    assert_has(&stderr, "`claude` is not on PATH");
+    assert_has(&stderr, "--harness-bin");
     let settings = std::fs::read_to_string(sb.claude_settings()).unwrap();
     assert!(!settings.contains("onFailure"), "{settings}");
     // An old Claude: no onFailure either, and no warning.
@@ -309,7 +300,7 @@ fn a_malformed_settings_file_is_refused_and_left_as_it_was() {
             .contains(".claude/settings.json` line 3, column 19: `hooks.PreToolUse` is an object"),
         "{stderr}"
     );
-    assert!(stderr.contains("hint:"), "{stderr}");
+    assert_has(&stderr, "hint:");
     assert!(out.stdout.is_empty());
     assert_eq!(std::fs::read_to_string(sb.claude_settings()).unwrap(), bad);
     assert!(!sb.project.join(".leopold").exists());
@@ -319,12 +310,12 @@ fn a_malformed_settings_file_is_refused_and_left_as_it_was() {
 fn help_explains_both_commands() {
     let sb = sandbox();
     let (wire, _) = ok(&sb.cli(&["persona", "wire", "--help"]));
-    assert!(wire.contains("--harness"), "{wire}");
-    assert!(wire.contains("leopold-persona-guard"), "{wire}");
-    assert!(wire.contains("--harness-bin"), "{wire}");
+    assert_has(&wire, "--harness");
+    assert_has(&wire, "leopold-persona-guard");
+    assert_has(&wire, "--harness-bin");
     let (unwire, _) = ok(&sb.cli(&["persona", "unwire", "--help"]));
-    assert!(unwire.contains("all"), "{unwire}");
-    assert!(unwire.contains("byte for byte"), "{unwire}");
+    assert_has(&unwire, "all");
+    assert_has(&unwire, "byte for byte");
 }
 
 /// Every path under `dir`, relative, sorted.

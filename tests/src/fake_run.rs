@@ -35,6 +35,13 @@ impl Sandbox {
         sb
     }
 
+    /// [`Sandbox::with_user_files`] with `script` as the fake worker's script.
+    pub fn scripted(script: &str) -> Sandbox {
+        let sb = Sandbox::with_user_files();
+        sb.set_script(script);
+        sb
+    }
+
     /// [`Sandbox::with_user_files`] whose runs pass `--no-contain`: for the tests that pin the
     /// supervisor's own process handling (process group, grace period, leaked output), which the
     /// box replaces by killing its PID namespace whole.
@@ -412,6 +419,15 @@ pub fn assert_exit_code(o: &Output, code: i32) {
     assert_eq!(o.status.code(), Some(code), "{}{}", stdout(o), stderr(o));
 }
 
+/// Requires `text` to contain `needle`; the message shows the whole text.
+///
+/// # Panics
+/// `needle` is not in `text`.
+#[track_caller]
+pub fn assert_has(text: &str, needle: &str) {
+    assert!(text.contains(needle), "{text}");
+}
+
 /// An output's stdout as text.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -420,6 +436,15 @@ pub fn stdout(o: &Output) -> String {
 /// A line of Claude stream-json: an assistant `tool_use`.
 pub fn claude_tool_use(id: &str, tool: &str, input: serde_json::Value) -> String {
     serde_json::json!({"type":"assistant","message":{"id":"m","type":"message","role":"assistant","content":[{"type":"tool_use","id":id,"name":tool,"input":input}]}}).to_string()
+}
+
+/// A line of Claude stream-json: a navigation to `url` on the stub browser.
+pub fn claude_navigate(id: &str, url: &str) -> String {
+    claude_tool_use(
+        id,
+        "mcp__personastub__navigate",
+        serde_json::json!({ "url": url }),
+    )
 }
 
 /// A line of Claude stream-json: the `tool_result` of a call that ran.

@@ -86,7 +86,24 @@ pub trait HarnessKit: Sized {
     ) -> Option<(usize, Vec<Self>)>;
     /// The environment variable naming this harness's binary.
     fn env_var(self) -> &'static str;
+    /// The binary a benchmark drives, from [`HarnessKit::env_var`]; `None` (said on stderr) when
+    /// that is not set.
+    fn bench_cli(self) -> Option<PathBuf>;
 }
+
+/// The head of the benchmarks' Markdown table (BENCHMARKS.md).
+pub const BENCH_TABLE_HEAD: &str =
+    "| harness | way | median | min | max | ratio to bare (median) |\n|---|---|---|---|---|---|";
+
+/// `codex exec` as a peer runs it, bare: JSON events, no approvals, no sandbox; the project
+/// folder follows (docs/harness-facts.md#5-headless-worker-invocations).
+pub const CODEX_BARE_EXEC: [&str; 5] = [
+    "exec",
+    "--json",
+    "--skip-git-repo-check",
+    "--dangerously-bypass-approvals-and-sandbox",
+    "-C",
+];
 
 impl HarnessKit for Harness {
     fn select(arg: &str) -> Option<Vec<Harness>> {
@@ -117,6 +134,15 @@ impl HarnessKit for Harness {
             Harness::Claude => "LEOPOLD_CLAUDE_BIN",
             Harness::Codex => "LEOPOLD_CODEX_BIN",
         }
+    }
+
+    #[allow(clippy::print_stderr)]
+    fn bench_cli(self) -> Option<PathBuf> {
+        let cli = std::env::var_os(self.env_var()).map(PathBuf::from);
+        if cli.is_none() {
+            eprintln!("{} is not set", self.env_var());
+        }
+        cli
     }
 }
 

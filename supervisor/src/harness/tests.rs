@@ -739,6 +739,14 @@ proptest! {
 
 /// Wire and unwire both refuse `text` in `kind`'s file, leaving its bytes alone; returns the
 /// error message.
+/// [`refused`], whose message must contain `needle`.
+#[track_caller]
+fn refused_saying(kind: Harness, text: &[u8], needle: &str) -> String {
+    let msg = refused(kind, text);
+    assert!(msg.contains(needle), "{msg}");
+    msg
+}
+
 fn refused(kind: Harness, text: &[u8]) -> String {
     let sb = sandbox();
     let file = sb.file(kind);
@@ -771,99 +779,84 @@ fn refused(kind: Harness, text: &[u8]) -> String {
 
 #[test]
 fn truncated_json_is_refused_with_line_and_column() {
-    let msg = refused(Harness::Claude, b"{\n  \"hooks\": {\n    \"PreToolUse\": [");
-    assert!(
-        msg.contains("line 3, column 19: not valid JSON: EOF while parsing"),
-        "{msg}"
+    refused_saying(
+        Harness::Claude,
+        b"{\n  \"hooks\": {\n    \"PreToolUse\": [",
+        "line 3, column 19: not valid JSON: EOF while parsing",
     );
 }
 
 #[test]
 fn duplicate_json_keys_are_refused() {
-    let msg = refused(
+    let msg = refused_saying(
         Harness::Claude,
         b"{\n  \"hooks\": {},\n  \"model\": \"a\",\n  \"model\": \"b\"\n}\n",
-    );
-    assert!(
-        msg.contains("line 4, column 3: duplicate key \"model\""),
-        "{msg}"
+        "line 4, column 3: duplicate key \"model\"",
     );
     assert!(msg.contains("remove one of the two"), "{msg}");
 }
 
 #[test]
 fn hooks_of_the_wrong_type_are_refused() {
-    let msg = refused(Harness::Claude, b"{\"hooks\": \"none\"}");
-    assert!(
-        msg.contains("line 1, column 11: `hooks` is a string, expected an object"),
-        "{msg}"
+    refused_saying(
+        Harness::Claude,
+        b"{\"hooks\": \"none\"}",
+        "line 1, column 11: `hooks` is a string, expected an object",
     );
-    let msg = refused(
+    refused_saying(
         Harness::Claude,
         b"{\"hooks\": {\"PreToolUse\": {\"matcher\": \"x\"}}}",
+        "column 26: `hooks.PreToolUse` is an object, expected an array",
     );
-    assert!(
-        msg.contains("column 26: `hooks.PreToolUse` is an object, expected an array"),
-        "{msg}"
-    );
-    let msg = refused(
+    refused_saying(
         Harness::Claude,
         b"{\"hooks\": {\"PreToolUse\": [{\"hooks\": 3}]}}",
+        "`hooks.PreToolUse[0].hooks` is a number",
     );
-    assert!(
-        msg.contains("`hooks.PreToolUse[0].hooks` is a number"),
-        "{msg}"
-    );
-    let msg = refused(Harness::Claude, b"[1, 2]\n");
-    assert!(
-        msg.contains("line 1, column 1: the top level is an array, expected an object"),
-        "{msg}"
+    refused_saying(
+        Harness::Claude,
+        b"[1, 2]\n",
+        "line 1, column 1: the top level is an array, expected an object",
     );
 }
 
 #[test]
 fn empty_and_non_utf8_settings_are_refused() {
-    let msg = refused(Harness::Claude, b"  \n");
-    assert!(msg.contains("the file is empty"), "{msg}");
-    let msg = refused(Harness::Claude, b"{\"model\": \"\xff\"}");
-    assert!(msg.contains("is not UTF-8"), "{msg}");
-    let msg = refused(Harness::Codex, b"model = \"\xfe\"\n");
-    assert!(msg.contains("is not UTF-8"), "{msg}");
+    refused_saying(Harness::Claude, b"  \n", "the file is empty");
+    refused_saying(Harness::Claude, b"{\"model\": \"\xff\"}", "is not UTF-8");
+    refused_saying(Harness::Codex, b"model = \"\xfe\"\n", "is not UTF-8");
 }
 
 #[test]
 fn toml_syntax_errors_are_refused_with_line_and_column() {
-    let msg = refused(Harness::Codex, b"model = \"o3\"\n\n[hooks\nx = 1\n");
-    assert!(msg.contains("line 3, column 7: not valid TOML"), "{msg}");
-    let msg = refused(Harness::Codex, b"a = 1\na = 2\n");
-    assert!(
-        msg.contains("line 2, column 1: not valid TOML: duplicate key"),
-        "{msg}"
+    refused_saying(
+        Harness::Codex,
+        b"model = \"o3\"\n\n[hooks\nx = 1\n",
+        "line 3, column 7: not valid TOML",
+    );
+    refused_saying(
+        Harness::Codex,
+        b"a = 1\na = 2\n",
+        "line 2, column 1: not valid TOML: duplicate key",
     );
 }
 
 #[test]
 fn toml_pre_tool_use_as_a_table_is_refused() {
-    let msg = refused(
+    refused_saying(
         Harness::Codex,
         b"# mine\n[hooks.PreToolUse]\nmatcher = \"Bash\"\n",
+        "line 2, column 8: `hooks.PreToolUse` is table, expected an array of tables",
     );
-    assert!(
-        msg.contains("line 2, column 8: `hooks.PreToolUse` is table, expected an array of tables"),
-        "{msg}"
+    refused_saying(
+        Harness::Codex,
+        b"hooks = \"off\"\n",
+        "line 1, column 1: `hooks` is string, expected a table",
     );
-    let msg = refused(Harness::Codex, b"hooks = \"off\"\n");
-    assert!(
-        msg.contains("line 1, column 1: `hooks` is string, expected a table"),
-        "{msg}"
-    );
-    let msg = refused(
+    refused_saying(
         Harness::Codex,
         b"[[hooks.PreToolUse]]\nmatcher = \"x\"\nhooks = \"y\"\n",
-    );
-    assert!(
-        msg.contains("line 3, column 1: `hooks.PreToolUse[0].hooks` is string"),
-        "{msg}"
+        "line 3, column 1: `hooks.PreToolUse[0].hooks` is string",
     );
 }
 

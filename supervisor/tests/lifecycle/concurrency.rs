@@ -8,8 +8,7 @@ use crate::kit::*;
 
 #[test]
 fn eight_runs_at_once_exactly_one_runs_the_others_exit_4_untouched() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@sleep 5000\n");
+    let sb = Sandbox::scripted("@sleep 5000\n");
     let before = sb.snapshot();
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
     let handles: Vec<_> = (0..8)
@@ -41,7 +40,7 @@ fn eight_runs_at_once_exactly_one_runs_the_others_exit_4_untouched() {
     for (o, took) in &results {
         if o.status.code() == Some(4) {
             let e = stderr(o);
-            assert!(e.contains("another persona run is active"), "{e}");
+            assert_has(&e, "another persona run is active");
             assert!(
                 e.contains("checkout") && e.contains("pid "),
                 "names flow and pid: {e}"
@@ -59,8 +58,7 @@ fn eight_runs_at_once_exactly_one_runs_the_others_exit_4_untouched() {
 
 #[test]
 fn recover_refuses_while_a_run_is_live() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@sleep 5000\n");
+    let sb = Sandbox::scripted("@sleep 5000\n");
     let child = sb
         .run_cmd("claude", &[])
         .stdout(Stdio::null())
@@ -70,11 +68,7 @@ fn recover_refuses_while_a_run_is_live() {
     wait_for(10, "the worker", || active_worker_pid(&sb).is_some());
     let out = sb.recover();
     assert_eq!(out.status.code(), Some(4));
-    assert!(
-        stderr(&out).contains("refusing to recover"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "refusing to recover");
     assert!(sb.active().exists(), "the live run's state is untouched");
     let out = wait_output(child, 20);
     assert_eq!(out.status.code(), Some(0));

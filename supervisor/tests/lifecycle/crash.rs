@@ -8,11 +8,7 @@ use crate::kit::*;
 fn navigate_action() -> String {
     format!(
         "{}\n{}\n",
-        claude_tool_use(
-            "t1",
-            "mcp__personastub__navigate",
-            serde_json::json!({"url":"https://staging.example.com/a"})
-        ),
+        claude_navigate("t1", "https://staging.example.com/a"),
         claude_tool_ok("t1")
     )
 }
@@ -179,11 +175,7 @@ fn crash_then_recover_in(sb: Sandbox, harness: &str, step: &str) {
     // The lock is free: a second recovery takes it and finds nothing to do.
     let again = sb.recover();
     assert_eq!(again.status.code(), Some(0));
-    assert!(
-        stdout(&again).contains("nothing to recover"),
-        "{}",
-        stdout(&again)
-    );
+    assert_has(&stdout(&again), "nothing to recover");
 }
 
 #[test]
@@ -261,11 +253,7 @@ fn the_next_run_recovers_a_crashed_one_itself() {
     sb.set_script(&navigate_action());
     let out = sb.run_cmd("claude", &[]).output().unwrap();
     assert_exit_code(&out, 0);
-    assert!(
-        stdout(&out).contains("recovered: crashed run"),
-        "{}",
-        stdout(&out)
-    );
+    assert_has(&stdout(&out), "recovered: crashed run");
     assert_eq!(sb.snapshot(), before);
     assert_eq!(sb.run_dirs().len(), 2);
     assert!(!sb.active().exists());
@@ -273,8 +261,7 @@ fn the_next_run_recovers_a_crashed_one_itself() {
 
 #[test]
 fn an_active_json_this_version_cannot_read_is_left_in_place_with_a_hint() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@exit 0\n");
+    let sb = Sandbox::scripted("@exit 0\n");
     std::fs::create_dir_all(sb.persona_dir()).unwrap();
     std::fs::write(sb.active(), "{\"version\": 99}").unwrap();
     let before = sb.snapshot();

@@ -3,9 +3,6 @@
 //! every fsync/fdatasync it makes (they all go through `fs.rs`, or are noted there) and
 //! `__LEOPOLD_TIMINGS` reports the count. A count that creeps up fails here; one that drops must
 //! say, in docs/reference.md#what-reaches-the-disk, which file no longer survives a power loss.
-
-use std::path::PathBuf;
-
 use crate::kit::*;
 
 /// A whole run with the timings file set; returns its `fsyncs` count.
@@ -22,22 +19,6 @@ fn fsyncs(sb: &Sandbox, harness: &str) -> u64 {
     t["fsyncs"]
         .as_u64()
         .unwrap_or_else(|| panic!("no fsyncs count: {t}"))
-}
-
-/// The real checkout stream of `harness` (tests/fixtures/), copied into the kit folder the box
-/// lets the fake worker read: a clean run with a final answer (findings.md).
-fn checkout_stream(sb: &Sandbox, harness: &str) -> PathBuf {
-    let src = capture("x")
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("fixtures")
-        .join(format!("{harness}-checkout-guard-stream.jsonl"));
-    let dst = sb.kit().join("stream.jsonl");
-    std::fs::create_dir_all(sb.kit()).unwrap();
-    std::fs::copy(&src, &dst).unwrap();
-    dst
 }
 
 // Per run: ACTIVE.json as first written (its file: 1; and its directory when the run wires a
@@ -79,7 +60,7 @@ fn a_run_without_an_answer_waits_on_the_disk_only_for_the_users_file_and_the_rec
 #[test]
 fn a_run_with_findings_adds_one_fsync_for_findings_md() {
     for (harness, sb) in sandboxes() {
-        let stream = checkout_stream(&sb, harness);
+        let stream = fixture_into_kit(&sb, &format!("{harness}-checkout-guard-stream.jsonl"));
         sb.set_script(&format!("@stream {}\n", stream.display()));
         assert_eq!(
             fsyncs(&sb, harness),

@@ -114,11 +114,8 @@ fn doctor_reports_a_claude_settings_file_claude_would_skip() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stdout(&out).contains("PROBLEM") && stdout(&out).contains("fix:"),
-        "{}",
-        stdout(&out)
-    );
+    assert_has(&stdout(&out), "PROBLEM");
+    assert_has(&stdout(&out), "fix:");
 }
 
 #[test]
@@ -196,8 +193,7 @@ fn doctor_reports_the_binary_statically_linked() {
 /// version left in the user's file is still an orphan that `persona recover` removes.
 #[test]
 fn a_crashed_codex_run_leaves_the_users_config_alone_and_an_older_orphan_is_still_recovered() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@sleep 60000\n");
+    let sb = Sandbox::scripted("@sleep 60000\n");
     let before = sb.snapshot();
     let mut child = sb.spawn_paused("codex", "launched");
     signal(child.id(), "KILL");
@@ -220,10 +216,8 @@ fn a_crashed_codex_run_leaves_the_users_config_alone_and_an_older_orphan_is_stil
     let out = sb.recover();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let said = stdout(&out);
-    assert!(
-        said.contains("crashed run") && said.contains("orphaned guard wiring"),
-        "{said}"
-    );
+    assert_has(&said, "crashed run");
+    assert_has(&said, "orphaned guard wiring");
     assert_eq!(sb.snapshot(), before, "recovery must restore every byte");
     // The crashed run's copy (a copy of the user's config, wired) is gone from its record.
     let copy = sb.run_dirs()[0].join("scratch/.codex/config.toml");
@@ -234,8 +228,7 @@ fn a_crashed_codex_run_leaves_the_users_config_alone_and_an_older_orphan_is_stil
 
 #[test]
 fn during_a_boxed_claude_run_a_tagged_handler_in_the_project_is_not_called_the_runs() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@sleep 60000\n");
+    let sb = Sandbox::scripted("@sleep 60000\n");
     // An orphan: a crashed `--no-contain` run's wiring, say. A boxed run wires nothing there.
     let project = sb.project.display().to_string();
     let fake = fake_worker().display().to_string();

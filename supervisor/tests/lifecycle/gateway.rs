@@ -277,11 +277,7 @@ fn a_notification_call_and_a_reused_id_never_reach_the_server_and_are_recorded()
     // The one call forwarded was sent behind the harness's stream: the records disagree, which
     // is a violation of its own.
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("does not show with those arguments"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "does not show with those arguments");
     let seen = browser.seen();
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].1["url"], "https://staging.example.com/cart");
@@ -414,9 +410,9 @@ fn assert_reported_violated(sb: &Sandbox, junit: &std::path::Path, reason: &str)
             || xml.contains("<failure message=\"the gateway's record disagrees with the harness's stream: "),
         "{xml}"
     );
-    assert!(xml.contains("type=\"violated\""), "{xml}");
+    assert_has(&xml, "type=\"violated\"");
     let report = std::fs::read_to_string(sb.run_dirs().pop().unwrap().join("report.html")).unwrap();
-    assert!(report.contains("class=\"outcome violated\""), "{report}");
+    assert_has(&report, "class=\"outcome violated\"");
     assert!(report.contains("gateway-mismatches"), "the report names it");
     assert!(
         report.contains(&reason.replace('\'', "&#39;")) || report.contains(reason),
@@ -554,8 +550,7 @@ fn a_call_hidden_from_the_stream_is_a_violation() {
 /// `persona recover` stops it, so nothing of the run is left.
 #[test]
 fn a_sigkilled_supervisor_takes_the_gateways_servers_with_it() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@mcp-hold browser 60000\n@exit 0\n");
+    let sb = Sandbox::scripted("@mcp-hold browser 60000\n@exit 0\n");
     let stub = sb.stub_browser("browser");
     let cfg = sb.logs.join("stubborn-mcp.json");
     let sh = format!(
@@ -584,12 +579,7 @@ fn a_sigkilled_supervisor_takes_the_gateways_servers_with_it() {
         "{:?}",
         sb.results_lines()
     );
-    let run_id =
-        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(sb.active()).unwrap())
-            .unwrap()["run_id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let run_id = active_run_id(&sb);
     let of_run = |what: &str| {
         processes_of_run(&run_id)
             .into_iter()

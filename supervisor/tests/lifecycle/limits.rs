@@ -37,9 +37,9 @@ fn stopped_at(sb: &Sandbox, script: &str, limits: &[&str], flag: &str) -> Output
     let run = sb.run_json();
     assert_eq!(run["end"]["outcome"], "over_limit", "{run}");
     let reason = run["end"]["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains(flag), "{reason}");
+    assert_has(reason, flag);
     let said = format!("{}{err}", stdout(&out));
-    assert!(said.contains(flag), "{said}");
+    assert_has(&said, flag);
     let run_id = run["run_id"].as_str().unwrap();
     assert!(processes_of_run(run_id).is_empty(), "processes left");
     assert!(
@@ -101,8 +101,7 @@ fn a_worker_filling_its_scratch_is_stopped_and_leaves_nothing_on_disk() {
 /// Leopold's own files for the run are there, and the run is clean.
 #[test]
 fn the_scratch_holds_the_worker_files_and_leopolds_own_under_its_size() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(
+    let sb = Sandbox::scripted(
         "@sh head -c 1M /dev/zero > \"$HOME/small\" && test -s \"$HOME/small\" && test -f \"$HOME/.codex/config.toml\"\n@exit 0\n",
     );
     let out = sb
@@ -223,9 +222,9 @@ fn a_harness_kept_in_the_home_folder_brings_no_secret_into_the_box() {
     );
     let env = std::fs::read_to_string(&env_dump).unwrap();
     // The key's variable passes, holding the relay's placeholder: the key is not in the box.
-    assert!(
-        env.contains("ANTHROPIC_API_KEY=the-leopold-placeholder-ANTHROPIC-API-KEY-"),
-        "{env}"
+    assert_has(
+        &env,
+        "ANTHROPIC_API_KEY=the-leopold-placeholder-ANTHROPIC-API-KEY-",
     );
     assert!(!env.contains("the-key"), "{env}");
     assert!(!env.contains("planted"), "{env}");
@@ -234,5 +233,5 @@ fn a_harness_kept_in_the_home_folder_brings_no_secret_into_the_box() {
     let out = sb.leopold(&args).output().unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("outside an npm package"), "{err}");
+    assert_has(&err, "outside an npm package");
 }

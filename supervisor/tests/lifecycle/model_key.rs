@@ -6,8 +6,7 @@
 //! filled (the positive control that the bundle went through the relay), never in what the
 //! worker sent; the user's login files are byte for byte as they were.
 
-use std::io::{BufRead as _, Read as _, Write as _};
-use std::net::TcpListener;
+use std::io::{BufRead as _, Read as _};
 use std::sync::{Arc, Mutex};
 
 use crate::kit::*;
@@ -38,44 +37,35 @@ struct Endpoint {
 
 impl Endpoint {
     fn start() -> Endpoint {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
-        std::thread::spawn(move || {
-            for conn in l.incoming().flatten() {
-                let log = log.clone();
-                std::thread::spawn(move || {
-                    let mut r = std::io::BufReader::new(&conn);
-                    let mut head = String::new();
-                    loop {
-                        let mut line = String::new();
-                        if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                            break;
-                        }
-                        head.push_str(&line);
+        let port = serve_ok(
+            || {},
+            move |r| {
+                let mut head = String::new();
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
                     }
-                    let len = head
-                        .lines()
-                        .find_map(|l| {
-                            let (k, v) = l.split_once(':')?;
-                            k.eq_ignore_ascii_case("content-length")
-                                .then(|| v.trim().parse::<usize>().ok())?
-                        })
-                        .unwrap_or(0);
-                    let mut body = vec![0u8; len];
-                    let _ = r.read_exact(&mut body);
-                    log.lock().unwrap().push(Seen {
-                        head,
-                        body: String::from_utf8_lossy(&body).into_owned(),
-                    });
-                    let mut w = &conn;
-                    let _ = w.write_all(
-                        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
-                    );
+                    head.push_str(&line);
+                }
+                let len = head
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse::<usize>().ok())?
+                    })
+                    .unwrap_or(0);
+                let mut body = vec![0u8; len];
+                let _ = r.read_exact(&mut body);
+                log.lock().unwrap().push(Seen {
+                    head,
+                    body: String::from_utf8_lossy(&body).into_owned(),
                 });
-            }
-        });
+            },
+        );
         Endpoint { port, seen }
     }
 

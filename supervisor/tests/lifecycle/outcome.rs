@@ -6,22 +6,6 @@ use std::path::PathBuf;
 
 use crate::kit::*;
 
-/// The real Claude stream of the checkout script (tests/fixtures/), copied into the kit folder
-/// (which the box lets the fake worker read).
-fn fixture_into_kit(sb: &Sandbox, name: &str) -> PathBuf {
-    let src = capture("x")
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("fixtures")
-        .join(name);
-    let dst = sb.kit().join(name);
-    std::fs::create_dir_all(sb.kit()).unwrap();
-    std::fs::copy(&src, &dst).unwrap();
-    dst
-}
-
 /// The final answer the fixtures' scripted model gives.
 const ANSWER: &str = "Walked the checkout up to the order button. Walls: four navigations outside the flow's hosts and the Place order button were refused by Leopold's guard; noted as findings.";
 
@@ -156,7 +140,7 @@ fn codex_findings_are_printed_after_the_summary() {
         .unwrap_or_else(|| panic!("{text}"));
     let findings = text.find(ANSWER).unwrap_or_else(|| panic!("{text}"));
     assert!(summary < findings, "findings after the summary:\n{text}");
-    assert!(text.contains("findings.md):\n"), "{text}");
+    assert_has(&text, "findings.md):\n");
     let dir = &sb.run_dirs()[0];
     assert_eq!(
         std::fs::read(dir.join("findings.md")).unwrap(),
@@ -208,13 +192,7 @@ fn the_same_wall_max_denials_in_a_row_times_stops_the_run_as_stuck_exit_5() {
     let before = sb.snapshot();
     let t = std::time::Instant::now();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(5),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 5);
     assert!(t.elapsed().as_secs() < 30, "the worker was stopped");
     let rj = sb.run_json();
     assert_eq!(rj["end"]["outcome"], "stuck");
@@ -228,10 +206,8 @@ fn the_same_wall_max_denials_in_a_row_times_stops_the_run_as_stuck_exit_5() {
         "stuck at a wall: outside_allowlist ×3"
     );
     let text = stdout(&out);
-    assert!(
-        text.contains("stuck (exit 5)") && text.contains("stuck at a wall: outside_allowlist ×3"),
-        "{text}"
-    );
+    assert_has(&text, "stuck (exit 5)");
+    assert_has(&text, "stuck at a wall: outside_allowlist ×3");
     assert!(
         text.contains(
             "blocked   mcp__personastub__navigate  navigate evil.example — outside_allowlist"
@@ -249,14 +225,9 @@ fn the_same_wall_max_denials_in_a_row_times_stops_the_run_as_stuck_exit_5() {
 
 #[test]
 fn a_quiet_run_says_what_it_waits_for_and_a_timeout_records_it() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&format!(
+    let sb = Sandbox::scripted(&format!(
         "{}\n@sleep 60000\n",
-        claude_tool_use(
-            "t1",
-            "mcp__personastub__navigate",
-            serde_json::json!({"url":"https://staging.example.com/"})
-        )
+        claude_navigate("t1", "https://staging.example.com/")
     ));
     let out = sb
         .run_cmd("claude", &["--timeout", "1500ms"])
@@ -265,9 +236,9 @@ fn a_quiet_run_says_what_it_waits_for_and_a_timeout_records_it() {
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(
-        text.contains("without an event: waiting for tool mcp__personastub__navigate to return"),
-        "{text}"
+    assert_has(
+        &text,
+        "without an event: waiting for tool mcp__personastub__navigate to return",
     );
     let end = &sb.run_json()["end"];
     assert_eq!(end["outcome"], "timed_out");
@@ -279,11 +250,10 @@ fn a_quiet_run_says_what_it_waits_for_and_a_timeout_records_it() {
     assert!(end["reason"].as_str().unwrap().ends_with(cause), "{end}");
     assert!(text.contains(cause), "the summary says the cause: {text}");
     let report = std::fs::read_to_string(sb.run_dirs()[0].join("report.html")).unwrap();
-    assert!(report.contains("Timed out waiting for"), "{report}");
+    assert_has(&report, "Timed out waiting for");
 
     // Nothing open: the run waits for the model.
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@sleep 60000\n");
+    let sb = Sandbox::scripted("@sleep 60000\n");
     let out = sb
         .run_cmd("claude", &["--timeout", "1s", "--json"])
         .env("__LEOPOLD_QUIET_NOTE_MS", "300")
@@ -325,13 +295,7 @@ fn codex_denials_that_print_nothing_still_stop_a_stuck_run() {
     );
     let t = std::time::Instant::now();
     let out = sb.run_cmd("codex", &[]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(5),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 5);
     assert!(t.elapsed().as_secs() < 30, "the worker was stopped");
     let rj = sb.run_json();
     assert_eq!(rj["end"]["reason"], "stuck at a wall: outside_allowlist ×3");

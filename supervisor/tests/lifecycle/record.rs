@@ -9,10 +9,9 @@ use crate::kit::*;
 fn three_navigations() -> String {
     let mut s = String::new();
     for (id, path) in [("t1", "/welcome"), ("t2", "/cart"), ("t3", "/shipping")] {
-        s.push_str(&claude_tool_use(
+        s.push_str(&claude_navigate(
             id,
-            "mcp__personastub__navigate",
-            serde_json::json!({ "url": format!("https://staging.example.com{path}") }),
+            &format!("https://staging.example.com{path}"),
         ));
         s.push('\n');
         s.push_str(&claude_tool_ok(id));
@@ -46,8 +45,7 @@ fn replay_summary(sb: &Sandbox, run_dir: &Path, extra: &[&str]) -> (i32, serde_j
 
 #[test]
 fn the_head_in_run_json_run_ended_and_replay_is_one_and_tampering_fails_replay() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&three_navigations());
+    let sb = Sandbox::scripted(&three_navigations());
     let out = sb.run_cmd("claude", &["--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let ended: serde_json::Value = stdout(&out)
@@ -88,10 +86,7 @@ fn the_head_in_run_json_run_ended_and_replay_is_one_and_tampering_fails_replay()
     write(&[lines[0], lines[1], &edited, lines[3]]);
     let (code, text) = replay(&sb, &run_dir, &[]);
     assert_eq!(code, 1, "{text}");
-    assert!(
-        text.contains(":4: tampered: line 4 does not follow line 3"),
-        "{text}"
-    );
+    assert_has(&text, ":4: tampered: line 4 does not follow line 3");
     let (code, s) = replay_summary(&sb, &run_dir, &[]);
     assert_eq!((code, s["chain_broken_at"].as_u64()), (1, Some(4)), "{s}");
 
@@ -110,7 +105,7 @@ fn the_head_in_run_json_run_ended_and_replay_is_one_and_tampering_fails_replay()
     write(&[lines[0], lines[2], lines[1], lines[3]]);
     let (code, text) = replay(&sb, &run_dir, &[]);
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("line 2 does not follow line 1"), "{text}");
+    assert_has(&text, "line 2 does not follow line 1");
 
     // The last line cut: the chain still holds, the heads do not.
     write(&lines[..3]);
@@ -137,7 +132,7 @@ fn the_head_in_run_json_run_ended_and_replay_is_one_and_tampering_fails_replay()
     // A malformed --expect is a usage error.
     let (code, text) = replay(&sb, &run_dir, &["--expect", "xyz"]);
     assert_eq!(code, 2, "{text}");
-    assert!(text.contains("not a journal hash"), "{text}");
+    assert_has(&text, "not a journal hash");
 }
 
 #[test]

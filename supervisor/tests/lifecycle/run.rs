@@ -5,10 +5,9 @@ use crate::kit::*;
 
 fn clean_claude_script() -> String {
     let mut s = String::new();
-    s.push_str(&claude_tool_use(
+    s.push_str(&claude_navigate(
         "t1",
-        "mcp__personastub__navigate",
-        serde_json::json!({"url":"https://staging.example.com/welcome"}),
+        "https://staging.example.com/welcome",
     ));
     s.push('\n');
     s.push_str(&claude_tool_ok("t1"));
@@ -53,7 +52,7 @@ fn claude_run_wires_during_and_leaves(sb: Sandbox) {
     let settings = std::fs::read_to_string(sb.project.join(".claude/settings.json")).unwrap();
     if sb.unboxed {
         assert_eq!(active["wiring"][0]["tag"], "leopold-persona-guard");
-        assert!(settings.contains("persona guard"), "{settings}");
+        assert_has(&settings, "persona guard");
     } else {
         assert_eq!(active["wiring"], serde_json::json!([]), "{active}");
         assert_eq!(sb.snapshot(), before, "a boxed run changed a user file");
@@ -64,13 +63,7 @@ fn claude_run_wires_during_and_leaves(sb: Sandbox) {
         .contains("persona guard"));
 
     let out = wait_output(child, 20);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout {}\nstderr {}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 0);
 
     // After: byte-identical files, only the run dir (and the inert lock file) remain.
     assert_eq!(sb.snapshot(), before);
@@ -148,13 +141,7 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
         .run_cmd("codex", &["--mcp-config", mcp.to_str().unwrap()])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout {}\nstderr {}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit_code(&out, 0);
     assert_eq!(sb.snapshot(), before);
     // The capture's model ends with an answer ("Done."): the run saved it as findings.md.
     // The gateway's record and the worker's MCP config (the relay) join the run's files.
@@ -226,8 +213,7 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
 
 #[test]
 fn json_mode_prints_one_object_per_line_and_quiet_only_the_summary() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&clean_claude_script());
+    let sb = Sandbox::scripted(&clean_claude_script());
     let out = sb.run_cmd("claude", &["--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let events: Vec<serde_json::Value> = stdout(&out)
@@ -256,8 +242,7 @@ fn hook_disabling_extra_args_are_refused_before_anything_is_touched() {
         ("claude", "--safe-mode"),
         ("codex", "-c"),
     ] {
-        let sb = Sandbox::with_user_files();
-        sb.set_script("@exit 0\n");
+        let sb = Sandbox::scripted("@exit 0\n");
         let before = sb.snapshot();
         let mut args = vec!["--", extra];
         if extra == "-c" {
@@ -270,11 +255,7 @@ fn hook_disabling_extra_args_are_refused_before_anything_is_touched() {
             "{harness} {extra}: {}",
             stderr(&out)
         );
-        assert!(
-            stderr(&out).contains("refused harness argument"),
-            "{}",
-            stderr(&out)
-        );
+        assert_has(&stderr(&out), "refused harness argument");
         assert_eq!(sb.snapshot(), before);
         assert!(!sb.project.join(".leopold").exists());
         assert!(!sb.record().exists(), "the worker must not start");
@@ -287,7 +268,7 @@ fn a_bad_flow_or_missing_harness_is_a_usage_error_touching_nothing() {
     std::fs::write(sb.flow(), "+++\nname = \"x\"\nallowlist = []\n+++\n").unwrap();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("checkout.md"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "checkout.md");
     assert!(!sb.project.join(".leopold").exists());
 
     let sb = Sandbox::with_user_files();
@@ -308,11 +289,8 @@ fn a_bad_flow_or_missing_harness_is_a_usage_error_touching_nothing() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("not found") && stderr(&out).contains("--harness-bin"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "not found");
+    assert_has(&stderr(&out), "--harness-bin");
     assert!(!sb.project.join(".leopold").exists());
 }
 
@@ -320,8 +298,7 @@ fn a_bad_flow_or_missing_harness_is_a_usage_error_touching_nothing() {
 fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_clean() {
     // The fake worker does what Claude Code does with `--settings`: it runs every PreToolUse hook
     // command in that file (the real `leopold persona guard`) before each call.
-    let sb = Sandbox::with_user_files();
-    sb.set_script(
+    let sb = Sandbox::scripted(
         "@guard mcp__personastub__navigate https://staging.example.com/welcome\n\
          @guard mcp__personastub__navigate https://prod-dashboard.example.org/x\n\
          @guard mcp__personastub__navigate https://staging.example.com.evil.io/\n",
@@ -340,12 +317,9 @@ fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_c
     let rj = sb.run_json();
     assert_eq!(rj["end"]["counts"]["denied"], 2);
     let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
-    assert!(
-        events.contains("prod-dashboard.example.org")
-            && events.contains("staging.example.com.evil.io"),
-        "{events}"
-    );
-    assert!(stdout(&out).contains("blocked"), "{}", stdout(&out));
+    assert_has(&events, "prod-dashboard.example.org");
+    assert_has(&events, "staging.example.com.evil.io");
+    assert_has(&stdout(&out), "blocked");
 }
 
 #[test]
@@ -407,8 +381,7 @@ fn codex_denials_leave_no_stream_item_and_are_merged_from_the_guards_events() {
     // The fake worker runs the hook commands wired in $CODEX_HOME/config.toml, as Codex does; a
     // denied call leaves no item in its stream
     // (docs/harness-facts.md#5-headless-worker-invocations).
-    let sb = Sandbox::with_user_files();
-    sb.set_script(
+    let sb = Sandbox::scripted(
         "@guard-codex mcp__personastub__navigate https://staging.example.com/welcome\n\
          @guard-codex mcp__personastub__navigate https://prod-dashboard.example.org/x\n\
          @guard-codex mcp__personastub__navigate https://accounts.example.com/\n",
@@ -445,8 +418,7 @@ fn codex_denials_leave_no_stream_item_and_are_merged_from_the_guards_events() {
 
 #[test]
 fn a_claude_stuck_on_version_does_not_hold_the_run() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&clean_claude_script());
+    let sb = Sandbox::scripted(&clean_claude_script());
     let started = std::time::Instant::now();
     let child = sb
         .run_cmd("claude", &[])
@@ -462,7 +434,7 @@ fn a_claude_stuck_on_version_does_not_hold_the_run() {
     let active: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(sb.active()).unwrap()).unwrap();
     let gs = std::fs::read_to_string(active["guard_settings"].as_str().unwrap()).unwrap();
-    assert!(gs.contains("\"onFailure\": \"block\""), "{gs}");
+    assert_has(&gs, "\"onFailure\": \"block\"");
     let out = wait_output(child, 30);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
@@ -497,8 +469,7 @@ fn a_claude_stuck_on_version_does_not_hold_the_run() {
 
 #[test]
 fn verbose_traces_each_step_on_stderr_and_keeps_json_stdout_clean() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&clean_claude_script());
+    let sb = Sandbox::scripted(&clean_claude_script());
     let out = sb
         .run_cmd("claude", &["--json", "-v"])
         .env_remove("RUST_LOG")
@@ -529,7 +500,7 @@ fn verbose_traces_each_step_on_stderr_and_keeps_json_stdout_clean() {
             "no trace of step {step} in stderr:\n{err}"
         );
     }
-    assert!(err.contains("total_ms="), "{err}");
+    assert_has(&err, "total_ms=");
     // Without -v (and without RUST_LOG) stderr carries no trace.
     let quiet = sb
         .run_cmd("claude", &["--json"])
@@ -558,9 +529,5 @@ fn a_settings_file_an_ended_run_left_is_swept_by_recover_and_not_by_every_run_st
     let rec = sb.recover();
     assert_eq!(rec.status.code(), Some(0), "{}", stderr(&rec));
     assert!(!stale.exists(), "{}", stdout(&rec));
-    assert!(
-        stdout(&rec).contains("guard-settings.json"),
-        "{}",
-        stdout(&rec)
-    );
+    assert_has(&stdout(&rec), "guard-settings.json");
 }

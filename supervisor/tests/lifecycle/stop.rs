@@ -5,6 +5,15 @@ use std::time::{Duration, Instant};
 
 use crate::kit::*;
 
+/// `cmd` spawned, returned once its worker runs and has written its record.
+fn spawn_until_working(sb: &Sandbox, cmd: &mut std::process::Command) -> std::process::Child {
+    let child = cmd.spawn().unwrap();
+    wait_for(10, "the worker", || {
+        active_worker_pid(sb).is_some() && sb.record().exists()
+    });
+    child
+}
+
 fn assert_clean_after(
     sb: &Sandbox,
     before: &std::collections::BTreeMap<std::path::PathBuf, Vec<u8>>,
@@ -23,10 +32,9 @@ fn an_off_allowlist_call_that_reached_the_tool_stops_the_worker_exit_1() {
     // The hook failed open: the navigation ran. The worker would go on for a minute.
     sb.set_script(&format!(
         "{}\n{}\n@sleep 60000\n",
-        claude_tool_use(
+        claude_navigate(
             "t9",
-            "mcp__personastub__navigate",
-            serde_json::json!({"url":"https://prod-dashboard.example.org/admin?token=secret"})
+            "https://prod-dashboard.example.org/admin?token=secret"
         ),
         claude_tool_ok("t9")
     ));
@@ -98,18 +106,14 @@ fn an_irreversible_click_stops_a_worker_that_ignores_sigterm_exit_1() {
 
 #[test]
 fn sigint_during_a_run_cleans_up_fully() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@grandchild 60\n@sleep 60000\n");
+    let sb = Sandbox::scripted("@grandchild 60\n@sleep 60000\n");
     let before = sb.snapshot();
-    let child = sb
-        .run_cmd("claude", &[])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(10, "the worker", || {
-        active_worker_pid(&sb).is_some() && sb.record().exists()
-    });
+    let child = spawn_until_working(
+        &sb,
+        sb.run_cmd("claude", &[])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     wait_for(5, "the grandchild", || sb.grandchild_record().exists());
     let g = sb.grandchild_pid().expect("the grandchild's pid");
     signal(child.id(), "INT");
@@ -125,18 +129,14 @@ fn sigint_during_a_run_cleans_up_fully() {
 #[test]
 fn sigterm_and_sighup_clean_up_too() {
     for sig in ["TERM", "HUP"] {
-        let sb = Sandbox::with_user_files();
-        sb.set_script("@sleep 60000\n");
+        let sb = Sandbox::scripted("@sleep 60000\n");
         let before = sb.snapshot();
-        let child = sb
-            .run_cmd("codex", &[])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_for(10, "the worker", || {
-            active_worker_pid(&sb).is_some() && sb.record().exists()
-        });
+        let child = spawn_until_working(
+            &sb,
+            sb.run_cmd("codex", &[])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
         signal(child.id(), sig);
         let out = wait_output(child, 15);
         assert_eq!(out.status.code(), Some(3), "SIG{sig}");
@@ -146,8 +146,7 @@ fn sigterm_and_sighup_clean_up_too() {
 
 #[test]
 fn a_timeout_stops_the_worker_exit_3() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("@sleep 60000\n");
+    let sb = Sandbox::scripted("@sleep 60000\n");
     let before = sb.snapshot();
     let out = sb
         .run_cmd("claude", &["--timeout", "300ms"])
@@ -160,8 +159,7 @@ fn a_timeout_stops_the_worker_exit_3() {
 
 #[test]
 fn a_crashing_worker_is_exit_3_and_cleaned_up() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script("not json at all\n@crash\n");
+    let sb = Sandbox::scripted("not json at all\n@crash\n");
     let before = sb.snapshot();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
@@ -198,16 +196,13 @@ fn a_second_signal_skips_the_grace_period() {
     let sb = Sandbox::unboxed();
     sb.set_script("@ignore-sigterm\n@sleep 60000\n");
     let before = sb.snapshot();
-    let child = sb
-        .run_cmd("claude", &[])
-        .env("__LEOPOLD_STOP_GRACE_MS", "60000")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(10, "the worker", || {
-        active_worker_pid(&sb).is_some() && sb.record().exists()
-    });
+    let child = spawn_until_working(
+        &sb,
+        sb.run_cmd("claude", &[])
+            .env("__LEOPOLD_STOP_GRACE_MS", "60000")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
     let pid = child.id();
     signal(pid, "INT");
     std::thread::sleep(Duration::from_millis(300));
@@ -226,15 +221,10 @@ fn a_second_signal_skips_the_grace_period() {
 
 #[test]
 fn an_overlong_stream_line_is_skipped_and_noted_and_the_run_goes_on() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&format!(
+    let sb = Sandbox::scripted(&format!(
         "@long {}\n{}\n{}\n",
         17 * 1024 * 1024,
-        claude_tool_use(
-            "t1",
-            "mcp__personastub__navigate",
-            serde_json::json!({"url":"https://staging.example.com/a"})
-        ),
+        claude_navigate("t1", "https://staging.example.com/a"),
         claude_tool_ok("t1")
     ));
     let out = sb.run_cmd("claude", &[]).output().unwrap();
@@ -242,9 +232,5 @@ fn an_overlong_stream_line_is_skipped_and_noted_and_the_run_goes_on() {
     let rj = sb.run_json();
     assert_eq!(rj["end"]["counts"]["unreadable_lines"], 1);
     assert_eq!(rj["end"]["counts"]["actions"], 1);
-    assert!(
-        stdout(&out).contains("line 1: line longer than the limit"),
-        "{}",
-        stdout(&out)
-    );
+    assert_has(&stdout(&out), "line 1: line longer than the limit");
 }

@@ -29,7 +29,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 use leopold_tests::script::{Script, ToolCall, Turn};
 use leopold_tests::staging::StagingApp;
-use leopold_tests::{leopold_bin, median, run_bounded, Harness, HarnessKit, ModelServer, Sandbox};
+use leopold_tests::{
+    leopold_bin, median, run_bounded, Harness, HarnessKit, ModelServer, Sandbox, BENCH_TABLE_HEAD,
+    CODEX_BARE_EXEC,
+};
 use serde_json::{json, Value};
 
 fn script() -> Script {
@@ -67,11 +70,9 @@ fn main() -> ExitCode {
     };
     let leopold = leopold_bin();
     let baseline = std::env::var_os("LEOPOLD_BASELINE_BIN").map(PathBuf::from);
-    println!("| harness | way | median | min | max | ratio to bare (median) |");
-    println!("|---|---|---|---|---|---|");
+    println!("{BENCH_TABLE_HEAD}");
     for h in harnesses {
-        let Some(cli) = std::env::var_os(h.env_var()).map(PathBuf::from) else {
-            eprintln!("{} is not set", h.env_var());
+        let Some(cli) = h.bench_cli() else {
             return ExitCode::from(2);
         };
         let (mut bare, mut run, mut base) = (Vec::new(), Vec::new(), Vec::new());
@@ -206,19 +207,13 @@ fn round(
                 .iter()
                 .map(|a| serde_json::to_string(a.as_str().unwrap_or_default()).unwrap())
                 .collect();
-            bare.args([
-                "exec",
-                "--json",
-                "--skip-git-repo-check",
-                "--dangerously-bypass-approvals-and-sandbox",
-                "-C",
-            ])
-            .arg(&sb.project)
-            .arg("-c")
-            .arg(format!("mcp_servers.browser.command={}", server["command"]))
-            .arg("-c")
-            .arg(format!("mcp_servers.browser.args=[{}]", args.join(",")))
-            .args(["-c", "mcp_servers.browser.required=true", "Walk the shop."]);
+            bare.args(CODEX_BARE_EXEC)
+                .arg(&sb.project)
+                .arg("-c")
+                .arg(format!("mcp_servers.browser.command={}", server["command"]))
+                .arg("-c")
+                .arg(format!("mcp_servers.browser.args=[{}]", args.join(",")))
+                .args(["-c", "mcp_servers.browser.required=true", "Walk the shop."]);
         }
     }
     // The scripted model counts tool results per conversation: a fresh one for the peer.

@@ -16,13 +16,13 @@
 //! Needs `LEOPOLD_BIN`, `LEOPOLD_CLAUDE_BIN`, `LEOPOLD_CODEX_BIN` (`scripts/bench-e2e.sh` sets them).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use leopold_tests::{
     checkout, leopold_bin, median, run_bounded, shell_quote, Harness, HarnessKit, ModelServer,
-    Sandbox,
+    Sandbox, BENCH_TABLE_HEAD,
 };
 
 #[derive(Clone, Copy)]
@@ -55,11 +55,9 @@ fn main() -> ExitCode {
         return usage();
     };
     let leopold = leopold_bin();
-    println!("| harness | way | median | min | max | ratio to bare (median) |");
-    println!("|---|---|---|---|---|---|");
+    println!("{BENCH_TABLE_HEAD}");
     for h in harnesses {
-        let Some(cli) = std::env::var_os(h.env_var()).map(PathBuf::from) else {
-            eprintln!("{} is not set", h.env_var());
+        let Some(cli) = h.bench_cli() else {
             return ExitCode::from(2);
         };
         let mut times: Vec<Vec<Duration>> = vec![Vec::new(); Way::ALL.len()];

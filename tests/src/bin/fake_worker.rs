@@ -351,6 +351,12 @@ struct Mcp {
 }
 
 impl Mcp {
+    /// Kills the server and reaps it.
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     fn start(argv: &[String], server: &str) -> Result<Mcp, String> {
         let (cmd, args) =
             mcp_server_command(argv, server).ok_or(format!("no MCP server {server} in argv"))?;
@@ -452,8 +458,7 @@ fn mcp_call(argv: &[String], n: &mut u32, arg: &str) {
             "tools/call",
             serde_json::json!({"name": tool, "arguments": input}),
         )?;
-        let _ = m.child.kill();
-        let _ = m.child.wait();
+        m.stop();
         Ok::<_, String>((tools, res, m.roots_asked))
     })();
     let id = format!("item_mcp_{n}");
@@ -520,8 +525,7 @@ fn mcp_bench(argv: &[String], arg: &str) {
             }
         }
         for m in [&mut gw, &mut dr] {
-            let _ = m.child.kill();
-            let _ = m.child.wait();
+            m.stop();
         }
         Ok::<_, String>((g, d))
     })();
@@ -537,13 +541,22 @@ fn mcp_raw(argv: &[String], arg: &str) {
         let mut m = Mcp::start(argv, server)?;
         m.send(line)?;
         let a = m.answer(&serde_json::Value::Null)?;
-        let _ = m.child.kill();
-        let _ = m.child.wait();
+        m.stop();
         Ok::<_, String>(a)
     })();
+    answered("mcp-raw", "answer", r);
+}
+
+/// The result line of `op`: the answer under `key`, or `ok: false` with why there is none.
+fn answered(op: &str, key: &str, r: Result<impl serde::Serialize, String>) {
     match r {
-        Ok(a) => result(serde_json::json!({"op":"mcp-raw","answer":a})),
-        Err(e) => result(serde_json::json!({"op":"mcp-raw","ok":false,"detail":e})),
+        Ok(a) => {
+            let mut line = serde_json::Map::new();
+            line.insert("op".into(), op.into());
+            line.insert(key.into(), serde_json::json!(a));
+            result(line.into());
+        }
+        Err(e) => result(serde_json::json!({"op":op,"ok":false,"detail":e})),
     }
 }
 
@@ -567,14 +580,10 @@ fn mcp_send(argv: &[String], arg: &str) {
             }
             answers.push(a);
         }
-        let _ = m.child.kill();
-        let _ = m.child.wait();
+        m.stop();
         Ok::<_, String>(answers)
     })();
-    match r {
-        Ok(a) => result(serde_json::json!({"op":"mcp-send","answers":a})),
-        Err(e) => result(serde_json::json!({"op":"mcp-send","ok":false,"detail":e})),
-    }
+    answered("mcp-send", "answers", r);
 }
 
 fn adversary(name: &str, arg: &str) -> bool {

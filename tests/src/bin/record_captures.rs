@@ -32,7 +32,9 @@ use std::time::Duration;
 use anyhow::{bail, ensure, Context as _};
 use leopold_tests::script::{Script, ToolCall, Turn};
 use leopold_tests::staging::StagingApp;
-use leopold_tests::{codex_mcp_tool_calls, Harness, HarnessKit as _, ModelServer, Run, Sandbox};
+use leopold_tests::{
+    codex_mcp_tool_calls, Harness, HarnessKit as _, ModelServer, Run, Sandbox, CODEX_BARE_EXEC,
+};
 use serde_json::{json, Value};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -263,33 +265,27 @@ fn playwright_capture(
         Harness::Codex => {
             sb.write_codex_config(&model, "");
             let toml = |s: &str| serde_json::to_string(s).expect("string");
-            cmd.args([
-                "exec",
-                "--json",
-                "--skip-git-repo-check",
-                "--dangerously-bypass-approvals-and-sandbox",
-                "-C",
-            ])
-            .arg(&sb.project)
-            .arg("-c")
-            .arg(format!(
-                "mcp_servers.{BROWSER_SERVER}.command={}",
-                toml(&playwright_mcp.to_string_lossy())
-            ))
-            .arg("-c")
-            .arg(format!(
-                "mcp_servers.{BROWSER_SERVER}.args=[{}]",
-                server_args
-                    .iter()
-                    .map(|a| toml(a))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ))
-            // Codex starts its first turn without an MCP server still starting unless told to
-            // wait for it (the supervisor passes the same).
-            .arg("-c")
-            .arg(format!("mcp_servers.{BROWSER_SERVER}.required=true"))
-            .arg(prompt);
+            cmd.args(CODEX_BARE_EXEC)
+                .arg(&sb.project)
+                .arg("-c")
+                .arg(format!(
+                    "mcp_servers.{BROWSER_SERVER}.command={}",
+                    toml(&playwright_mcp.to_string_lossy())
+                ))
+                .arg("-c")
+                .arg(format!(
+                    "mcp_servers.{BROWSER_SERVER}.args=[{}]",
+                    server_args
+                        .iter()
+                        .map(|a| toml(a))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ))
+                // Codex starts its first turn without an MCP server still starting unless told to
+                // wait for it (the supervisor passes the same).
+                .arg("-c")
+                .arg(format!("mcp_servers.{BROWSER_SERVER}.required=true"))
+                .arg(prompt);
         }
     }
     sb.hermetic(&mut cmd, &model);
