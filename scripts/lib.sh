@@ -27,8 +27,8 @@ bench_stamp() {
 }
 
 # `apt_install NAME PACKAGE WHY`: installs Debian's PACKAGE with apt-get (through sudo when not
-# root; the package lists are refreshed only if the first try fails), messages on stderr as NAME;
-# WHY is the error where apt-get is not available.
+# root; the package lists refreshed first, as a fresh machine has none), messages on stderr as
+# NAME; WHY is the error where apt-get is not available.
 apt_install() {
     local name="$1" pkg="$2" sudo=""
     command -v apt-get >/dev/null || { echo "$name: $3" >&2; exit 1; }
@@ -38,8 +38,8 @@ apt_install() {
     fi
     echo "$name: installing Debian's $pkg with apt-get" >&2
     export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get install -y -qq --no-install-recommends "$pkg" >&2 \
-        || { $sudo apt-get update -qq >&2 && $sudo apt-get install -y -qq --no-install-recommends "$pkg" >&2; }
+    $sudo apt-get update -qq >&2
+    $sudo apt-get install -y -qq --no-install-recommends "$pkg" >&2
 }
 
 # `run_kit_bench BIN ARGS...`: the test kit's benchmark BIN (ARGS passed on) against the release
