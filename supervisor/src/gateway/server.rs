@@ -147,14 +147,11 @@ impl Server {
             // Boxed, the server's child is PID 1 of the browser's box. Killed itself, its end
             // comes only once the kernel has ended every process of the box's namespace;
             // killing bwrap alone left Chromium's processes dying after the run said it ended.
-            let inner = child.id().map(crate::os::children).unwrap_or_default();
-            for &pid in &inner {
-                if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-                }
-            }
+            let leader = child.id();
+            let inner = leader.map(crate::os::children).unwrap_or_default();
+            inner.iter().for_each(|&pid| crate::os::kill(pid));
             // Its group: what it started in it goes too.
-            if let Some(pid) = child.id() {
+            if let Some(pid) = leader {
                 let _ = crate::os::signal_group(pid, libc::SIGKILL);
             }
             let _ = child.start_kill();

@@ -185,6 +185,13 @@ fn proc_pids() -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// SIGKILLs `pid`; one that is gone already is no error.
+pub fn kill(pid: u32) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+}
+
 /// The pids of `pid`'s live (non-zombie) children. Linux only (reads `/proc`); elsewhere empty.
 pub fn children(pid: u32) -> Vec<u32> {
     proc_pids()
@@ -243,9 +250,7 @@ pub fn kill_crashed_run(pgid: Option<u32>, run_id: &str) -> Vec<u32> {
             if Some(pgrp) == pgid {
                 let _ = signal_group(pgrp, libc::SIGKILL);
             }
-            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            }
+            kill(pid);
         }
         // Gone once reaped by their parent (or init): wait so "worker gone" is true when we say so.
         std::thread::sleep(std::time::Duration::from_millis(10));

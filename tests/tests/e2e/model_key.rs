@@ -9,6 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use leopold_tests::script::Script;
+use leopold_tests::witness::{snapshot, Entry};
 use leopold_tests::{
     checkout, leopold_bin, require_cli, run_bounded, Harness, ModelServer, Sandbox,
 };
@@ -68,19 +69,14 @@ fn scenario(h: Harness) {
             r["path"]
         );
     }
-    let mut stack = vec![sb.run_dir()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() && !p.is_symlink() {
-                stack.push(p);
-            } else if let Ok(bytes) = std::fs::read(&p) {
-                assert!(
-                    !String::from_utf8_lossy(&bytes).contains(KEY),
-                    "{} holds the key",
-                    p.display()
-                );
-            }
+    // Every file the run left, read as it is (links not followed, FIFOs not opened).
+    for (path, entry) in snapshot(&[&sb.run_dir()], &[]) {
+        if let Entry::File(bytes) = entry {
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(KEY),
+                "{} holds the key",
+                path.display()
+            );
         }
     }
 }
