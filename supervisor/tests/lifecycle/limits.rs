@@ -92,8 +92,11 @@ fn a_worker_filling_its_scratch_is_stopped_and_leaves_nothing_on_disk() {
         &["--max-scratch", "64MiB"],
         "--max-scratch 64 MiB",
     );
-    let sh = &sb.results_lines()[0];
-    assert_eq!(sh["ok"], false, "the write past the size failed: {sh}");
+    // The watcher may stop the worker between the write's "no space left" and the worker's
+    // report of it, so a missing report is no failure; a report saying the write went through is.
+    if let Some(sh) = sb.results_lines().first() {
+        assert_eq!(sh["ok"], false, "the write past the size failed: {sh}");
+    }
     assert!(!sb.run_dir().join("scratch/big").exists());
 }
 
