@@ -27,6 +27,7 @@
 pub mod browser;
 pub mod builtin;
 pub mod catalogue;
+mod expect;
 mod host;
 mod parse;
 mod pattern;
@@ -34,6 +35,7 @@ mod pattern;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
+pub use expect::{Expect, Reach, Severity, DEFAULT_MAX_REPEATS};
 pub use host::{normalize_allowlist_entry, AllowEntry};
 pub use parse::FlowError;
 pub use pattern::Pattern;
@@ -65,6 +67,11 @@ pub struct Flow {
     /// `max_denials_in_a_row`: after this many denials with no allowed action between them the
     /// supervisor stops the worker as `stuck` ([`DEFAULT_MAX_DENIALS_IN_A_ROW`] unless set).
     pub max_denials_in_a_row: u32,
+    /// `max_repeats`: the same allowed call on the same target this many times running stops the
+    /// run as `looping` ([`DEFAULT_MAX_REPEATS`] unless set).
+    pub max_repeats: u32,
+    /// `[expect]`: what the app must meet for the run to pass.
+    pub expect: Expect,
     /// The persona's brief: the Markdown after the front matter.
     pub brief: String,
     /// The file this flow was read from (as given to [`Flow::load`] or [`Flow::parse`]).

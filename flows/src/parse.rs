@@ -65,6 +65,17 @@ struct RawFlow {
     #[serde(default)]
     allow_tools: Vec<String>,
     max_denials_in_a_row: Option<i64>,
+    max_repeats: Option<i64>,
+    #[serde(default)]
+    expect: RawExpect,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawExpect {
+    #[serde(default)]
+    reach: Vec<String>,
+    fail_on: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -105,9 +116,9 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
         // Lines are counted from the line after the opening `+++`; say so by offsetting.
         message: toml_message_at_file_line(&e, front),
         hint: "the keys are `name`, `allowlist`, `start_url`, `browser`, `allow_tools`, \
-               `max_denials_in_a_row`, the table \
-               `[irreversible]` (`forbid`, `click_labels`, `url_paths`, `tools`) and the table \
-               `[hosts]`; see docs/guide.md#flow-files"
+               `max_denials_in_a_row`, `max_repeats`, the table \
+               `[irreversible]` (`forbid`, `click_labels`, `url_paths`, `tools`), the table \
+               `[expect]` (`reach`, `fail_on`) and the table `[hosts]`; see docs/guide.md#flow-files"
             .into(),
     })?;
     let key_err = |key: String, problem: String, hint: &str| FlowError::Key {
@@ -156,6 +167,8 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
         hosts: Vec::new(),
         allow_tools: Vec::new(),
         max_denials_in_a_row: crate::DEFAULT_MAX_DENIALS_IN_A_ROW,
+        max_repeats: crate::expect::DEFAULT_MAX_REPEATS,
+        expect: crate::Expect::default(),
         brief: brief.to_owned(),
         source: path.clone(),
     };
@@ -171,6 +184,33 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
                     "the number of denials in a row after which the run stops as `stuck`; leave it out for the default, 5",
                 )
             })?;
+    }
+
+    if let Some(n) = raw.max_repeats {
+        flow.max_repeats = u32::try_from(n)
+            .ok()
+            .filter(|n| (2..=10_000).contains(n))
+            .ok_or_else(|| {
+                key_err(
+                    "max_repeats".into(),
+                    format!("is {n}, not a count from 2 to 10000"),
+                    "the number of times running the same allowed call on the same target stops the run as `looping`; leave it out for the default, 5",
+                )
+            })?;
+    }
+    for (i, entry) in raw.expect.reach.iter().enumerate() {
+        let reach = crate::expect::parse_reach(entry)
+            .map_err(|(problem, hint)| key_err(format!("expect.reach[{i}]"), problem, hint))?;
+        flow.expect.reach.push(reach);
+    }
+    if let Some(s) = &raw.expect.fail_on {
+        flow.expect.fail_on = crate::Severity::from_name(s).ok_or_else(|| {
+            key_err(
+                "expect.fail_on".into(),
+                format!("is {s:?}, not a severity"),
+                "one of \"blocker\" (the default), \"major\", \"minor\" or \"note\": a reported finding this bad or worse fails the run",
+            )
+        })?;
     }
 
     if let Some(start) = raw.start_url {
@@ -368,6 +408,19 @@ mod tests {
             "+++\nname=\"c\"\nallowlist=[\"a.example\"]\nstart_url=\"https://b.example/\"\n+++\n",
         );
         assert!(e.contains("start_url"), "{e}");
+        let e = err(
+            "+++\nname=\"c\"\nallowlist=[\"a.example\"]\n[expect]\nreach=[\"/a\", \"cart\"]\n+++\n",
+        );
+        assert!(e.contains("expect.reach[1]") && e.contains("regex:"), "{e}");
+        let e =
+            err("+++\nname=\"c\"\nallowlist=[\"a.example\"]\n[expect]\nreach=[\"regex:(\"]\n+++\n");
+        assert!(e.contains("expect.reach[0]") && e.contains("regex"), "{e}");
+        let e = err(
+            "+++\nname=\"c\"\nallowlist=[\"a.example\"]\n[expect]\nfail_on=\"critical\"\n+++\n",
+        );
+        assert!(e.contains("expect.fail_on") && e.contains("blocker"), "{e}");
+        let e = err("+++\nname=\"c\"\nallowlist=[\"a.example\"]\nmax_repeats=1\n+++\n");
+        assert!(e.contains("max_repeats") && e.contains("looping"), "{e}");
     }
 
     #[test]

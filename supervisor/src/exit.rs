@@ -17,6 +17,10 @@ impl RunExit {
     /// The worker failed (non-zero exit, crash), timed out (`--timeout`, 30 minutes unless set), or the run was
     /// interrupted (SIGINT/SIGTERM/SIGHUP).
     pub const WORKER_FAILED: u8 = 3;
+    /// The model endpoint refused the harness (401/403: credentials; 404: no such model) or could
+    /// not be reached (DNS, connection, TLS); the run was stopped at once. Shares 3 with a worker
+    /// failure: the persona never got to judge the app.
+    pub const MODEL_FAILED: u8 = 3;
     /// Another run is active in this project (it holds `.leopold/persona/run.lock`); nothing was
     /// touched.
     pub const BUSY: u8 = 4;
@@ -27,6 +31,15 @@ impl RunExit {
     /// `--max-records`); the worker was stopped. Shares 5 with `stuck`: the supervisor stopped a
     /// run whose persona went on too long or too wide, and 6 is kept for the app's own failure.
     pub const OVER_LIMIT: u8 = 5;
+    /// The run went over `--max-tokens`, `--max-cost-usd` or `--max-turns`; the worker was
+    /// stopped. Shares 5 with `stuck`.
+    pub const OVER_BUDGET: u8 = 5;
+    /// The persona made the same allowed call on the same target the flow's `max_repeats` times
+    /// running (default 5); the worker was stopped. Shares 5 with `stuck`.
+    pub const LOOPING: u8 = 5;
+    /// The app did not meet the flow: a `reach` expectation unmet, a reported finding at or above
+    /// the flow's `fail_on`, or the persona's `finish` saying the goal was not reached.
+    pub const FAILED: u8 = 6;
 }
 
 #[cfg(test)]
@@ -42,6 +55,7 @@ mod tests {
             RunExit::WORKER_FAILED,
             RunExit::BUSY,
             RunExit::STUCK,
+            RunExit::FAILED,
         ];
         for (i, a) in all.iter().enumerate() {
             for b in &all[i + 1..] {
@@ -50,5 +64,9 @@ mod tests {
         }
         // Stopped by the supervisor for going too far, like stuck.
         assert_eq!(RunExit::OVER_LIMIT, RunExit::STUCK);
+        assert_eq!(RunExit::OVER_BUDGET, RunExit::STUCK);
+        assert_eq!(RunExit::LOOPING, RunExit::STUCK);
+        // The persona never got to judge the app, like a worker failure.
+        assert_eq!(RunExit::MODEL_FAILED, RunExit::WORKER_FAILED);
     }
 }

@@ -92,6 +92,18 @@ pub enum RunOutcome {
     /// The boxed worker hit one of its limits (`--max-procs`, `--max-memory`, `--max-scratch`,
     /// `--max-records`); the worker was stopped.
     OverLimit,
+    /// The run went over `--max-tokens`, `--max-cost-usd` or `--max-turns`; the worker was
+    /// stopped.
+    OverBudget,
+    /// The persona repeated the same allowed call on the same target `max_repeats` times
+    /// running; the worker was stopped.
+    Looping,
+    /// The model endpoint refused the harness's credentials or model, or could not be reached;
+    /// the worker was stopped.
+    ModelFailed,
+    /// The app did not meet the flow: an expectation unmet, a finding at or above `fail_on`, or
+    /// `finish` with the goal not reached.
+    Failed,
 }
 
 impl RunOutcome {
@@ -108,6 +120,10 @@ impl RunOutcome {
             RunOutcome::Busy => "busy",
             RunOutcome::Stuck => "stuck",
             RunOutcome::OverLimit => "over_limit",
+            RunOutcome::OverBudget => "over_budget",
+            RunOutcome::Looping => "looping",
+            RunOutcome::ModelFailed => "model_failed",
+            RunOutcome::Failed => "failed",
         }
     }
 
@@ -125,6 +141,10 @@ impl RunOutcome {
             RunOutcome::Busy => RunExit::BUSY,
             RunOutcome::Stuck => RunExit::STUCK,
             RunOutcome::OverLimit => RunExit::OVER_LIMIT,
+            RunOutcome::OverBudget => RunExit::OVER_BUDGET,
+            RunOutcome::Looping => RunExit::LOOPING,
+            RunOutcome::ModelFailed => RunExit::MODEL_FAILED,
+            RunOutcome::Failed => RunExit::FAILED,
         }
     }
 }
@@ -175,6 +195,14 @@ pub struct RunEnd {
     /// recorded nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway_hash: Option<String>,
+    /// The verdict on the app: expectations, the persona's reported findings and `finish`, and
+    /// why the app failed the flow, if it did (docs/reference.md#the-verdict). Absent for a run
+    /// that never reached its gateway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::verdict::Verdict>,
+    /// The model, turns, tokens and cost, as the harness reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::usage::Usage>,
 }
 
 impl RunEnd {
@@ -194,6 +222,8 @@ impl RunEnd {
             gateway_mismatches: Vec::new(),
             journal_hash: None,
             gateway_hash: None,
+            verdict: None,
+            usage: None,
         }
     }
 
@@ -217,6 +247,8 @@ impl RunEnd {
             "gateway_mismatches": self.gateway_mismatches,
             "journal_hash": self.journal_hash,
             "gateway_hash": self.gateway_hash,
+            "verdict": self.verdict,
+            "usage": self.usage,
         })
     }
 }

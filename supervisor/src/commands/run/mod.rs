@@ -378,6 +378,8 @@ async fn lifecycle(
         status: sup.status.as_ref(),
         leaked: sup.leaked,
         stderr_tail: &sup.stderr_tail,
+        app_failed: &[],
+        unmet: &[],
     });
     tracing::info!(
         outcome = c.outcome.as_str(),

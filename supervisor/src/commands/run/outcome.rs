@@ -25,6 +25,7 @@ impl Signal {
 
 /// Why the worker is being stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(dead_code)] // OverBudget and Looping: stopped by the budgets' commits that follow (#24).
 pub enum Stop {
     /// The first violation, as `#<seq> <tool>: <rule>`.
     Violation(String),
@@ -35,6 +36,13 @@ pub enum Stop {
     Stuck(String, u32),
     /// The boxed worker hit a limit: which (`the worker's processes reached --max-procs 512`).
     OverLimit(String),
+    /// The run went over a budget: which (`tokens reached --max-tokens 200000`).
+    OverBudget(String),
+    /// The persona repeated one call: which, and how many times.
+    Looping(String),
+    /// The model endpoint refused the harness or could not be reached: the cause, with the
+    /// endpoint's host, the status and what to do.
+    Model(String),
 }
 
 /// The finding (and the reason) of a stuck run: `stuck at a wall: <reason> ×N`.
@@ -54,6 +62,11 @@ pub struct Ended<'a> {
     pub leaked: bool,
     /// The end of the worker's stderr.
     pub stderr_tail: &'a [u8],
+    /// Why the app failed the flow, whatever else happened: a finding at or above `fail_on`,
+    /// `finish` with the goal not reached.
+    pub app_failed: &'a [String],
+    /// Expectations unmet: a failure of the app only for a run the persona saw through.
+    pub unmet: &'a [String],
 }
 
 /// The outcome and the reason run.json and the summary give.
@@ -72,12 +85,19 @@ pub fn classify(end: &Ended<'_>) -> Classified {
         Some(Stop::Timeout(_, c)) if end.violations == 0 => Some(c.clone()),
         _ => None,
     };
+    let failed = |causes: &[String]| (RunOutcome::Failed, Some(causes.join("; ")));
     let (outcome, reason) = if end.violations > 0 {
         let why = match end.stop {
             Some(Stop::Violation(v)) => v.clone(),
             _ => "violation".into(),
         };
         (RunOutcome::Violated, Some(why))
+    } else if let Some(Stop::Signal(s)) = end.stop {
+        // Stopped by its user: no verdict on the app is complete.
+        (RunOutcome::Interrupted, Some(s.as_str().to_owned()))
+    } else if !end.app_failed.is_empty() {
+        // The persona said the app failed: that stands however the run went on.
+        failed(end.app_failed)
     } else {
         match end.stop {
             Some(Stop::Timeout(d, cause)) => (
@@ -89,9 +109,13 @@ pub fn classify(end: &Ended<'_>) -> Classified {
             ),
             Some(Stop::Stuck(r, n)) => (RunOutcome::Stuck, Some(stuck_text(r, *n))),
             Some(Stop::OverLimit(why)) => (RunOutcome::OverLimit, Some(why.clone())),
+            Some(Stop::OverBudget(why)) => (RunOutcome::OverBudget, Some(why.clone())),
+            Some(Stop::Looping(why)) => (RunOutcome::Looping, Some(why.clone())),
+            Some(Stop::Model(why)) => (RunOutcome::ModelFailed, Some(why.clone())),
             Some(Stop::Signal(s)) => (RunOutcome::Interrupted, Some(s.as_str().to_owned())),
             Some(Stop::Violation(v)) => (RunOutcome::Violated, Some(v.clone())),
             None => match end.status {
+                Some(s) if s.success() && !end.unmet.is_empty() => failed(end.unmet),
                 Some(s) if s.success() => (RunOutcome::Clean, None),
                 Some(s) => (
                     RunOutcome::WorkerFailed,
@@ -149,6 +173,8 @@ mod tests {
             status,
             leaked: false,
             stderr_tail: b"",
+            app_failed: &[],
+            unmet: &[],
         }
     }
 
@@ -292,5 +318,72 @@ mod tests {
             classify(&end(1, Some(&st), Some(&killed))).outcome,
             RunOutcome::Violated
         );
+    }
+
+    #[test]
+    fn the_apps_failure_is_exit_6_below_a_violation_and_a_signal() {
+        let ok = ExitStatus::from_raw(0);
+        let killed = ExitStatus::from_raw(15);
+        let causes = ["major finding: the total is wrong".to_owned()];
+        let unmet = ["never reached /checkout/review".to_owned()];
+        fn with(
+            v: u64,
+            stop: Option<&Stop>,
+            status: Option<&ExitStatus>,
+            app_failed: &[String],
+            unmet: &[String],
+        ) -> Classified {
+            classify(&Ended {
+                app_failed,
+                unmet,
+                ..end(v, stop, status)
+            })
+        }
+        let (causes, unmet) = (&causes[..], &unmet[..]);
+        let c = with(0, None, Some(&ok), causes, unmet);
+        assert_eq!(c.outcome, RunOutcome::Failed);
+        assert_eq!(
+            c.reason.as_deref(),
+            Some("major finding: the total is wrong")
+        );
+        assert_eq!(c.outcome.exit_code(), 6);
+        // An unmet expectation fails a run that finished, and only that.
+        let c = with(0, None, Some(&ok), &[], unmet);
+        assert_eq!(
+            (c.outcome, c.reason.as_deref()),
+            (RunOutcome::Failed, Some("never reached /checkout/review"))
+        );
+        let st = Stop::Stuck("outside_allowlist".into(), 5);
+        assert_eq!(
+            with(0, Some(&st), Some(&killed), &[], unmet).outcome,
+            RunOutcome::Stuck
+        );
+        // A finding stands however the run went on, but not over a violation or its user's stop.
+        assert_eq!(
+            with(0, Some(&st), Some(&killed), causes, &[]).outcome,
+            RunOutcome::Failed
+        );
+        assert_eq!(
+            with(1, None, Some(&ok), causes, &[]).outcome,
+            RunOutcome::Violated
+        );
+        let sig = Stop::Signal(Signal::Int);
+        assert_eq!(
+            with(0, Some(&sig), Some(&killed), causes, &[]).outcome,
+            RunOutcome::Interrupted
+        );
+        let m = Stop::Model("the model endpoint api.anthropic.com answered 401".into());
+        let c = with(0, Some(&m), Some(&killed), &[], unmet);
+        assert_eq!(
+            (c.outcome, c.outcome.exit_code()),
+            (RunOutcome::ModelFailed, 3)
+        );
+        for (stop, outcome) in [
+            (Stop::OverBudget("tokens".into()), RunOutcome::OverBudget),
+            (Stop::Looping("same call".into()), RunOutcome::Looping),
+        ] {
+            let c = with(0, Some(&stop), Some(&killed), &[], &[]);
+            assert_eq!((c.outcome, c.outcome.exit_code()), (outcome, 5));
+        }
     }
 }

@@ -43,6 +43,9 @@ pub struct Plan {
     pub limits: crate::sandbox::limits::Limits,
     /// Tripped by whatever sees a limit hit; supervision stops the worker.
     pub tripwire: crate::sandbox::limits::Tripwire,
+    /// Tripped by the model relay when the endpoint refuses the harness or cannot be reached
+    /// (the cause, to say as it is); supervision stops the worker as `model_failed`.
+    pub model_alarm: crate::sandbox::limits::Tripwire,
 }
 
 /// Whether the run provisions its browser: `--browser`, or the flow's `browser` key.
@@ -176,6 +179,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
             records: args.limits.max_records,
         },
         tripwire: crate::sandbox::limits::Tripwire::default(),
+        model_alarm: crate::sandbox::limits::Tripwire::default(),
     })
 }
 

@@ -204,11 +204,12 @@ impl Stopper {
         }
     }
 
-    /// A limit of the box was hit: stop the worker (unless it is already being stopped).
-    fn over_limit(&mut self, why: String, out: &Reporter) {
+    /// A limit, a budget, a loop or the model endpoint: stop the worker, saying `said` (unless
+    /// it is already being stopped).
+    fn halt(&mut self, why: Stop, said: &str, out: &Reporter) {
         if self.stop.is_none() {
-            out.info(&format!("leopold: stopping the worker: {why}"));
-            self.begin(Stop::OverLimit(why));
+            out.info(&format!("leopold: stopping the worker: {said}"));
+            self.begin(why);
         }
     }
 
@@ -300,7 +301,10 @@ pub async fn supervise(
             }
             sig = signals.recv() => stopper.signal(sig, out),
             why = plan.tripwire.wait(), if stopper.stop.is_none() && status.is_none() => {
-                stopper.over_limit(why, out);
+                stopper.halt(Stop::OverLimit(why.clone()), &why, out);
+            }
+            why = plan.model_alarm.wait(), if stopper.stop.is_none() && status.is_none() => {
+                stopper.halt(Stop::Model(why.clone()), &why, out);
             }
             _ = sleep_until(poll_at), if observer.polls() && status.is_none() => {
                 poll_at = TInstant::now() + POLL;
@@ -359,6 +363,11 @@ pub async fn supervise(
     if stop.is_none() {
         // The kernel's answer to a limit may have ended the worker before the watch saw it.
         stop = plan.tripwire.check().map(Stop::OverLimit);
+    }
+    if stop.is_none() {
+        // A harness that gives up on a refused key exits on its own, often before the alarm's
+        // note reached the loop: the endpoint's answer is the cause, not the exit status.
+        stop = plan.model_alarm.tripped().map(Stop::Model);
     }
     if let Some(v) = out.batch(&fin, &mut counts) {
         if stop.is_none() {
