@@ -62,16 +62,20 @@ pub struct Seen {
 }
 
 impl Seen {
-    /// Notes the entries a page at record line `seq` meets (the first meeting is kept).
-    pub fn reach(&mut self, flow: &Flow, seq: u64, page_url: &str) {
+    /// Notes the entries a page at record line `seq` meets (the first meeting is kept), and
+    /// returns them as the flow wrote them.
+    pub fn reach(&mut self, flow: &Flow, seq: u64, page_url: &str) -> Vec<String> {
         let met = flow.reached(page_url);
         if met.is_empty() {
-            return;
+            return Vec::new();
         }
         self.reached.resize(flow.expect.reach.len(), None);
-        for i in met {
-            self.reached[i].get_or_insert(seq);
-        }
+        met.into_iter()
+            .map(|i| {
+                self.reached[i].get_or_insert(seq);
+                flow.expect.reach[i].as_written()
+            })
+            .collect()
     }
 }
 

@@ -84,6 +84,8 @@ pub struct Shared {
     pub denied: BTreeMap<String, u64>,
     /// The servers behind the gateway.
     pub servers: Vec<String>,
+    /// What the persona reported with Leopold's own tools, and the `[expect]` pages reached.
+    pub verdict: crate::verdict::Seen,
 }
 
 impl Shared {

@@ -9,7 +9,8 @@ use tokio::io::{AsyncWriteExt as _, BufReader};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 
-use super::compare::{Forwarded, GatewayDenial};
+use super::compare::{Answer, Forwarded, GatewayDenial};
+use super::own;
 use super::policy;
 use super::server::{id_key, read_line, send, Init, Pending, RequestKey, Route, Routes, Server};
 use super::start::Ctx;
@@ -190,15 +191,38 @@ fn client_message(ctx: &Ctx, srv: &Server, conn: u64, line: &[u8]) {
     }
     match m {
         "tools/call" => {
-            let refs_guard = ctx
-                .refs
-                .as_ref()
-                .map(|r| r.lock().unwrap_or_else(|e| e.into_inner()));
-            let verdict = policy.judge_call(
-                msg.get("params"),
-                refs_guard.as_deref().map(RefTracker::map),
-            );
-            drop(refs_guard);
+            // Leopold's own tools are answered here; everything else is the browser's to judge.
+            let own_tool = msg
+                .pointer("/params/name")
+                .and_then(Value::as_str)
+                .filter(|t| ctx.own_tools && own::is_own(t))
+                .map(str::to_owned);
+            let mut own_call = None;
+            let verdict = match own_tool {
+                Some(tool) => {
+                    let args = msg
+                        .pointer("/params/arguments")
+                        .cloned()
+                        .unwrap_or_else(|| json!({}));
+                    match own::judge(&tool, &args) {
+                        Ok(c) => {
+                            own_call = Some(c);
+                            Ok((tool, args))
+                        }
+                        Err(d) => Err((Some(tool), d)),
+                    }
+                }
+                None => {
+                    let refs_guard = ctx
+                        .refs
+                        .as_ref()
+                        .map(|r| r.lock().unwrap_or_else(|e| e.into_inner()));
+                    policy.judge_call(
+                        msg.get("params"),
+                        refs_guard.as_deref().map(RefTracker::map),
+                    )
+                }
+            };
             match verdict {
                 Ok((tool, arguments)) => {
                     let full = policy.full_name(&tool);
@@ -228,7 +252,10 @@ fn client_message(ctx: &Ctx, srv: &Server, conn: u64, line: &[u8]) {
                             call,
                             answer: None,
                         });
-                    pass_on(srv, conn, &id, Pending::ToolsCall { seq, tool }, msg);
+                    match own_call {
+                        Some(c) => answer_own(ctx, srv, conn, &id, &tool, seq, c),
+                        None => pass_on(srv, conn, &id, Pending::ToolsCall { seq, tool }, msg),
+                    }
                 }
                 Err((tool, denial)) => {
                     let full = tool.as_deref().map(|t| policy.full_name(t));
@@ -302,6 +329,38 @@ fn client_message(ctx: &Ctx, srv: &Server, conn: u64, line: &[u8]) {
             );
         }
     }
+}
+
+/// Answers a call of one of Leopold's own tools ([`own`]): recorded, noted for the verdict and
+/// as answered before the worker sees the answer, as a server's answer would be.
+fn answer_own(ctx: &Ctx, srv: &Server, conn: u64, id: &Value, tool: &str, seq: u64, c: own::Call) {
+    let (mut line, answer) = {
+        let mut sh = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+        let taken = own::take(&mut sh.verdict, c, seq);
+        sh.answered(
+            seq,
+            Answer {
+                is_error: taken.1.is_err(),
+                page_host: None,
+            },
+        );
+        taken
+    };
+    line["server"] = json!(ctx.policy.server);
+    {
+        let mut rec = ctx.record.lock().unwrap_or_else(|e| e.into_inner());
+        rec.line(line);
+        rec.line(
+            json!({"event": "result", "seq": seq, "server": ctx.policy.server, "tool": tool,
+            "is_error": answer.is_err()}),
+        );
+    }
+    let reply = match answer {
+        Ok(text) => json!({"jsonrpc": "2.0", "id": id,
+            "result": {"content": [{"type": "text", "text": text}], "isError": false}}),
+        Err(text) => policy::tool_error(id, &text),
+    };
+    srv.to_conn(conn, &reply);
 }
 
 /// A notification from the worker: the few the server needs go on; anything else, a
@@ -403,6 +462,7 @@ mod tests {
                 stderr_log: out.join("log"),
                 server: Mutex::new(None),
                 web: None,
+                own_tools: true,
             };
             let (to_server, server_rx) = mpsc::unbounded_channel();
             let srv = Server::new(to_server);
@@ -510,9 +570,24 @@ mod tests {
         w.server_answers(&s[0], json!({"tools":[{"name":"browser_navigate"},{"name":"browser_run_code_unsafe"},{"name":"webmcp_place_order"}]}));
         let c = w.client();
         assert_eq!(c[0]["id"], 1);
+        // The server's one listed tool, then Leopold's own (this server hosts them).
+        let names: Vec<&Value> = c[0]["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| &t["name"])
+            .collect();
         assert_eq!(
-            c[0]["result"]["tools"],
-            json!([{"name": "browser_navigate"}])
+            names,
+            [
+                &json!("browser_navigate"),
+                &json!("report_finding"),
+                &json!("finish")
+            ]
+        );
+        assert_eq!(
+            c[0]["result"]["tools"][0],
+            json!({"name": "browser_navigate"})
         );
         // An answer to nothing the worker asked, and a server line that is not JSON: dropped.
         w.server_says(

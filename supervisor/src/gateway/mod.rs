@@ -32,6 +32,7 @@
 
 mod compare;
 mod conn;
+mod own;
 pub mod policy;
 mod record;
 pub mod relay;
@@ -41,6 +42,7 @@ mod start;
 use std::path::{Path, PathBuf};
 
 pub use compare::{Disagreement, Shared, StreamCall};
+pub use own::{FINISH, REPORT_FINDING};
 pub use start::{start, Gateway, Start};
 
 /// The socket the worker's relay connects to for `server`.

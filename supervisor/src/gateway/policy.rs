@@ -283,13 +283,21 @@ pub fn server_notification_passes(method: &str) -> bool {
     )
 }
 
+/// The URL of the page a result shows (`- Page URL:`): held in memory to judge `[expect]`,
+/// never recorded.
+pub fn page_url(text: &str) -> Option<&str> {
+    result_field(text, "- Page URL:")
+}
+
+fn result_field<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.trim_start().strip_prefix(prefix))
+        .map(str::trim)
+}
+
 /// The page a result shows: host of `- Page URL:` and `- Page Title:`, both made safe.
 pub fn page_of(text: &str) -> (Option<String>, Option<String>) {
-    let field = |prefix: &str| {
-        text.lines()
-            .find_map(|l| l.trim_start().strip_prefix(prefix))
-            .map(str::trim)
-    };
+    let field = |prefix: &str| result_field(text, prefix);
     let host = field("- Page URL:").and_then(|u| {
         url::Url::parse(u)
             .ok()

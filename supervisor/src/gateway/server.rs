@@ -349,6 +349,11 @@ pub(super) fn server_message(ctx: &Ctx, srv: &Server, line: &[u8]) {
                         if !dropped.is_empty() {
                             tracing::debug!(server = %ctx.policy.server, ?dropped, "tools not listed");
                         }
+                        if ctx.own_tools {
+                            if let Some(tools) = r.get_mut("tools").and_then(Value::as_array_mut) {
+                                tools.extend(super::own::definitions());
+                            }
+                        }
                     }
                     srv.to_conn(route.conn, &msg);
                 }
@@ -370,23 +375,32 @@ pub(super) fn server_message(ctx: &Ctx, srv: &Server, line: &[u8]) {
                             .unwrap_or_else(|e| e.into_inner())
                             .tool_result(&full, &text);
                     }
+                    // The `[expect]` pages this answer is on, by the flow's own words: the
+                    // record keeps hosts, never a URL.
+                    let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+                    let reached: Vec<String> = match policy::page_url(&text) {
+                        Some(url) if !is_error => shared.verdict.reach(&ctx.policy.flow, seq, url),
+                        _ => Vec::new(),
+                    };
+                    let mut line = json!({
+                        "event": "result", "seq": seq, "server": ctx.policy.server, "tool": tool,
+                        "is_error": is_error, "page_host": host, "page_title": title});
+                    if !reached.is_empty() {
+                        line["reached"] = json!(reached);
+                    }
                     ctx.record
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .line(json!({
-                        "event": "result", "seq": seq, "server": ctx.policy.server, "tool": tool,
-                        "is_error": is_error, "page_host": host, "page_title": title}));
+                        .line(line);
                     // Before the worker can see the answer: the stream never shows it first.
-                    ctx.shared
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .answered(
-                            seq,
-                            Answer {
-                                is_error,
-                                page_host: host,
-                            },
-                        );
+                    shared.answered(
+                        seq,
+                        Answer {
+                            is_error,
+                            page_host: host,
+                        },
+                    );
+                    drop(shared);
                     if let Some((w, told)) = &ctx.web {
                         let seen = w.lock().unwrap_or_else(|e| e.into_inner());
                         let mut told = told.lock().unwrap_or_else(|e| e.into_inner());

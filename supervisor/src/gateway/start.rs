@@ -35,6 +35,9 @@ pub(super) struct Ctx {
     /// persona has been told of: each answer tells the ones since the last (a form a call
     /// submitted by script may be refused after that call's own answer).
     pub(super) web: Option<(Arc<Mutex<crate::web::Seen>>, Mutex<usize>)>,
+    /// This server's `tools/list` carries Leopold's own tools ([`super::own`]), and its calls of
+    /// them are answered here: the provisioned browser's, else the first server's.
+    pub(super) own_tools: bool,
 }
 
 impl Ctx {
@@ -105,6 +108,12 @@ impl Gateway {
         r.chain.head()
     }
 
+    /// What the persona reported with Leopold's own tools and the `[expect]` pages reached.
+    pub fn seen(&self) -> crate::verdict::Seen {
+        let sh = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        sh.verdict.clone()
+    }
+
     /// Writes lines into this record for the browser's proxy ([`crate::web`]): the requests it
     /// refused sit in the same hash chain as the calls that led to them.
     pub fn recorder(&self) -> crate::web::Recorder {
@@ -155,7 +164,8 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
         own_dir,
         ctxs: Vec::new(),
     };
-    for up in s.servers {
+    let own_host = s.servers.iter().position(|u| u.provisioned).unwrap_or(0);
+    for (i, up) in s.servers.into_iter().enumerate() {
         let sock = socket_path(s.sock_dir, &up.name);
         let listener = UnixListener::bind(&sock)
             .with_context(|| format!("cannot listen on {}", sock.display()))?;
@@ -181,6 +191,7 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
             } else {
                 None
             },
+            own_tools: i == own_host,
         });
         gw.ctxs.push(ctx.clone());
         gw.tasks.push(tokio::spawn(async move {

@@ -2,12 +2,16 @@
 //! Jenkins read. One `<testsuite>` for the run, one `<testcase>` for its flow:
 //!
 //! - `clean`: the test case passes;
-//! - `violated`, `worker_failed`, `timed_out`, `interrupted`, `stuck`: a `<failure>` whose
-//!   `message` is the run's reason and whose `type` is the outcome; its text lists the violations
-//!   and walls;
+//! - `failed` (the app did not meet the flow): a `<failure>` whose `message` names every cause
+//!   (each finding at or above `fail_on`, a goal not reached, each page never reached) and whose
+//!   text lists them and every finding the persona reported;
+//! - `violated`, `worker_failed`, `timed_out`, `interrupted`, `stuck`, `over_limit`,
+//!   `over_budget`, `looping`: a `<failure>` whose `message` is the run's reason and whose `type`
+//!   is the outcome; its text lists the violations and walls;
 //! - `tampered` (a hash chain of the run's records broken after the run, whatever `run.json`
 //!   says): a `<failure>` whose `message` is the first break;
-//! - any other outcome (`setup_failed`, `recovered`, a run with no `run.json`): an `<error>`;
+//! - any other outcome (`setup_failed`, `model_failed`, `recovered`, a run with no `run.json`):
+//!   an `<error>`: the persona never got to judge the app;
 //! - the findings (`findings.md`, then the walls) go in the test case's `<system-out>`.
 //!
 //! Text from the run (a label, the model's findings) is escaped by `quick-xml`; characters XML 1.0
@@ -138,7 +142,7 @@ impl CaseResult {
         match outcome {
             "clean" => CaseResult::Pass,
             "violated" | "worker_failed" | "timed_out" | "interrupted" | "stuck" | "tampered"
-            | "over_limit" => CaseResult::Failure,
+            | "over_limit" | "over_budget" | "looping" | "failed" => CaseResult::Failure,
             _ => CaseResult::Error,
         }
     }
@@ -166,6 +170,16 @@ fn failure_text(rec: &RunRecord, outcome: &str) -> String {
     if rec.state.is_none() {
         t.push_str("the run directory has no run.json: the run never finished (see `leopold persona recover`)\n");
     }
+    if let Some(v) = end.and_then(|e| e.verdict.as_ref()) {
+        let causes: Vec<&String> = v.failed_by.iter().chain(&v.unmet).collect();
+        if !causes.is_empty() {
+            t.push_str("\nthe app did not meet the flow:\n");
+            for c in causes {
+                t.push_str(&format!("  - {c}\n"));
+            }
+        }
+        t.push_str(&super::findings_text(v));
+    }
     let walls = rec.walls();
     if !walls.is_empty() {
         t.push_str("\nviolations and walls:\n");
@@ -178,6 +192,14 @@ fn failure_text(rec: &RunRecord, outcome: &str) -> String {
 
 fn system_out(rec: &RunRecord) -> String {
     let mut t = String::new();
+    if let Some(v) = rec
+        .state
+        .as_ref()
+        .and_then(|s| s.end.as_ref())
+        .and_then(|e| e.verdict.as_ref())
+    {
+        t.push_str(super::findings_text(v).trim_start());
+    }
     match &rec.findings {
         Some(f) => {
             t.push_str("Findings (findings.md):\n");
@@ -226,10 +248,19 @@ mod tests {
             "tampered",
             "stuck",
             "over_limit",
+            "over_budget",
+            "looping",
+            "failed",
         ] {
             assert_eq!(CaseResult::of(o), CaseResult::Failure, "{o}");
         }
-        for o in ["setup_failed", "recovered", "unfinished", "something new"] {
+        for o in [
+            "setup_failed",
+            "model_failed",
+            "recovered",
+            "unfinished",
+            "something new",
+        ] {
             assert_eq!(CaseResult::of(o), CaseResult::Error, "{o}");
         }
     }

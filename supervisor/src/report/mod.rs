@@ -201,6 +201,42 @@ fn screenshot_path(dir: &RunDir, name: &str) -> Option<PathBuf> {
 }
 
 /// One structured finding as a line: `#3 denied: outside_allowlist: mcp__b__navigate [evil.example]`.
+/// The verdict as plain text, for JUnit and the terminal: the reported findings (detail
+/// indented), `finish`, and each expectation. Starts with a blank line; empty when there is
+/// nothing to say.
+pub fn findings_text(v: &crate::verdict::Verdict) -> String {
+    let mut t = String::new();
+    if !v.reported.is_empty() {
+        t.push_str("\nfindings the persona reported:\n");
+        for f in &v.reported {
+            let step = f.step.map(|s| format!(" (step {s})")).unwrap_or_default();
+            t.push_str(&format!("  [{}] {}{step}\n", f.severity, f.title));
+            for line in f.detail.lines() {
+                t.push_str(&format!("      {line}\n"));
+            }
+        }
+        if v.reported_not_kept > 0 {
+            t.push_str(&format!("  … and {} more, not kept\n", v.reported_not_kept));
+        }
+    }
+    if let Some(f) = &v.finish {
+        let said = if f.goal_reached {
+            "reached"
+        } else {
+            "not reached"
+        };
+        t.push_str(&format!("\ngoal {said}: {}\n", f.summary));
+    }
+    if !v.expectations.is_empty() {
+        t.push_str("\nexpectations:\n");
+        for e in &v.expectations {
+            let mark = if e.met { "met  " } else { "UNMET" };
+            t.push_str(&format!("  {mark} reach {}\n", e.reach));
+        }
+    }
+    t
+}
+
 pub fn finding_line(f: &crate::state::Finding) -> String {
     let mut s = String::new();
     if let Some(seq) = f.seq {

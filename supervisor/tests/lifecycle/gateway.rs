@@ -85,10 +85,11 @@ fn the_gateway_refuses_what_the_guard_would_and_the_server_never_sees_it() {
             assert!(text.starts_with("Leopold persona guard: "), "{text}");
             assert!(text.ends_with(&format!("(reason: {reason})")), "{text}");
         }
-        // The tool list the worker was offered: the stub's three tools, all on the list.
+        // The tool list the worker was offered: the stub's three tools, all on the list, and
+        // Leopold's own two.
         assert_eq!(
             results[0]["tools"],
-            serde_json::json!(["navigate", "click", "type"])
+            serde_json::json!(["navigate", "click", "type", "report_finding", "finish"])
         );
         // The journal: three denials with their reasons, no violation; the run is clean.
         let journal = sb.journal();

@@ -25,3 +25,4 @@ mod outcome;
 mod record;
 mod run;
 mod stop;
+mod verdict;

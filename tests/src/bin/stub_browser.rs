@@ -99,7 +99,13 @@ fn main() {
                     }
                 }
                 match tool {
-                    "navigate" | "click" | "type" => Ok(json!({"content": [{"type": "text",
+                    // A navigation says where the page is, as Playwright's answers do.
+                    "navigate" => {
+                        let url = arguments.get("url").and_then(Value::as_str).unwrap_or("");
+                        Ok(json!({"content": [{"type": "text",
+                            "text": format!("stub browser: navigate done\n- Page URL: {url}")}]}))
+                    }
+                    "click" | "type" => Ok(json!({"content": [{"type": "text",
                         "text": format!("stub browser: {tool} done")}]})),
                     _ => Ok(
                         json!({"content": [{"type": "text", "text": format!("stub browser: no tool named {tool}")}],

@@ -424,7 +424,11 @@ fn the_gateway_offers_only_listed_tools_and_no_webmcp(harness: Harness) {
         offered.contains("browser_navigate") && offered.contains("browser_click"),
         "the browser's tools were not offered at all: {offered:?}"
     );
-    for t in &offered {
+    // Leopold's own tools, answered by the gateway, sit beside the browser's.
+    for t in offered
+        .iter()
+        .filter(|t| !["report_finding", "finish"].contains(&t.as_str()))
+    {
         assert!(
             leopold_flows::catalogue::offered(t, &[]),
             "{} offered {t}: {offered:?}",

@@ -31,11 +31,14 @@ use serde_json::{json, Value};
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What Claude Code 2.1.332 offers the model under `persona run` (sorted): the stub browser's
-/// three tools, whatever `--model`. Without Leopold's `ENABLE_TOOL_SEARCH=false` it also
-/// offered `DeferredToolPlaceholder` (deferred loading on).
+/// three tools and Leopold's own two, which the gateway lists beside them
+/// (docs/reference.md#the-verdict), whatever `--model`. Without Leopold's
+/// `ENABLE_TOOL_SEARCH=false` it also offered `DeferredToolPlaceholder` (deferred loading on).
 const CLAUDE_TOOLS: &[&str] = &[
     "mcp__browser__click",
+    "mcp__browser__finish",
     "mcp__browser__navigate",
+    "mcp__browser__report_finding",
     "mcp__browser__type",
 ];
 
@@ -46,7 +49,7 @@ const CLAUDE_TOOLS: &[&str] = &[
 const CODEX_TOOLS: &[&str] = &[
     "list_mcp_resource_templates",
     "list_mcp_resources",
-    "mcp__browser:[click,navigate,type]",
+    "mcp__browser:[click,finish,navigate,report_finding,type]",
     "read_mcp_resource",
 ];
 

@@ -350,6 +350,8 @@ async fn lifecycle(
     if let Some(gw) = &gateway {
         gw.record_disagreements(&disagreements);
     }
+    let seen = gateway.as_ref().map(crate::gateway::Gateway::seen);
+    let verdict = crate::verdict::judge(&plan.flow, seen.unwrap_or_default());
     let gateway_hash = gateway
         .as_ref()
         .and_then(crate::gateway::Gateway::seal)
@@ -378,8 +380,8 @@ async fn lifecycle(
         status: sup.status.as_ref(),
         leaked: sup.leaked,
         stderr_tail: &sup.stderr_tail,
-        app_failed: &[],
-        unmet: &[],
+        app_failed: &verdict.failed_by,
+        unmet: &verdict.unmet,
     });
     tracing::info!(
         outcome = c.outcome.as_str(),
@@ -399,6 +401,7 @@ async fn lifecycle(
             gateway_mismatches,
             journal_hash: Some(observer.journal_hash()),
             gateway_hash,
+            verdict: Some(verdict),
             ..RunEnd::new(c.outcome)
         },
         // An empty answer is no answer: there is nothing to save or show.

@@ -51,8 +51,13 @@ pub fn build_prompt(flow: &Flow) -> String {
         );
     }
     p.push_str(
-        "- When a step is refused (by Leopold's guard or by the browser), do not retry it or work around it: note the wall as a finding and go on.\n\nFinish with a short report of your findings.\n",
+        "- When a step is refused (by Leopold's guard or by the browser), do not retry it or work around it: note the wall in your final report and go on.\n",
     );
+    p.push_str(&format!(
+        "\n## Reporting\n\n- Each time you find a problem with the app, report it at once with the tool `{}`: a severity (blocker: a user cannot get through; major: only with trouble or a workaround; minor: wrong, but a user gets through; note: worth knowing), a one-line title, and what you did, expected and saw. Name hosts and paths, never full URLs. A refusal by Leopold is not a problem with the app.\n- When you are done, call `{}` once, saying whether you reached the goal of your brief.\n\nThen end with a short report of your findings.\n",
+        crate::gateway::REPORT_FINDING,
+        crate::gateway::FINISH,
+    ));
     p
 }
 
@@ -79,6 +84,8 @@ mod tests {
             "finding",
             "ticking, choosing, dragging or submitting",
             "Tab and Escape",
+            "report_finding",
+            "`finish`",
         ] {
             assert!(p.contains(needle), "{needle} missing from {p}");
         }

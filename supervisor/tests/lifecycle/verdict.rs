@@ -1,0 +1,243 @@
+//! The verdict on the app (#24): the persona's `report_finding` and `finish` calls through the
+//! gateway, the flow's `[expect]` judged from the pages the server answered on, and the outcome
+//! `failed` (exit 6). The fake worker calls the tools as a harness would; the witnesses are the
+//! stub server's log, the gateway's record and the run's files.
+
+use serde_json::{json, Value};
+
+use crate::kit::*;
+
+/// The lifecycle flow with `expect` added to its front matter.
+fn flow_with(sb: &Sandbox, expect: &str) {
+    let text = leopold_tests::fake_run::FLOW.replacen(
+        "+++\n# Checkout",
+        &format!("{expect}\n+++\n# Checkout"),
+        1,
+    );
+    std::fs::write(sb.flow(), text).unwrap();
+}
+
+fn script(calls: &[(&str, Value)]) -> String {
+    let mut s = String::new();
+    for (tool, args) in calls {
+        s.push_str(&format!("@mcp browser {tool} {args}\n"));
+    }
+    s.push_str("@exit 0\n");
+    s
+}
+
+fn run(sb: &Sandbox, harness: &str, extra: &[&str]) -> std::process::Output {
+    let browser = sb.stub_browser("browser");
+    let cfg = sb.write_claude_mcp_config(&browser).display().to_string();
+    let mut args = vec!["--mcp-config", cfg.as_str()];
+    args.extend_from_slice(extra);
+    sb.run_cmd(harness, &args).output().unwrap()
+}
+
+fn record(sb: &Sandbox) -> Vec<Value> {
+    let dir = sb.run_dirs().pop().expect("a run dir");
+    leopold_tests::read_jsonl(&dir.join("gateway.jsonl"))
+}
+
+fn major(title: &str) -> (&'static str, Value) {
+    (
+        "report_finding",
+        json!({"severity": "major", "title": title, "detail": "Added one hat; the cart says 2.", "step": 1}),
+    )
+}
+
+/// A major finding fails the run when the flow says `fail_on = "major"`: exit 6, outcome
+/// `failed` naming it, the finding in run.json, `run_ended`, the gateway's record and the JUnit
+/// failure; the stub server never saw the call (Leopold answered it).
+#[test]
+fn a_finding_at_fail_on_fails_the_run_with_exit_6_on_both_harnesses() {
+    for harness in ["claude", "codex"] {
+        let sb = Sandbox::with_user_files();
+        flow_with(&sb, "[expect]\nfail_on = \"major\"");
+        sb.set_script(&script(&[
+            (
+                "navigate",
+                json!({"url": "https://staging.example.com/cart"}),
+            ),
+            major("Cart count is wrong"),
+        ]));
+        let junit = sb.root.join("junit.xml");
+        let junit_arg = junit.display().to_string();
+        let out = run(&sb, harness, &["--junit", &junit_arg, "--json"]);
+        assert_eq!(out.status.code(), Some(6), "{harness}: {}", stderr(&out));
+        let end = &sb.run_json()["end"];
+        assert_eq!(end["outcome"], "failed", "{end}");
+        assert_has(
+            end["reason"].as_str().unwrap(),
+            "major finding: Cart count is wrong",
+        );
+        let reported = &end["verdict"]["reported"];
+        assert_eq!(reported[0]["severity"], "major", "{end}");
+        assert_eq!(reported[0]["step"], 1);
+        assert_eq!(reported[0]["detail"], "Added one hat; the cart says 2.");
+        let ended = stdout(&out)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["event"] == "run_ended")
+            .expect("run_ended");
+        assert_eq!(ended["verdict"]["reported"], *reported);
+        assert!(record(&sb)
+            .iter()
+            .any(|l| l["event"] == "finding" && l["title"] == "Cart count is wrong"));
+        let log = sb.stub_browser("browser").calls();
+        assert_eq!(
+            log.len(),
+            1,
+            "only the navigation reached the server: {log:?}"
+        );
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        assert_has(&xml, "<failure");
+        assert_has(&xml, "major finding: Cart count is wrong");
+    }
+}
+
+/// Below `fail_on` (the default, blocker) a finding is kept and the run passes.
+#[test]
+fn a_finding_below_fail_on_is_kept_and_the_run_is_clean() {
+    let sb = Sandbox::with_user_files();
+    sb.set_script(&script(&[major("Slow page")]));
+    let out = run(&sb, "claude", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = &sb.run_json()["end"]["verdict"];
+    assert_eq!(v["fail_on"], "blocker");
+    assert_eq!(v["reported"][0]["title"], "Slow page");
+    assert!(v.get("failed_by").is_none(), "{v}");
+}
+
+/// `reach` is judged from the pages the server answered on, not from `finish`: a persona that
+/// says it reached the goal but never was on `/checkout/review` fails the run; one that was on
+/// every page passes.
+#[test]
+fn an_unmet_reach_fails_the_run_even_when_finish_says_the_goal_was_reached() {
+    let expect = "[expect]\nreach = [\"/cart\", \"regex:^/checkout/review$\"]";
+    let finish = (
+        "finish",
+        json!({"goal_reached": true, "summary": "Checked out."}),
+    );
+    let sb = Sandbox::with_user_files();
+    flow_with(&sb, expect);
+    sb.set_script(&script(&[
+        (
+            "navigate",
+            json!({"url": "https://staging.example.com/cart"}),
+        ),
+        (
+            "navigate",
+            json!({"url": "https://staging.example.com/checkout/review/x"}),
+        ),
+        finish.clone(),
+    ]));
+    let out = run(&sb, "codex", &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(6),
+        "{}{}",
+        stderr(&out),
+        sb.run_json()
+    );
+    let end = &sb.run_json()["end"];
+    assert_eq!(end["reason"], "never reached regex:^/checkout/review$");
+    assert_eq!(end["verdict"]["expectations"][0]["met"], true);
+    assert_eq!(end["verdict"]["expectations"][1]["met"], false);
+    assert_eq!(end["verdict"]["finish"]["goal_reached"], true);
+    let reached: Vec<Value> = record(&sb)
+        .into_iter()
+        .filter_map(|l| l.get("reached").cloned())
+        .collect();
+    assert_eq!(reached, [json!(["/cart"])]);
+
+    let sb = Sandbox::with_user_files();
+    flow_with(&sb, expect);
+    sb.set_script(&script(&[
+        (
+            "navigate",
+            json!({"url": "https://staging.example.com/cart"}),
+        ),
+        (
+            "navigate",
+            json!({"url": "https://staging.example.com/checkout/review"}),
+        ),
+        finish,
+    ]));
+    let out = run(&sb, "codex", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// `finish` with the goal not reached fails the run, whatever `fail_on` says.
+#[test]
+fn finish_with_the_goal_not_reached_fails_the_run() {
+    let sb = Sandbox::with_user_files();
+    sb.set_script(&script(&[(
+        "finish",
+        json!({"goal_reached": false, "summary": "The pay button does nothing."}),
+    )]));
+    let out = run(&sb, "claude", &[]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert_eq!(
+        sb.run_json()["end"]["reason"],
+        "the persona did not reach the goal: The pay button does nothing."
+    );
+}
+
+/// A call that is not as the tool's schema says is refused with the argument named, kept out of
+/// the verdict, and the run goes on.
+#[test]
+fn a_malformed_report_is_refused_and_not_kept() {
+    let sb = Sandbox::with_user_files();
+    sb.set_script(&script(&[(
+        "report_finding",
+        json!({"severity": "critical", "title": "x"}),
+    )]));
+    let out = run(&sb, "claude", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = &sb.results_lines()[0];
+    assert_eq!(r["is_error"], true, "{r}");
+    assert_has(r["text"].as_str().unwrap(), "severity");
+    assert!(sb.run_json()["end"]["verdict"].get("reported").is_none());
+}
+
+/// A run interrupted after two findings keeps both, and says the app failed: a finding stands
+/// however the run ends, and the record holds them whatever happens to the supervisor.
+#[test]
+fn a_run_interrupted_after_two_findings_keeps_both() {
+    let sb = Sandbox::with_user_files();
+    flow_with(&sb, "[expect]\nfail_on = \"minor\"");
+    let minor = |t: &str| ("report_finding", json!({"severity": "minor", "title": t}));
+    let mut s = script(&[minor("Typo in header"), minor("Logo blurry")]);
+    s = s.replace("@exit 0\n", "@sleep 30000\n@exit 0\n");
+    sb.set_script(&s);
+    let browser = sb.stub_browser("browser");
+    let cfg = sb.write_claude_mcp_config(&browser).display().to_string();
+    let child = sb
+        .run_cmd("claude", &["--mcp-config", &cfg])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(20, "two findings in the record", || {
+        sb.run_dirs().pop().is_some_and(|d| {
+            leopold_tests::read_jsonl(&d.join("gateway.jsonl"))
+                .iter()
+                .filter(|l| l["event"] == "finding")
+                .count()
+                == 2
+        })
+    });
+    signal(child.id(), "INT");
+    let out = wait_output(child, 20);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let end = &sb.run_json()["end"];
+    assert_eq!(end["outcome"], "interrupted");
+    let titles: Vec<&str> = end["verdict"]["reported"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["Typo in header", "Logo blurry"]);
+}
