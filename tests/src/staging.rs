@@ -9,6 +9,25 @@ use serde_json::{json, Value};
 use crate::script::{Script, ToolCall, Turn};
 use crate::{read_jsonl, require_cli, start_serving, Harness, ModelServer, Sandbox};
 
+/// How the staging app is started: https only (`tls`), and with its review page broken
+/// (`seeded_bug`). A `bool` is `tls` alone.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AppOpts {
+    /// https only, with a CA of its own.
+    pub tls: bool,
+    /// `/checkout/review` redirects to an error page.
+    pub seeded_bug: bool,
+}
+
+impl From<bool> for AppOpts {
+    fn from(tls: bool) -> AppOpts {
+        AppOpts {
+            tls,
+            seeded_bug: false,
+        }
+    }
+}
+
 /// A running `leopold-staging-app` on 127.0.0.1; killed on drop.
 pub struct StagingApp {
     child: Child,
@@ -31,12 +50,16 @@ impl StagingApp {
         StagingApp::start_with(sb, true)
     }
 
-    fn start_with(sb: &Sandbox, tls: bool) -> StagingApp {
+    fn start_with(sb: &Sandbox, opts: impl Into<AppOpts>) -> StagingApp {
+        let AppOpts { tls, seeded_bug } = opts.into();
         let log = sb.logs.join("staging-requests.jsonl");
         let port_file = sb.logs.join("staging-port.json");
         let mut args: Vec<&std::ffi::OsStr> = vec!["--log".as_ref(), log.as_os_str()];
         if tls {
             args.extend(["--tls".as_ref(), sb.logs.as_os_str()]);
+        }
+        if seeded_bug {
+            args.push("--seeded-bug".as_ref());
         }
         let (child, v) = start_serving("leopold-staging-app", args, &port_file);
         let port = v["port"]
@@ -159,14 +182,14 @@ pub struct ShopRun {
 }
 
 impl ShopRun {
-    /// Prepares the run of `leopold` under `harness`: the app speaks https only with `tls` (its
-    /// CA then given as `--ca-cert`), `flow` writes `flows/shop.md` for the app's port, and the
+    /// Prepares the run of `leopold` under `harness`: the app as `app` says (https only with
+    /// `tls`, its CA then given as `--ca-cert`), `flow` writes `flows/shop.md` for the app's port, and the
     /// model plays `turns` (given the app's port and the project), then says `final_answer`.
     /// `None` where the harness or the browser is not installed (see [`require_browser`]).
     pub fn prepare(
         harness: Harness,
         leopold: &Path,
-        tls: bool,
+        app: impl Into<AppOpts>,
         flow: impl FnOnce(u16) -> String,
         turns: impl FnOnce(u16, &Path) -> Vec<Turn>,
         final_answer: &str,
@@ -174,7 +197,7 @@ impl ShopRun {
         let bin = require_cli(harness)?;
         let (chromium, playwright_mcp) = require_browser()?;
         let sb = Sandbox::new();
-        let app = StagingApp::start_with(&sb, tls);
+        let app = StagingApp::start_with(&sb, app);
         let script = Script {
             turns: turns(app.port, &sb.project),
             final_answer: final_answer.into(),

@@ -27,6 +27,10 @@
 //!   script's requests do arrive);
 //! - `/webrtc?port=N`: a page whose `RTCPeerConnection` sends STUN to UDP 127.0.0.1:N.
 //!
+//! And a flow to judge (issue #24): `/cart`, whose "Review order" link leads to
+//! `/checkout/review`. With `--seeded-bug` the review page is broken: it redirects to
+//! `/checkout/error` ("Something went wrong"), so a persona never reaches it, whatever it says.
+//!
 //! With `--tls DIR` it speaks https only, with a certificate for `staging.example.com` from a CA
 //! it makes and writes to `DIR/ca.pem` (what `persona run --ca-cert` is given).
 //!
@@ -35,16 +39,19 @@
 //! `staging.example.com` through Chromium's resolver rules, so `host` shows the name the
 //! browser used, and a request for any other name would show it.
 //!
-//! Usage: `leopold-staging-app --log FILE --port-file FILE [--port N] [--tls DIR]`; the port file gets
+//! Usage: `leopold-staging-app --log FILE --port-file FILE [--port N] [--tls DIR] [--seeded-bug]`; the port file gets
 //! `{"port": N}` once it listens.
 #![allow(clippy::print_stderr)]
 
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::TcpListener;
+
+/// `--seeded-bug`: the review page is broken.
+static SEEDED_BUG: OnceLock<bool> = OnceLock::new();
 
 fn page(title: &str, body: &str) -> String {
     format!(
@@ -93,6 +100,23 @@ fn respond(
              <button type=\"submit\" style=\"background:blue;color:white\">Place order</button></form>",
         )),
         ("POST", "/checkout/confirm") => html(page("Order placed", "<h1>Order placed</h1>")),
+        ("GET", "/cart") => html(page(
+            "Cart",
+            "<h1>Cart</h1><p>1 hat, 12.00</p><a href=\"/checkout/review\">Review order</a>",
+        )),
+        ("GET", "/checkout/review") if SEEDED_BUG.get() == Some(&true) => (
+            302,
+            vec![("Location", "/checkout/error".into())],
+            String::new(),
+        ),
+        ("GET", "/checkout/review") => html(page(
+            "Review",
+            "<h1>Review your order</h1><p>1 hat, 12.00. Total 12.00</p>",
+        )),
+        ("GET", "/checkout/error") => html(page(
+            "Error",
+            "<h1>Something went wrong</h1><p>Please try again later.</p>",
+        )),
         ("GET", "/checkout/form") => html(page(
             "Order form",
             "<h1>Order form</h1><form method=\"post\" action=\"/checkout/confirm\">\
@@ -286,6 +310,7 @@ fn arg(args: &[String], name: &str) -> Option<String> {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().collect();
+    let _ = SEEDED_BUG.set(args.iter().any(|a| a == "--seeded-bug"));
     let (Some(log), Some(port_file)) = (arg(&args, "--log"), arg(&args, "--port-file")) else {
         eprintln!("usage: leopold-staging-app --log FILE --port-file FILE [--port N] [--tls DIR]");
         return std::process::ExitCode::from(2);

@@ -35,3 +35,4 @@ mod persona_run;
 mod report;
 mod requests;
 mod two_projects;
+mod verdict;
