@@ -232,3 +232,45 @@ impl ShopRun {
         })
     }
 }
+
+/// The text headless Chromium renders for the HTML file `page` (its DOM after load, scripts as
+/// the page allows them: a report allows none), as a reader would see it.
+pub fn rendered_text(chromium: &Path, page: &Path) -> String {
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1280,900",
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap_or_else(|e| panic!("start {}: {e}", chromium.display()));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    // The DOM's text: tags dropped, entities of the escaped text read back.
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in dom.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                text.push(' ');
+            }
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    let text = text
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

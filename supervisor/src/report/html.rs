@@ -28,6 +28,9 @@ table{border-collapse:collapse;width:100%}th,td{border:1px solid #e1e4e8;padding
 th{background:#f6f8fa}tr.violation td{background:#ffebe9}tr.denied td{background:#fff8c5}
 .tag{font-weight:700}.muted{color:#57606a}img.shot{max-width:360px;border:1px solid #ccc;display:block}
 ul.plain{margin:.2em 0;padding-left:1.2em}
+.sev{display:inline-block;padding:0 .4em;border-radius:3px;font-size:.85em;font-weight:700;color:#fff;background:#57606a}
+.sev-blocker{background:#cf222e}.sev-major{background:#bc4c00}.sev-minor{background:#9a6700}
+li.unmet{color:#cf222e}li.finding{margin:.4em 0}.md p{margin:.3em 0}.md pre{margin:.3em 0}
 "#;
 
 /// Renders the report page.
@@ -35,7 +38,9 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
     let outcome = rec.outcome();
     let class = match outcome.as_str() {
         "clean" => "clean",
-        "violated" | "stuck" | "tampered" | "over_limit" => "violated",
+        "violated" | "stuck" | "tampered" | "over_limit" | "over_budget" | "looping" | "failed" => {
+            "violated"
+        }
         _ => "other",
     };
     let title = format!(
@@ -77,6 +82,7 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
                         p.muted { "No run.json: the run is still active, or it crashed and `leopold persona recover` has not archived it yet. Shown from the journal alone." }
                     }
                 }
+                (super::verdict_html::verdict_section(rec))
                 section #summary {
                     h2 { "Run" }
                     dl {
@@ -121,9 +127,9 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
                 }
                 (flow_section(rec, flow))
                 section #findings {
-                    h2 { "Findings" }
+                    h2 { "The persona's report" }
                     @match &rec.findings {
-                        Some(text) => pre #findings-text { (text) },
+                        Some(text) => div.md #findings-text { (super::verdict_html::markdown(text)) },
                         None => p.muted { "The run saved no findings.md." },
                     }
                     h3 { "Walls the persona hit" }

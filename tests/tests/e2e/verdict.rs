@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use leopold_tests::script::Turn;
-use leopold_tests::staging::{call, nav, AppOpts, ShopRun};
+use leopold_tests::staging::{call, nav, rendered_text, require_browser, AppOpts, ShopRun};
 use leopold_tests::{leopold_bin, read_jsonl, Harness, Run};
 use serde_json::{json, Value};
 
@@ -104,6 +104,19 @@ fn a_major_finding_fails_the_run_and_junit_names_it(h: Harness) {
         ),
         "{xml}"
     );
+    // The report as a reader sees it, rendered by Chromium: the verdict first, then the finding.
+    if let Some((chromium, _)) = require_browser() {
+        let text = rendered_text(&chromium, &s.sb.run_dir().join("report.html"));
+        let verdict =
+            text.find("The app did not meet the flow: major finding: Cart total shows no tax");
+        let finding =
+            text.find("major Cart total shows no tax Opened the cart; the total shows no tax.");
+        assert!(verdict.is_some() && finding.is_some(), "{text}");
+        assert!(
+            verdict < text.find("Timeline"),
+            "the verdict comes first: {text}"
+        );
+    }
     // The call went through the real CLI to Leopold's gateway and no further.
     assert!(
         s.app.seen().iter().all(|(_, p, _)| p != "/report_finding"),
