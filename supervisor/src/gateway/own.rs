@@ -125,7 +125,8 @@ pub fn judge(tool: &str, arguments: &Value) -> Result<Call, Denial> {
     };
     Ok(Call::Finding {
         severity,
-        title: text(args, "title", MAX_TITLE, true)?,
+        // A title is one line wherever it is shown (a table row, an annotation).
+        title: text(args, "title", MAX_TITLE, true)?.replace(['\n', '\t'], " "),
         detail: text(args, "detail", MAX_DETAIL, false)?,
         step,
     })

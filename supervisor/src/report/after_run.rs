@@ -21,20 +21,45 @@ pub fn resolve_flow_path(recorded: &Path, run_dir: &Path) -> PathBuf {
         .unwrap_or_else(|| recorded.to_path_buf())
 }
 
+/// What [`after_run`] has the caller say.
+#[derive(Debug, Default)]
+pub struct AfterRun {
+    /// A warning per file that could not be written.
+    pub warnings: Vec<String>,
+    /// In GitHub Actions, the workflow commands annotating the app's failures, for stderr.
+    pub annotations: Vec<String>,
+}
+
 /// What `persona run` does once `run.json` is final: writes `report.html` into the run
 /// directory and, with `--junit FILE`, the JUnit report, both atomically and both from the run
-/// directory (so they say what `persona report` would). Returns a warning per file that could
-/// not be written: the run's outcome and exit code stand either way.
-pub fn after_run(
-    run_dir: &RunDir,
-    flow: &leopold_flows::Flow,
-    junit: Option<&Path>,
-) -> Vec<String> {
+/// directory (so they say what `persona report` would); in GitHub Actions, appends the run to
+/// the job summary. The run's outcome and exit code stand whatever could not be written.
+pub fn after_run(run_dir: &RunDir, flow: &leopold_flows::Flow, junit: Option<&Path>) -> AfterRun {
     let rec = match read_run(run_dir.path()) {
         Ok(r) => r,
-        Err(e) => return vec![format!("no report written: {e:#}")],
+        Err(e) => {
+            return AfterRun {
+                warnings: vec![format!("no report written: {e:#}")],
+                annotations: Vec::new(),
+            }
+        }
     };
     let mut warnings = Vec::new();
+    let mut annotations = Vec::new();
+    if super::github::in_actions() {
+        annotations = super::github::annotations(&rec);
+        if let Some(file) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|f| !f.is_empty()) {
+            use std::io::Write as _;
+            let appended = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&file)
+                .and_then(|mut f| f.write_all(super::github::summary(&rec).as_bytes()));
+            if let Err(e) = appended {
+                warnings.push(format!("cannot append to $GITHUB_STEP_SUMMARY: {e}"));
+            }
+        }
+    }
     let page = html::render(&rec, &FlowSource::Given(flow));
     // Both made from run.json, and `persona report` makes them again: nothing waits on the disk.
     let volatile = crate::state::Durability::Volatile;
@@ -52,7 +77,10 @@ pub fn after_run(
             warnings.push(format!("no JUnit report written: {e:#}"));
         }
     }
-    warnings
+    AfterRun {
+        warnings,
+        annotations,
+    }
 }
 
 /// Where the report's flow section comes from.

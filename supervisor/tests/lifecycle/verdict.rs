@@ -241,3 +241,55 @@ fn a_run_interrupted_after_two_findings_keeps_both() {
         .collect();
     assert_eq!(titles, ["Typo in header", "Logo blurry"]);
 }
+
+/// In GitHub Actions the run is appended to the job summary and each finding at `fail_on` is an
+/// `::error` annotation on stderr, its text escaped so that it cannot forge a command; outside
+/// Actions neither is written.
+#[test]
+fn in_github_actions_the_summary_and_annotations_name_each_failing_finding() {
+    let sb = Sandbox::with_user_files();
+    flow_with(&sb, "[expect]\nfail_on = \"major\"");
+    sb.set_script(&script(&[
+        major("Total wrong\n::error::forged"),
+        (
+            "report_finding",
+            json!({"severity": "minor", "title": "Typo"}),
+        ),
+    ]));
+    let summary = sb.root.join("step-summary.md");
+    std::fs::write(&summary, "earlier step\n").unwrap();
+    let browser = sb.stub_browser("browser");
+    let cfg = sb.write_claude_mcp_config(&browser).display().to_string();
+    let out = sb
+        .run_cmd("claude", &["--mcp-config", &cfg])
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    let err = stderr(&out);
+    let annotations: Vec<&str> = err.lines().filter(|l| l.starts_with("::")).collect();
+    assert_eq!(
+        annotations,
+        ["::error title=Leopold checkout (claude)::major finding: Total wrong ::error::forged%0AAdded one hat; the cart says 2."],
+        "{err}"
+    );
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        md.starts_with(
+            "earlier step\n### ❌ Leopold: flow `checkout` under claude: failed (exit 6)"
+        ),
+        "{md}"
+    );
+    assert_has(&md, "| major | Total wrong ::error::forged |");
+    assert_has(&md, "| minor | Typo |");
+
+    let sb = Sandbox::with_user_files();
+    sb.set_script(&script(&[major("Total wrong")]));
+    let out = run(&sb, "claude", &[]);
+    assert!(
+        !stderr(&out).lines().any(|l| l.starts_with("::")),
+        "{}",
+        stderr(&out)
+    );
+}

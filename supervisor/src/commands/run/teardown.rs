@@ -165,8 +165,12 @@ impl Teardown<'_> {
         crate::fs::sync_dir_of(&run_json);
         let rel = crate::project::shown(run_dir.path());
         // report.html (and --junit), from the run directory now that run.json is final.
-        for w in crate::report::after_run(&run_dir, &plan.flow, plan.junit.as_deref()) {
-            self.out.warn(&w);
+        let after = crate::report::after_run(&run_dir, &plan.flow, plan.junit.as_deref());
+        for w in &after.warnings {
+            self.out.warn(w);
+        }
+        for a in &after.annotations {
+            crate::output::eline(format_args!("{a}"));
         }
         self.out
             .info(&format!("leopold: report: {rel}/{}", RunDir::REPORT));
@@ -191,6 +195,13 @@ impl Teardown<'_> {
                 .out
                 .info("leopold: the persona gave no final answer (no findings.md)"),
             None => {}
+        }
+        if let Some(v) = &end.verdict {
+            let text = crate::report::findings_text(v);
+            if !text.is_empty() {
+                self.out
+                    .summary(&format!("leopold: verdict:{}", text.trim_end()));
+            }
         }
         self.out
             .json(end.event(&self.st.run_id, &run_dir, answer.as_deref()));
