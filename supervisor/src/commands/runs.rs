@@ -90,6 +90,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                         "outcome": outcome_of(r),
                         "exit_code": r.exit_code(),
                         "counts": end.map(|e| e.counts.clone()),
+                        "verdict": end.and_then(|e| e.verdict.as_ref()),
                         "run_dir": r.dir,
                     })
                 }
@@ -120,7 +121,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
             .display()
             .to_string()
     };
-    let mut rows: Vec<[String; 9]> = vec![[
+    let mut rows: Vec<[String; 10]> = vec![[
         "RUN".into(),
         "FLOW".into(),
         "HARNESS".into(),
@@ -130,6 +131,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
         "ACTIONS".into(),
         "DENIED".into(),
         "VIOLATIONS".into(),
+        "FINDINGS".into(),
     ]];
     let mut dirs = vec!["DIRECTORY".to_owned()];
     for e in &entries {
@@ -153,6 +155,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                     n(|c| c.actions),
                     n(|c| c.denied),
                     n(|c| c.violations),
+                    findings_cell(end.and_then(|e| e.verdict.as_ref())),
                 ]);
                 dirs.push(shown(r.dir.path()));
             }
@@ -172,12 +175,13 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                     "-".into(),
                     "-".into(),
                     "-".into(),
+                    "-".into(),
                 ]);
                 dirs.push(format!("{}  ({first})", shown(dir)));
             }
         }
     }
-    let mut widths = [0usize; 9];
+    let mut widths = [0usize; 10];
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r.iter()) {
             *w = (*w).max(c.chars().count());
@@ -192,4 +196,18 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
         outln!("{}", line.trim_end());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The findings the persona reported, and the worst one's severity: `2 (major)`, `-` for none.
+fn findings_cell(v: Option<&crate::verdict::Verdict>) -> String {
+    let Some(v) = v.filter(|v| !v.reported.is_empty()) else {
+        return "-".into();
+    };
+    let worst = v
+        .reported
+        .iter()
+        .filter_map(|f| leopold_flows::Severity::from_name(&f.severity))
+        .max()
+        .map_or_else(String::new, |s| format!(" ({s})"));
+    format!("{}{worst}", v.reported.len() as u64 + v.reported_not_kept)
 }

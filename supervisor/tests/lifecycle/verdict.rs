@@ -93,6 +93,25 @@ fn a_finding_at_fail_on_fails_the_run_with_exit_6_on_both_harnesses() {
         let xml = std::fs::read_to_string(&junit).unwrap();
         assert_has(&xml, "<failure");
         assert_has(&xml, "major finding: Cart count is wrong");
+        // `persona runs`: the table counts the findings with the worst severity; --json has them.
+        let project = sb.project.display().to_string();
+        let table = sb
+            .leopold(&["persona", "runs", "--project", &project])
+            .output()
+            .unwrap();
+        let table = stdout(&table);
+        let header = table.lines().next().unwrap();
+        let row = table.lines().nth(1).unwrap();
+        assert!(
+            header.contains("FINDINGS") && row.contains("failed (6)") && row.contains("1 (major)"),
+            "{table}"
+        );
+        let listed = sb
+            .leopold(&["persona", "runs", "--project", &project, "--json"])
+            .output()
+            .unwrap();
+        let listed: Value = serde_json::from_str(&stdout(&listed)).unwrap();
+        assert_eq!(listed["runs"][0]["verdict"]["reported"], *reported);
     }
 }
 
