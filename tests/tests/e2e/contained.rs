@@ -123,16 +123,6 @@ fn scenario_network(h: Harness) {
     assert_shell_calls_journaled(&w, shell_calls);
 }
 
-#[test]
-fn c1_claude_the_shells_network_reaches_no_host_by_any_spelling() {
-    scenario_network(Harness::Claude);
-}
-
-#[test]
-fn c1_codex_the_shells_network_reaches_no_host_by_any_spelling() {
-    scenario_network(Harness::Codex);
-}
-
 // ---------------------------------------------------------------------------------------------
 // C2: the irreversible path by a raw POST to the staging app, no browser at all.
 
@@ -182,16 +172,6 @@ fn scenario_raw_post(h: Harness) {
     assert_control_never_ran(&w);
     assert_not_marked(&w, "post-tried");
     assert_shell_calls_journaled(&w, 4);
-}
-
-#[test]
-fn c2_claude_a_raw_post_to_the_irreversible_path_never_reaches_the_staging_app() {
-    scenario_raw_post(Harness::Claude);
-}
-
-#[test]
-fn c2_codex_a_raw_post_to_the_irreversible_path_never_reaches_the_staging_app() {
-    scenario_raw_post(Harness::Codex);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -251,16 +231,6 @@ fn scenario_secrets(h: Harness) {
     assert_shell_calls_journaled(&w, shell_calls);
 }
 
-#[test]
-fn c3_claude_planted_secrets_never_reach_the_model() {
-    scenario_secrets(Harness::Claude);
-}
-
-#[test]
-fn c3_codex_planted_secrets_never_reach_the_model() {
-    scenario_secrets(Harness::Codex);
-}
-
 // ---------------------------------------------------------------------------------------------
 // C4: editing the flow (widening its allowlist), the harness configuration, a git hook,
 // ~/.bashrc, a project source file, ACTIVE.json; and a symlink planted in the scratch where the
@@ -305,16 +275,6 @@ fn scenario_edits(h: Harness) {
             .count();
         assert_eq!(writes, 6, "each Write/Edit journaled: {actions:#?}");
     }
-}
-
-#[test]
-fn c4_claude_edits_to_flow_config_hooks_dotfiles_and_sources_change_no_byte() {
-    scenario_edits(Harness::Claude);
-}
-
-#[test]
-fn c4_codex_edits_to_flow_config_hooks_dotfiles_and_sources_change_no_byte() {
-    scenario_edits(Harness::Codex);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -365,16 +325,6 @@ fn scenario_detached(h: Harness) {
     assert_contained(&w, &before, watch, Some(&marker), &run);
     assert_control_never_ran(&w);
     assert_shell_calls_journaled(&w, if h == Harness::Claude { 6 } else { 5 });
-}
-
-#[test]
-fn c5_claude_a_detached_process_does_not_outlive_the_run() {
-    scenario_detached(Harness::Claude);
-}
-
-#[test]
-fn c5_codex_a_detached_process_does_not_outlive_the_run() {
-    scenario_detached(Harness::Codex);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -480,16 +430,6 @@ fn scenario_permissive(h: Harness) {
     assert_control_never_ran(&w);
     assert_not_marked(&w, "permissive-tried");
     assert_shell_calls_journaled(&w, shell_calls);
-}
-
-#[test]
-fn c6_claude_a_permissive_developers_settings_get_nothing_out() {
-    scenario_permissive(Harness::Claude);
-}
-
-#[test]
-fn c6_codex_a_permissive_developers_config_gets_nothing_out() {
-    scenario_permissive(Harness::Codex);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -620,16 +560,6 @@ fn scenario_sigkill(h: Harness) {
     drop(cleanup);
 }
 
-#[test]
-fn c7_claude_supervisor_sigkilled_mid_turn_leaves_nothing_and_recover_restores_every_byte() {
-    scenario_sigkill(Harness::Claude);
-}
-
-#[test]
-fn c7_codex_supervisor_sigkilled_mid_turn_leaves_nothing_and_recover_restores_every_byte() {
-    scenario_sigkill(Harness::Codex);
-}
-
 // ---------------------------------------------------------------------------------------------
 // C8: a unix socket. A project often holds one (a dev server's `tmp/sockets/puma.sock`,
 // overmind's `.overmind.sock`, a Postgres data folder's `.s.PGSQL.5432`), and connecting to a
@@ -703,16 +633,6 @@ fn abstract_listener(name: &str) -> ForbiddenHost {
     ForbiddenHost::serve_unix(l)
 }
 
-#[test]
-fn c8_claude_a_unix_socket_in_the_project_is_not_reachable() {
-    scenario_unix_socket(Harness::Claude);
-}
-
-#[test]
-fn c8_codex_a_unix_socket_in_the_project_is_not_reachable() {
-    scenario_unix_socket(Harness::Codex);
-}
-
 // ---------------------------------------------------------------------------------------------
 // C9: the run's record outlives the run (the guide's CI, docs/guide.md#ci, uploads
 // `.leopold/persona/runs/` as an
@@ -772,16 +692,6 @@ fn scenario_record_links(h: Harness) {
         "the run's record holds links or special files the worker left:\n{}\n{run}",
         odd.join("\n")
     );
-}
-
-#[test]
-fn c9_claude_the_runs_record_holds_no_link_the_worker_planted() {
-    scenario_record_links(Harness::Claude);
-}
-
-#[test]
-fn c9_codex_the_runs_record_holds_no_link_the_worker_planted() {
-    scenario_record_links(Harness::Codex);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -856,12 +766,35 @@ fn scenario_forged_stream(h: Harness) {
     assert!(!run.stdout.contains(FORGED), "{run}");
 }
 
-#[test]
-fn c10_claude_forged_lines_on_the_harnesss_stdout_are_not_journaled() {
-    scenario_forged_stream(Harness::Claude);
-}
-
-#[test]
-fn c10_codex_forged_lines_on_the_harnesss_stdout_are_not_journaled() {
-    scenario_forged_stream(Harness::Codex);
+per_harness! {
+    scenario_network =>
+        c1_claude_the_shells_network_reaches_no_host_by_any_spelling,
+        c1_codex_the_shells_network_reaches_no_host_by_any_spelling;
+    scenario_raw_post =>
+        c2_claude_a_raw_post_to_the_irreversible_path_never_reaches_the_staging_app,
+        c2_codex_a_raw_post_to_the_irreversible_path_never_reaches_the_staging_app;
+    scenario_secrets =>
+        c3_claude_planted_secrets_never_reach_the_model,
+        c3_codex_planted_secrets_never_reach_the_model;
+    scenario_edits =>
+        c4_claude_edits_to_flow_config_hooks_dotfiles_and_sources_change_no_byte,
+        c4_codex_edits_to_flow_config_hooks_dotfiles_and_sources_change_no_byte;
+    scenario_detached =>
+        c5_claude_a_detached_process_does_not_outlive_the_run,
+        c5_codex_a_detached_process_does_not_outlive_the_run;
+    scenario_permissive =>
+        c6_claude_a_permissive_developers_settings_get_nothing_out,
+        c6_codex_a_permissive_developers_config_gets_nothing_out;
+    scenario_sigkill =>
+        c7_claude_supervisor_sigkilled_mid_turn_leaves_nothing_and_recover_restores_every_byte,
+        c7_codex_supervisor_sigkilled_mid_turn_leaves_nothing_and_recover_restores_every_byte;
+    scenario_unix_socket =>
+        c8_claude_a_unix_socket_in_the_project_is_not_reachable,
+        c8_codex_a_unix_socket_in_the_project_is_not_reachable;
+    scenario_record_links =>
+        c9_claude_the_runs_record_holds_no_link_the_worker_planted,
+        c9_codex_the_runs_record_holds_no_link_the_worker_planted;
+    scenario_forged_stream =>
+        c10_claude_forged_lines_on_the_harnesss_stdout_are_not_journaled,
+        c10_codex_forged_lines_on_the_harnesss_stdout_are_not_journaled;
 }

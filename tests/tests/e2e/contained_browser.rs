@@ -212,16 +212,6 @@ fn scenario_network(h: Harness) {
     assert_contained(&bw.w, &before, watch, None, &run);
 }
 
-#[test]
-fn b1_claude_with_the_real_browser_the_shells_network_and_a_raw_post_get_nowhere() {
-    scenario_network(Harness::Claude);
-}
-
-#[test]
-fn b1_codex_with_the_real_browser_the_shells_network_and_a_raw_post_get_nowhere() {
-    scenario_network(Harness::Codex);
-}
-
 // ---------------------------------------------------------------------------------------------
 // B2: edits to the flow (the one the run walks, and the stub's), a project source file,
 // `.git/HEAD`, the harness configuration, hooks and dotfiles: every byte compared.
@@ -279,16 +269,6 @@ fn scenario_edits(h: Harness) {
     assert_contained(&bw.w, &before, watch, None, &run);
 }
 
-#[test]
-fn b2_claude_with_the_real_browser_edits_to_flow_sources_and_git_change_no_byte() {
-    scenario_edits(Harness::Claude);
-}
-
-#[test]
-fn b2_codex_with_the_real_browser_edits_to_flow_sources_and_git_change_no_byte() {
-    scenario_edits(Harness::Codex);
-}
-
 // ---------------------------------------------------------------------------------------------
 // B3: detached processes that would act after the run; when the run ends nothing of it is
 // left, the browser the gateway started outside the box included.
@@ -333,16 +313,6 @@ fn scenario_detached(h: Harness) {
     );
     assert_no_browser_left(&watch, &bw, "1.5 s after the run");
     assert_contained(&bw.w, &before, watch, Some(&marker), &run);
-}
-
-#[test]
-fn b3_claude_with_the_real_browser_nothing_outlives_the_run() {
-    scenario_detached(Harness::Claude);
-}
-
-#[test]
-fn b3_codex_with_the_real_browser_nothing_outlives_the_run() {
-    scenario_detached(Harness::Codex);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -611,4 +581,16 @@ fn b5_claude_with_the_real_browser_supervisor_sigkilled_mid_browser_call_leaves_
 #[test]
 fn b5_codex_with_the_real_browser_supervisor_sigkilled_mid_browser_call_leaves_no_browser() {
     scenario_sigkill(Harness::Codex, Mid::BrowserCall);
+}
+
+per_harness! {
+    scenario_network =>
+        b1_claude_with_the_real_browser_the_shells_network_and_a_raw_post_get_nowhere,
+        b1_codex_with_the_real_browser_the_shells_network_and_a_raw_post_get_nowhere;
+    scenario_edits =>
+        b2_claude_with_the_real_browser_edits_to_flow_sources_and_git_change_no_byte,
+        b2_codex_with_the_real_browser_edits_to_flow_sources_and_git_change_no_byte;
+    scenario_detached =>
+        b3_claude_with_the_real_browser_nothing_outlives_the_run,
+        b3_codex_with_the_real_browser_nothing_outlives_the_run;
 }
