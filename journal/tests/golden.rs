@@ -62,13 +62,10 @@ fn violations_are_reported_with_line_and_rule_and_exit_1() {
 
 #[test]
 fn a_stricter_flow_changes_verdicts_and_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let strict = dir.path().join("strict.md");
-    std::fs::write(
-        &strict,
+    let (_dir, strict) = leopold_tests::temp_file(
+        "strict.md",
         "+++\nname = \"strict\"\nallowlist = [\"staging.example.com\"]\n[irreversible]\nclick_labels = [\"(?i)cart\"]\n+++\nb\n",
-    )
-    .unwrap();
+    );
     let opts = ReplayOptions {
         input: golden("clean.jsonl"),
         flow: Some(strict),
@@ -153,22 +150,18 @@ fn a_journal_without_header_is_unreadable() {
 
 #[test]
 fn a_run_dir_uses_its_run_json_flow_and_tolerates_extra_fields() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = leopold_tests::temp_tree(&[
+        (
+            "flows/lenient.md",
+            "+++\nname = \"lenient\"\nallowlist = [\"staging.example.com\", \"prod-dashboard.example.org\", \"evil.example\"]\n+++\nb\n",
+        ),
+        (
+            ".leopold/persona/runs/r7/run.json",
+            r#"{"run_id":"r7","flow":"lenient","flow_path":"flows/lenient.md","pid":1234,"future_field":[1]}"#,
+        ),
+    ]);
     let run = dir.path().join(".leopold/persona/runs/r7");
-    std::fs::create_dir_all(&run).unwrap();
     std::fs::copy(golden("violations.jsonl"), run.join("journal.jsonl")).unwrap();
-    let flow = dir.path().join("flows/lenient.md");
-    std::fs::create_dir_all(flow.parent().unwrap()).unwrap();
-    std::fs::write(
-        &flow,
-        "+++\nname = \"lenient\"\nallowlist = [\"staging.example.com\", \"prod-dashboard.example.org\", \"evil.example\"]\n+++\nb\n",
-    )
-    .unwrap();
-    std::fs::write(
-        run.join("run.json"),
-        r#"{"run_id":"r7","flow":"lenient","flow_path":"flows/lenient.md","pid":1234,"future_field":[1]}"#,
-    )
-    .unwrap();
     let opts = ReplayOptions {
         input: run.clone(),
         flow: None,
@@ -278,9 +271,8 @@ fn a_removed_line_shows_as_a_seq_gap_and_exit_2() {
 
 #[test]
 fn a_broken_run_json_is_unreadable_unless_flow_is_given() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = leopold_tests::temp_tree(&[("run.json", "{\"flow_path\": ")]);
     std::fs::copy(golden("clean.jsonl"), dir.path().join("journal.jsonl")).unwrap();
-    std::fs::write(dir.path().join("run.json"), "{\"flow_path\": ").unwrap();
     let mut opts = ReplayOptions {
         input: dir.path().to_path_buf(),
         flow: None,

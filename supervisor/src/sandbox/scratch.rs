@@ -215,10 +215,8 @@ mod tests {
 
     #[test]
     fn the_scratch_keeps_nothing_below_its_depth_and_no_link_at_any_depth() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, secret) = leopold_tests::temp_file("id_ed25519", "key");
         let scratch = dir.path().join("scratch");
-        let secret = dir.path().join("id_ed25519");
-        std::fs::write(&secret, "key").unwrap();
         // 200 levels, with a link, a FIFO and a file at the bottom and half way down.
         let mut deep = scratch.clone();
         for i in 0..200 {

@@ -117,12 +117,10 @@ mod tests {
 
     #[test]
     fn codex_endpoint_comes_from_the_provider_and_passes_its_key() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("config.toml"),
+        let (dir, _) = leopold_tests::temp_file(
+            "config.toml",
             "model_provider = \"mock\"\n[model_providers.mock]\nbase_url = \"http://127.0.0.1:5555/v1\"\nenv_key = \"MOCK_API_KEY\"\n",
-        )
-        .unwrap();
+        );
         let me = box_needs(dir.path(), None).unwrap();
         assert_eq!(
             me.endpoint,
@@ -133,13 +131,10 @@ mod tests {
 
     #[test]
     fn a_remote_provider_is_pointed_at_the_relay_in_the_runs_copy() {
-        let dir = tempfile::tempdir().unwrap();
-        let cfg = dir.path().join("config.toml");
-        std::fs::write(
-            &cfg,
+        let (dir, cfg) = leopold_tests::temp_file(
+            "config.toml",
             "# mine\nmodel_provider = \"corp\"\n[model_providers.corp]\nbase_url = \"https://llm.corp.example/openai/v1/\"\nenv_key = \"CORP_KEY\"\n",
-        )
-        .unwrap();
+        );
         let n = box_needs(dir.path(), None).unwrap();
         assert_eq!(
             n.endpoint,
