@@ -219,24 +219,13 @@ mod tests {
     }
 
     fn action(tool: &str, kind: ActionKind, outcome: Outcome) -> Action {
-        Action {
-            seq: 0,
-            ts: "2026-11-30T10:00:00.000Z".into(),
-            harness: Harness::Claude,
-            tool: tool.into(),
-            tool_use_id: None,
+        Action::new(
+            Harness::Claude,
+            "2026-11-30T10:00:00.000Z".into(),
+            tool,
             kind,
-            urls: vec![],
-            label: None,
-            element: None,
-            typed_len: None,
             outcome,
-            denied_reason: None,
-            verdict: None,
-            browser_blocked: None,
-            screenshot: None,
-            call: None,
-        }
+        )
     }
 
     fn nav(url: &str, outcome: Outcome) -> Action {
