@@ -235,6 +235,29 @@ pub fn capture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Each item's string fields `a` and `b`, as a pair (a record's kind and reason, a request's
+/// method and rule).
+///
+/// # Panics
+/// An item without either string.
+pub fn string_pairs(items: &[Value], a: &str, b: &str) -> Vec<(String, String)> {
+    let field = |v: &Value, k: &str| {
+        v[k].as_str()
+            .unwrap_or_else(|| panic!("no string `{k}` in {v}"))
+            .to_owned()
+    };
+    items.iter().map(|v| (field(v, a), field(v, b))).collect()
+}
+
+/// What a recorded stream committed to the repository must not hold: this machine's paths, the
+/// test sandboxes' names and the scripted model's key.
+pub const UNSCRUBBED: [&str; 4] = [
+    "leopold-e2e-",
+    "/root/",
+    "/work/",
+    "scripted-model-no-secret",
+];
+
 /// A fresh temporary directory holding these files (`(path relative to it, contents)`), their
 /// folders made. Dropped, it is removed.
 ///

@@ -63,10 +63,6 @@ fn codex_model_at(sb: &Sandbox, port: u16) {
     .unwrap();
 }
 
-fn results_for<'a>(lines: &'a [serde_json::Value], op: &str) -> Vec<&'a serde_json::Value> {
-    lines.iter().filter(|l| l["op"] == op).collect()
-}
-
 /// Every write outside the scratch, every secret read, the network by IP literal and by
 /// `localhost`, curl, and a detached child: nothing gets out. The positive controls (the model
 /// endpoint through the relay, a file in HOME = the scratch) show the adversary did run.

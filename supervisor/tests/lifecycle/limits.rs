@@ -206,11 +206,8 @@ fn a_harness_kept_in_the_home_folder_brings_no_secret_into_the_box() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let reads: Vec<_> = sb
-        .results_lines()
-        .into_iter()
-        .filter(|r| r["op"] == "read")
-        .collect();
+    let results = sb.results_lines();
+    let reads = results_for(&results, "read");
     assert_eq!(reads.len(), 3, "{reads:?}");
     assert_eq!(
         reads[0]["ok"], false,

@@ -62,17 +62,11 @@ fn claude_findings_are_saved_verbatim_carried_in_run_ended_and_every_event_is_st
         run_dir.join("findings.md")
     );
     // The walls, structured: four navigations off the allowlist, the Place order click.
-    let walls: Vec<(String, String)> = sb.run_json()["end"]["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["kind"].as_str().unwrap().to_owned(),
-                f["reason"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let walls = leopold_tests::string_pairs(
+        sb.run_json()["end"]["findings"].as_array().unwrap(),
+        "kind",
+        "reason",
+    );
     let denied = |r: &str| ("denied".to_owned(), r.to_owned());
     assert_eq!(
         walls,

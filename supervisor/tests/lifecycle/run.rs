@@ -322,16 +322,21 @@ fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_c
     assert_has(&stdout(&out), "blocked");
 }
 
-#[test]
-fn a_settings_file_wiring_refuses_stops_the_run_with_exit_2_and_leaves_it_byte_for_byte() {
-    // Only a `--no-contain` run edits the project's settings file (a boxed one passes the guard
-    // with `--settings`: `a_boxed_claude_run_leaves_a_settings_file_it_could_not_wire_alone`).
-    let sb = Sandbox::unboxed();
+/// A project settings file the wiring refuses to edit: not JSON.
+fn write_unwirable_settings(sb: &Sandbox) {
     std::fs::write(
         sb.project.join(".claude/settings.json"),
         "{\"hooks\": [1, 2,\n",
     )
     .unwrap();
+}
+
+#[test]
+fn a_settings_file_wiring_refuses_stops_the_run_with_exit_2_and_leaves_it_byte_for_byte() {
+    // Only a `--no-contain` run edits the project's settings file (a boxed one passes the guard
+    // with `--settings`: `a_boxed_claude_run_leaves_a_settings_file_it_could_not_wire_alone`).
+    let sb = Sandbox::unboxed();
+    write_unwirable_settings(&sb);
     sb.set_script("@exit 0\n");
     let before = sb.snapshot();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
@@ -352,11 +357,7 @@ fn a_settings_file_wiring_refuses_stops_the_run_with_exit_2_and_leaves_it_byte_f
 #[test]
 fn a_boxed_claude_run_leaves_a_settings_file_it_could_not_wire_alone() {
     let sb = Sandbox::with_user_files();
-    std::fs::write(
-        sb.project.join(".claude/settings.json"),
-        "{\"hooks\": [1, 2,\n",
-    )
-    .unwrap();
+    write_unwirable_settings(&sb);
     sb.set_script(&clean_claude_script());
     let before = sb.snapshot();
     let out = sb.run_cmd("claude", &[]).output().unwrap();

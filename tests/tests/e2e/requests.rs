@@ -314,16 +314,7 @@ fn page_script_requests_are_judged(harness: Harness) {
     );
     assert_eq!(d.orders(), 0, "{seen:?}");
     assert!(!seen.iter().any(|(m, _)| m == "DELETE"), "{seen:?}");
-    let refused: Vec<(String, String)> = d
-        .refusals()
-        .iter()
-        .map(|r| {
-            (
-                r["method"].as_str().unwrap().to_owned(),
-                r["rule"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let refused = leopold_tests::string_pairs(&d.refusals(), "method", "rule");
     assert!(
         refused.contains(&("DELETE".into(), "builtin deletion: method DELETE".into())),
         "{refused:?}"
