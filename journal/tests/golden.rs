@@ -7,10 +7,7 @@ use crate::kit::golden;
 fn run(name: &str) -> (Result<ReplaySummary, ReplayError>, Vec<ReplayEvent>) {
     let opts = ReplayOptions {
         input: golden(name),
-        flow: None,
-        from: None,
-        expect: None,
-        threads: None,
+        ..ReplayOptions::default()
     };
     let mut events = vec![];
     let r = replay(&opts, &mut |e| events.push(e));
@@ -69,9 +66,7 @@ fn a_stricter_flow_changes_verdicts_and_says_so() {
     let opts = ReplayOptions {
         input: golden("clean.jsonl"),
         flow: Some(strict),
-        from: None,
-        expect: None,
-        threads: None,
+        ..ReplayOptions::default()
     };
     let mut events = vec![];
     let s = replay(&opts, &mut |e| events.push(e)).unwrap();
@@ -164,10 +159,7 @@ fn a_run_dir_uses_its_run_json_flow_and_tolerates_extra_fields() {
     std::fs::copy(golden("violations.jsonl"), run.join("journal.jsonl")).unwrap();
     let opts = ReplayOptions {
         input: run.clone(),
-        flow: None,
-        from: None,
-        expect: None,
-        threads: None,
+        ..ReplayOptions::default()
     };
     let mut events = vec![];
     let s = replay(&opts, &mut |e| events.push(e)).unwrap();
@@ -186,10 +178,7 @@ fn a_missing_flow_is_unreadable_input() {
     std::fs::copy(golden("clean.jsonl"), &j).unwrap();
     let opts = ReplayOptions {
         input: j,
-        flow: None,
-        from: None,
-        expect: None,
-        threads: None,
+        ..ReplayOptions::default()
     };
     let err = replay(&opts, &mut |_| {}).unwrap_err();
     assert!(matches!(err, ReplayError::Flow(_)), "{err}");
@@ -200,10 +189,8 @@ fn a_missing_flow_is_unreadable_input() {
 fn a_raw_stream_needs_a_flow() {
     let opts = ReplayOptions {
         input: Path::new("x.jsonl").to_path_buf(),
-        flow: None,
         from: Some(leopold_journal::Harness::Claude),
-        expect: None,
-        threads: None,
+        ..ReplayOptions::default()
     };
     let err = replay(&opts, &mut |_| {}).unwrap_err();
     assert!(matches!(err, ReplayError::NoFlow { .. }), "{err}");
@@ -237,8 +224,7 @@ fn raw_captures_replay_with_from() {
             input: crate::kit::capture(name),
             flow: Some(golden("flow.md")),
             from: Some(harness),
-            expect: None,
-            threads: None,
+            ..ReplayOptions::default()
         };
         let s = replay(&opts, &mut |_| {}).unwrap();
         assert_eq!(
@@ -275,10 +261,7 @@ fn a_broken_run_json_is_unreadable_unless_flow_is_given() {
     std::fs::copy(golden("clean.jsonl"), dir.path().join("journal.jsonl")).unwrap();
     let mut opts = ReplayOptions {
         input: dir.path().to_path_buf(),
-        flow: None,
-        from: None,
-        expect: None,
-        threads: None,
+        ..ReplayOptions::default()
     };
     let err = replay(&opts, &mut |_| {}).unwrap_err();
     assert!(matches!(err, ReplayError::RunInfo { .. }), "{err}");

@@ -154,6 +154,18 @@ fn stuck_after_three_denials() -> Sandbox {
     sb
 }
 
+/// Runs `harness` in [`stuck_after_three_denials`]'s sandbox and checks that the worker, told to
+/// sleep, was stopped as stuck at `outside_allowlist` (exit 5): its output and run.json.
+fn run_until_stuck(sb: &Sandbox, harness: &str) -> (std::process::Output, serde_json::Value) {
+    let t = std::time::Instant::now();
+    let out = sb.run_cmd(harness, &[]).output().unwrap();
+    assert_exit_code(&out, 5);
+    assert!(t.elapsed().as_secs() < 30, "the worker was stopped");
+    let rj = sb.run_json();
+    assert_eq!(rj["end"]["reason"], "stuck at a wall: outside_allowlist ×3");
+    (out, rj)
+}
+
 #[test]
 fn the_same_wall_max_denials_in_a_row_times_stops_the_run_as_stuck_exit_5() {
     let sb = stuck_after_three_denials();
@@ -190,14 +202,9 @@ fn the_same_wall_max_denials_in_a_row_times_stops_the_run_as_stuck_exit_5() {
     script.push_str("@sleep 60000\n");
     sb.set_script(&script);
     let before = sb.snapshot();
-    let t = std::time::Instant::now();
-    let out = sb.run_cmd("claude", &[]).output().unwrap();
-    assert_exit_code(&out, 5);
-    assert!(t.elapsed().as_secs() < 30, "the worker was stopped");
-    let rj = sb.run_json();
+    let (out, rj) = run_until_stuck(&sb, "claude");
     assert_eq!(rj["end"]["outcome"], "stuck");
     assert_eq!(rj["end"]["exit_code"], 5);
-    assert_eq!(rj["end"]["reason"], "stuck at a wall: outside_allowlist ×3");
     let findings = rj["end"]["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 6, "five denials and the stop: {findings:?}");
     assert_eq!(findings[5]["kind"], "stuck");
@@ -287,12 +294,7 @@ fn codex_denials_that_print_nothing_still_stop_a_stuck_run() {
          @guard-codex mcp__personastub__navigate https://evil.example/c\n\
          @sleep 60000\n",
     );
-    let t = std::time::Instant::now();
-    let out = sb.run_cmd("codex", &[]).output().unwrap();
-    assert_exit_code(&out, 5);
-    assert!(t.elapsed().as_secs() < 30, "the worker was stopped");
-    let rj = sb.run_json();
-    assert_eq!(rj["end"]["reason"], "stuck at a wall: outside_allowlist ×3");
+    run_until_stuck(&sb, "codex");
     // Journaled from the guard's events with the path, never the query.
     let paths: Vec<String> = sb
         .journal()
