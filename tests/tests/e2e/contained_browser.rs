@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use leopold_tests::adversary::{
-    beats, detached, edits, heartbeat, mark_done, network_spellings, shell, CONTROL,
+    beats, detached, edits, heartbeat, mark_done, network_spellings, shell, shells, CONTROL,
 };
 use leopold_tests::script::{Script, ToolCall, Turn};
 use leopold_tests::staging::{browser_args, call, nav, require_browser, shop_flow, StagingApp};
@@ -278,12 +278,7 @@ fn scenario_detached(h: Harness) {
     let m2 = marker.clone();
     let Some(bw) = BrowserWorld::new(
         h,
-        move |f, _, _| {
-            detached(f, &m2, "beat")
-                .iter()
-                .map(|c| shell(h, c))
-                .collect()
-        },
+        move |f, _, _| shells(h, &detached(f, &m2, "beat")),
         // A last call a second later: every detached process has started by then.
         vec![Turn {
             calls: vec![shell(h, CONTROL)],
