@@ -33,10 +33,15 @@ struct Sandbox {
 
 /// The arguments of [`Sandbox::run_checkout`].
 fn checkout_args<'a>(bin: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    run_args("flows/checkout.md", bin, extra)
+}
+
+/// `persona run <flow>` under Claude with `bin` as the harness binary, then `extra`.
+fn run_args<'a>(flow: &'a str, bin: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "persona",
         "run",
-        "flows/checkout.md",
+        flow,
         "--harness",
         "claude",
         "--harness-bin",
@@ -413,15 +418,7 @@ fn from_a_subfolder_the_repository_root_is_the_project() {
     let claude = sb.fake_claude();
     let out = sb.run_in(
         &flows,
-        &[
-            "persona",
-            "run",
-            "checkout.md",
-            "--harness",
-            "claude",
-            "--harness-bin",
-            claude.to_str().unwrap(),
-        ],
+        &run_args("checkout.md", claude.to_str().unwrap(), &[]),
     );
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
     assert!(!flows.join(".leopold").exists(), "no flows/.leopold/");
