@@ -202,7 +202,7 @@ fn a_crashed_codex_run_leaves_the_users_config_alone_and_an_older_orphan_is_stil
     assert!(problems(&v).contains(&"codex/wired".to_owned()), "{v}");
 
     let out = sb.recover();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     let said = stdout(&out);
     assert_has(&said, "crashed run");
     assert_has(&said, "orphaned guard wiring");
@@ -295,7 +295,7 @@ fn what_loosens_a_bound_is_said_by_doctor_and_by_every_run() {
         .run_cmd("claude", &["--", "--model", "secret-model-name"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     let e = stderr(&out);
     let warnings: Vec<&str> = e
         .lines()

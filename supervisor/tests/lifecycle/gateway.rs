@@ -184,7 +184,7 @@ fn tools_off_the_list_and_malformed_messages_are_refused() {
          @exit 0\n",
     );
     let out = run(&sb, "codex", &[]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_exit_code(&out, 1);
     assert!(browser.seen().is_empty(), "{:?}", browser.seen());
     assert_eq!(
         sb.run_json()["end"]["reason"],
@@ -258,7 +258,7 @@ fn a_notification_call_and_a_reused_id_never_reach_the_server_and_are_recorded()
     let out = run(&sb, "codex", &[]);
     // The one call forwarded was sent behind the harness's stream: the records disagree, which
     // is a violation of its own.
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_exit_code(&out, 1);
     assert_has(&stderr(&out), "does not show with those arguments");
     let seen = browser.seen();
     assert_eq!(seen.len(), 1, "{seen:?}");
@@ -332,7 +332,7 @@ fn the_runs_connections_share_one_server_process() {
         ),
     ]));
     let out = run(&sb, "codex", &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     let calls = browser.calls();
     assert_eq!(calls.len(), 3, "{calls:?}");
     let pids: std::collections::BTreeSet<u64> =
@@ -366,7 +366,7 @@ fn a_filename_outside_the_output_folder_is_refused() {
         serde_json::json!({"selector": "#q", "text": "x", "filename": "../../../../run.sh"}),
     ));
     let out = run(&sb, "codex", &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     assert!(browser.seen().is_empty(), "{:?}", browser.seen());
     for r in sb.results_lines() {
         assert!(
@@ -424,7 +424,7 @@ fn a_forged_stream_with_the_same_tool_counts_is_a_violation() {
         "codex",
         &["--json", "--junit", junit.to_str().unwrap()],
     );
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_exit_code(&out, 1);
     // The witness: the server was asked for /checkout/pay, once; the journal says `/`.
     let seen = browser.seen();
     assert_eq!(seen.len(), 1, "{seen:?}");
@@ -580,7 +580,7 @@ fn a_sigkilled_supervisor_takes_the_gateways_servers_with_it() {
         !alive(shells[0])
     });
     let out = sb.recover();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     wait_for(5, "nothing of the run left", || {
         processes_of_run(&run_id).is_empty()
     });

@@ -27,7 +27,7 @@ fn claude_findings_are_saved_verbatim_carried_in_run_ended_and_every_event_is_st
     let stream = fixture_into_kit(&sb, "claude-checkout-guard-stream.jsonl");
     sb.set_script(&format!("@stream {}\n", stream.display()));
     let out = sb.run_cmd("claude", &["--json"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     let events = json_lines(&out);
     let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
     assert!(
@@ -104,7 +104,7 @@ fn claude_findings_are_saved_verbatim_carried_in_run_ended_and_every_event_is_st
     // recover, so no `recovered` event.
     for harness in ["claude", "codex"] {
         let out = sb.run_cmd(harness, &["--json"]).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_exit_code(&out, 0);
         let names: Vec<String> = json_lines(&out)
             .iter()
             .filter_map(|e| e["event"].as_str().map(str::to_owned))
@@ -127,7 +127,7 @@ fn codex_findings_are_printed_after_the_summary() {
     let stream = fixture_into_kit(&sb, "codex-checkout-guard-stream.jsonl");
     sb.set_script(&format!("@stream {}\n", stream.display()));
     let out = sb.run_cmd("codex", &[]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     let text = stdout(&out);
     let summary = text
         .find("clean (exit 0)")
@@ -236,12 +236,12 @@ fn a_quiet_run_says_what_it_waits_for_and_a_timeout_records_it() {
         "{}\n@sleep 60000\n",
         claude_navigate("t1", "https://staging.example.com/")
     ));
-    let out = sb
-        .run_cmd("claude", &["--timeout", "1500ms"])
-        .env("__LEOPOLD_QUIET_NOTE_MS", "400")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let out = sb.run_with_env(
+        "claude",
+        &["--timeout", "1500ms"],
+        &[("__LEOPOLD_QUIET_NOTE_MS", "400")],
+    );
+    assert_exit_code(&out, 3);
     let text = stdout(&out);
     assert_has(
         &text,
@@ -261,12 +261,12 @@ fn a_quiet_run_says_what_it_waits_for_and_a_timeout_records_it() {
 
     // Nothing open: the run waits for the model.
     let sb = Sandbox::scripted("@sleep 60000\n");
-    let out = sb
-        .run_cmd("claude", &["--timeout", "1s", "--json"])
-        .env("__LEOPOLD_QUIET_NOTE_MS", "300")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let out = sb.run_with_env(
+        "claude",
+        &["--timeout", "1s", "--json"],
+        &[("__LEOPOLD_QUIET_NOTE_MS", "300")],
+    );
+    assert_exit_code(&out, 3);
     let events = json_lines(&out);
     let waiting = events
         .iter()
