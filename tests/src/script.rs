@@ -216,14 +216,21 @@ mod tests {
 
     #[test]
     fn toml_and_json_scripts_load_alike() {
-        let (dir, t) = crate::temp_file(
-            "s.toml",
-            "final = \"bye\"\n[[turns]]\ncalls = [{ tool = \"mcp__b__navigate\", input = { url = \"https://a.example/\" } }]\n[[turns]]\ncalls = [{ tool = \"mcp__b__click\", input = { label = \"x\" } }, { tool = \"WebFetch\" }]\n",
-        );
-        let j = dir.path().join("s.json");
-        std::fs::write(&j, serde_json::to_string(&script()).unwrap()).unwrap();
-        assert_eq!(Script::load(&t).unwrap(), script());
-        assert_eq!(Script::load(&j).unwrap(), script());
+        let json = serde_json::to_string(&script()).unwrap();
+        let dir = crate::temp_tree(&[
+            (
+                "s.toml",
+                "final = \"bye\"\n[[turns]]\ncalls = [{ tool = \"mcp__b__navigate\", input = { url = \"https://a.example/\" } }]\n[[turns]]\ncalls = [{ tool = \"mcp__b__click\", input = { label = \"x\" } }, { tool = \"WebFetch\" }]\n",
+            ),
+            ("s.json", &json),
+        ]);
+        for name in ["s.toml", "s.json"] {
+            assert_eq!(
+                Script::load(&dir.path().join(name)).unwrap(),
+                script(),
+                "{name}"
+            );
+        }
     }
 
     #[test]
