@@ -14,6 +14,17 @@ fn run(name: &str) -> (Result<ReplaySummary, ReplayError>, Vec<ReplayEvent>) {
     (r, events)
 }
 
+/// A golden journal replayed: its summary and events.
+fn replayed(name: &str) -> (ReplaySummary, Vec<ReplayEvent>) {
+    let (r, events) = run(name);
+    (r.unwrap(), events)
+}
+
+/// Why a golden journal cannot be replayed.
+fn unreadable(name: &str) -> ReplayError {
+    run(name).0.unwrap_err()
+}
+
 fn violations(events: &[ReplayEvent]) -> Vec<(u64, String)> {
     events
         .iter()
@@ -26,8 +37,7 @@ fn violations(events: &[ReplayEvent]) -> Vec<(u64, String)> {
 
 #[test]
 fn clean_journal_exits_0_with_its_recorded_flow() {
-    let (r, events) = run("clean.jsonl");
-    let s = r.unwrap();
+    let (s, events) = replayed("clean.jsonl");
     assert!(events.is_empty(), "{events:?}");
     assert_eq!(
         (s.actions, s.violations, s.denied, s.malformed),
@@ -40,8 +50,7 @@ fn clean_journal_exits_0_with_its_recorded_flow() {
 
 #[test]
 fn violations_are_reported_with_line_and_rule_and_exit_1() {
-    let (r, events) = run("violations.jsonl");
-    let s = r.unwrap();
+    let (s, events) = replayed("violations.jsonl");
     let v = violations(&events);
     assert_eq!(v.len(), 3, "{events:?}");
     assert_eq!(v[0], (3, "hook_failed_open".to_owned()));
@@ -89,8 +98,7 @@ fn a_stricter_flow_changes_verdicts_and_says_so() {
 
 #[test]
 fn torn_last_line_is_reported_and_skipped() {
-    let (r, events) = run("torn_last_line.jsonl");
-    let s = r.unwrap();
+    let (s, events) = replayed("torn_last_line.jsonl");
     assert_eq!(events, vec![ReplayEvent::Torn { line: 4 }]);
     assert!(s.torn_last_line);
     assert_eq!((s.actions, s.malformed), (2, 0));
@@ -99,8 +107,7 @@ fn torn_last_line_is_reported_and_skipped() {
 
 #[test]
 fn malformed_lines_are_reported_by_number_and_the_rest_is_checked() {
-    let (r, events) = run("malformed_lines.jsonl");
-    let s = r.unwrap();
+    let (s, events) = replayed("malformed_lines.jsonl");
     let lines: Vec<u64> = events
         .iter()
         .filter_map(|e| match e {
@@ -123,8 +130,7 @@ fn malformed_lines_are_reported_by_number_and_the_rest_is_checked() {
 
 #[test]
 fn unknown_version_is_unreadable() {
-    let (r, _) = run("unknown_version.jsonl");
-    let err = r.unwrap_err();
+    let err = unreadable("unknown_version.jsonl");
     assert!(
         matches!(err, ReplayError::UnknownVersion { ref version, .. } if version == "3"),
         "{err}"
@@ -134,8 +140,7 @@ fn unknown_version_is_unreadable() {
 
 #[test]
 fn a_journal_without_header_is_unreadable() {
-    let (r, _) = run("no_header.jsonl");
-    let err = r.unwrap_err();
+    let err = unreadable("no_header.jsonl");
     assert!(matches!(err, ReplayError::NoHeader { .. }), "{err}");
     assert!(
         err.to_string().contains("--from"),
@@ -237,8 +242,7 @@ fn raw_captures_replay_with_from() {
 
 #[test]
 fn a_removed_line_shows_as_a_seq_gap_and_exit_2() {
-    let (r, events) = run("seq_gap.jsonl");
-    let s = r.unwrap();
+    let (s, events) = replayed("seq_gap.jsonl");
     assert_eq!(
         events,
         vec![ReplayEvent::SeqGap {
