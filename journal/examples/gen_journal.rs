@@ -121,21 +121,19 @@ fn main() -> std::io::Result<()> {
         };
         let a = Action {
             seq,
-            ts: "2026-11-30T10:00:00.000Z".into(),
-            harness: Harness::Claude,
-            tool: tool.into(),
             tool_use_id: Some(format!("toolu_{seq:08}")),
-            kind,
             urls,
             label,
-            element: None,
             typed_len,
-            outcome,
             denied_reason: (outcome == Outcome::Denied).then(|| "outside_allowlist".to_owned()),
             verdict: Some(verdict),
-            browser_blocked: None,
-            screenshot: None,
-            call: None,
+            ..Action::new(
+                Harness::Claude,
+                "2026-11-30T10:00:00.000Z".into(),
+                tool,
+                kind,
+                outcome,
+            )
         };
         serde_json::to_writer(&mut line, &a)?;
         prev = put(&mut w, prev, &mut line)?;

@@ -204,6 +204,35 @@ pub struct Action {
 }
 
 impl Action {
+    /// A call of `tool` at `ts`, of this kind and outcome, with nothing else known yet: no
+    /// `seq` (the writer assigns it), no URL, label, reason or verdict.
+    pub fn new(
+        harness: Harness,
+        ts: String,
+        tool: &str,
+        kind: ActionKind,
+        outcome: Outcome,
+    ) -> Action {
+        Action {
+            seq: 0,
+            ts,
+            harness,
+            tool: tool.to_owned(),
+            tool_use_id: None,
+            kind,
+            urls: vec![],
+            label: None,
+            element: None,
+            typed_len: None,
+            outcome,
+            denied_reason: None,
+            verdict: None,
+            browser_blocked: None,
+            screenshot: None,
+            call: None,
+        }
+    }
+
     /// The first host among the action's URLs, for one-line messages.
     pub fn first_host(&self) -> Option<&str> {
         self.urls.iter().find_map(|u| u.host.as_deref())

@@ -104,23 +104,12 @@ pub fn denial_from_line(line: &[u8], harness: Harness, refs: &RefMap) -> Option<
         })
         .into_iter()
         .collect();
+    let kind = classify(&tool, &serde_json::Value::Null);
     Some(Action {
-        seq: 0,
-        ts,
-        harness,
-        kind: classify(&tool, &serde_json::Value::Null),
-        tool,
         tool_use_id: ev.tool_use_id,
         urls,
-        label: None,
-        element: None,
-        typed_len: None,
-        outcome: Outcome::Denied,
         denied_reason: reason,
-        verdict: None,
-        browser_blocked: None,
-        screenshot: None,
-        call: None,
+        ..Action::new(harness, ts, &tool, kind, Outcome::Denied)
     })
 }
 

@@ -219,24 +219,13 @@ mod tests {
     }
 
     fn action(tool: &str, kind: ActionKind, outcome: Outcome) -> Action {
-        Action {
-            seq: 0,
-            ts: "2026-11-30T10:00:00.000Z".into(),
-            harness: Harness::Claude,
-            tool: tool.into(),
-            tool_use_id: None,
+        Action::new(
+            Harness::Claude,
+            "2026-11-30T10:00:00.000Z".into(),
+            tool,
             kind,
-            urls: vec![],
-            label: None,
-            element: None,
-            typed_len: None,
             outcome,
-            denied_reason: None,
-            verdict: None,
-            browser_blocked: None,
-            screenshot: None,
-            call: None,
-        }
+        )
     }
 
     fn nav(url: &str, outcome: Outcome) -> Action {
@@ -252,6 +241,13 @@ mod tests {
     fn click(label: &str, outcome: Outcome) -> Action {
         let mut a = action("mcp__browser__browser_click", ActionKind::Click, outcome);
         a.label = Some(label.into());
+        a
+    }
+
+    /// A completed click on `label` that carries (or reached) `url` in this role.
+    fn click_with(label: &str, role: UrlRole, url: &str) -> Action {
+        let mut a = click(label, Outcome::Completed);
+        a.urls.push(UrlRef::from_raw(role, url));
         a
     }
 
@@ -388,11 +384,11 @@ mod tests {
 
     #[test]
     fn a_link_off_the_allowlist_is_left_allowlist_unless_errored() {
-        let mut a = click("Admin dashboard", Outcome::Completed);
-        a.urls.push(UrlRef::from_raw(
+        let mut a = click_with(
+            "Admin dashboard",
             UrlRole::Href,
             "http://prod-dashboard.example.org/admin",
-        ));
+        );
         let v = validate(&flow(), &a);
         assert_eq!(
             v,
@@ -407,21 +403,15 @@ mod tests {
 
     #[test]
     fn the_page_reached_is_judged_by_path_and_host() {
-        let mut a = click("the blue button", Outcome::Completed);
-        a.urls.push(UrlRef::from_raw(
+        let a = click_with(
+            "the blue button",
             UrlRole::Page,
             "http://staging.example.com/checkout/confirm",
-        ));
+        );
         assert!(rule(&validate(&flow(), &a)).starts_with("irreversible.url_paths"));
-        let mut b = click("Next", Outcome::Completed);
-        b.urls
-            .push(UrlRef::from_raw(UrlRole::Page, "https://evil.example/"));
+        let b = click_with("Next", UrlRole::Page, "https://evil.example/");
         assert_eq!(rule(&validate(&flow(), &b)), RULE_LEFT_ALLOWLIST);
-        let mut c = click("Next", Outcome::Completed);
-        c.urls.push(UrlRef::from_raw(
-            UrlRole::Page,
-            "chrome-error://chromewebdata/",
-        ));
+        let c = click_with("Next", UrlRole::Page, "chrome-error://chromewebdata/");
         assert_eq!(validate(&flow(), &c), Verdict::Ok);
     }
 

@@ -327,22 +327,14 @@ mod tests {
         );
         let mut w = JournalWriter::create(&p, &h).unwrap();
         let mut a = Action {
-            seq: 0,
-            ts: "2026-11-30T10:00:01Z".into(),
-            harness: Harness::Codex,
-            tool: "mcp__s__click".into(),
-            tool_use_id: None,
-            kind: ActionKind::Click,
-            urls: vec![],
             label: Some("Go".into()),
-            element: None,
-            typed_len: None,
-            outcome: Outcome::Completed,
-            denied_reason: None,
-            verdict: None,
-            browser_blocked: None,
-            screenshot: None,
-            call: None,
+            ..Action::new(
+                Harness::Codex,
+                "2026-11-30T10:00:01Z".into(),
+                "mcp__s__click",
+                ActionKind::Click,
+                Outcome::Completed,
+            )
         };
         assert_eq!(w.append(&mut a).unwrap(), 1);
         assert_eq!(w.append(&mut a).unwrap(), 2);

@@ -49,15 +49,47 @@ fn claude_tool_use_ids(lines: &[serde_json::Value]) -> Vec<String> {
         .collect()
 }
 
-fn summary(a: &Action) -> (String, ActionKind, Outcome, Option<&str>, Option<&str>) {
+/// An action's tool, kind, outcome, first host and label.
+type Summary<'a> = (
+    &'a str,
+    ActionKind,
+    Outcome,
+    Option<&'a str>,
+    Option<&'a str>,
+);
+
+fn summary(a: &Action) -> Summary<'_> {
     (
-        a.tool.clone(),
+        &a.tool,
         a.kind,
         a.outcome,
         a.first_host(),
         a.label.as_deref(),
     )
 }
+
+// The stub checkout's calls, as either harness's capture holds them.
+const NAVIGATE_STAGING: Summary = (
+    "mcp__personastub__navigate",
+    ActionKind::Navigate,
+    Outcome::Completed,
+    Some("staging.example.com"),
+    None,
+);
+const NAVIGATE_PROD_DENIED: Summary = (
+    "mcp__personastub__navigate",
+    ActionKind::Navigate,
+    Outcome::Denied,
+    Some("prod-dashboard.example.org"),
+    None,
+);
+const CLICK_PLACE_ORDER: Summary = (
+    "mcp__personastub__click",
+    ActionKind::Click,
+    Outcome::Completed,
+    None,
+    Some("Place order"),
+);
 
 fn rule(v: &Verdict) -> String {
     match v {
@@ -79,29 +111,7 @@ fn claude_stub_capture_every_call_found_and_the_denial_recognised() {
     let got: Vec<_> = actions.iter().map(summary).collect();
     assert_eq!(
         got,
-        vec![
-            (
-                "mcp__personastub__navigate".into(),
-                ActionKind::Navigate,
-                Outcome::Completed,
-                Some("staging.example.com"),
-                None
-            ),
-            (
-                "mcp__personastub__navigate".into(),
-                ActionKind::Navigate,
-                Outcome::Denied,
-                Some("prod-dashboard.example.org"),
-                None
-            ),
-            (
-                "mcp__personastub__click".into(),
-                ActionKind::Click,
-                Outcome::Completed,
-                None,
-                Some("Place order")
-            ),
-        ]
+        [NAVIGATE_STAGING, NAVIGATE_PROD_DENIED, CLICK_PLACE_ORDER]
     );
     let lines = raw("claude-stream.jsonl");
     let ids: Vec<_> = actions
@@ -213,22 +223,7 @@ fn codex_stub_capture_plus_guard_events_shows_the_denial() {
     let got: Vec<_> = actions.iter().map(summary).collect();
     assert_eq!(
         got,
-        vec![
-            (
-                "mcp__personastub__navigate".into(),
-                ActionKind::Navigate,
-                Outcome::Completed,
-                Some("staging.example.com"),
-                None
-            ),
-            (
-                "mcp__personastub__click".into(),
-                ActionKind::Click,
-                Outcome::Completed,
-                None,
-                Some("Place order")
-            ),
-        ],
+        [NAVIGATE_STAGING, CLICK_PLACE_ORDER],
         "a denied Codex call leaves no item"
     );
     // Codex's item id: the first `mcp_tool_call` item of the stream.
@@ -255,16 +250,7 @@ fn codex_stub_capture_plus_guard_events_shows_the_denial() {
     assert_eq!(offset, std::fs::metadata(&events).unwrap().len());
     assert_eq!(denials.len(), 1);
     let d = &denials[0];
-    assert_eq!(
-        summary(d),
-        (
-            "mcp__personastub__navigate".into(),
-            ActionKind::Navigate,
-            Outcome::Denied,
-            Some("prod-dashboard.example.org"),
-            None
-        )
-    );
+    assert_eq!(summary(d), NAVIGATE_PROD_DENIED);
     assert_eq!(d.denied_reason.as_deref(), Some("outside_allowlist"));
     assert_eq!(validate(&checkout(), d), Verdict::Ok);
 }

@@ -27,25 +27,18 @@ fn write_journal(dir: &Path, n: u64) -> (PathBuf, JournalHash) {
             "staging.example.com"
         };
         let mut a = Action {
-            seq: 0,
-            ts: format!("2026-11-30T10:00:{:02}.000Z", i % 60),
-            harness: Harness::Claude,
-            tool: "mcp__browser__browser_navigate".into(),
             tool_use_id: Some(format!("toolu_{i}")),
-            kind: ActionKind::Navigate,
             urls: vec![UrlRef::from_raw(
                 UrlRole::Target,
                 &format!("https://{host}/p{i}"),
             )],
-            label: None,
-            element: None,
-            typed_len: None,
-            outcome: Outcome::Completed,
-            denied_reason: None,
-            verdict: None,
-            browser_blocked: None,
-            screenshot: None,
-            call: None,
+            ..Action::new(
+                Harness::Claude,
+                format!("2026-11-30T10:00:{:02}.000Z", i % 60),
+                "mcp__browser__browser_navigate",
+                ActionKind::Navigate,
+                Outcome::Completed,
+            )
         };
         a.verdict = Some(validate(&flow, &a));
         w.append(&mut a).unwrap();

@@ -7,14 +7,22 @@ use crate::kit::golden;
 fn run(name: &str) -> (Result<ReplaySummary, ReplayError>, Vec<ReplayEvent>) {
     let opts = ReplayOptions {
         input: golden(name),
-        flow: None,
-        from: None,
-        expect: None,
-        threads: None,
+        ..ReplayOptions::default()
     };
     let mut events = vec![];
     let r = replay(&opts, &mut |e| events.push(e));
     (r, events)
+}
+
+/// A golden journal replayed: its summary and events.
+fn replayed(name: &str) -> (ReplaySummary, Vec<ReplayEvent>) {
+    let (r, events) = run(name);
+    (r.unwrap(), events)
+}
+
+/// Why a golden journal cannot be replayed.
+fn unreadable(name: &str) -> ReplayError {
+    run(name).0.unwrap_err()
 }
 
 fn violations(events: &[ReplayEvent]) -> Vec<(u64, String)> {
@@ -29,8 +37,7 @@ fn violations(events: &[ReplayEvent]) -> Vec<(u64, String)> {
 
 #[test]
 fn clean_journal_exits_0_with_its_recorded_flow() {
-    let (r, events) = run("clean.jsonl");
-    let s = r.unwrap();
+    let (s, events) = replayed("clean.jsonl");
     assert!(events.is_empty(), "{events:?}");
     assert_eq!(
         (s.actions, s.violations, s.denied, s.malformed),
@@ -43,8 +50,7 @@ fn clean_journal_exits_0_with_its_recorded_flow() {
 
 #[test]
 fn violations_are_reported_with_line_and_rule_and_exit_1() {
-    let (r, events) = run("violations.jsonl");
-    let s = r.unwrap();
+    let (s, events) = replayed("violations.jsonl");
     let v = violations(&events);
     assert_eq!(v.len(), 3, "{events:?}");
     assert_eq!(v[0], (3, "hook_failed_open".to_owned()));
@@ -62,19 +68,14 @@ fn violations_are_reported_with_line_and_rule_and_exit_1() {
 
 #[test]
 fn a_stricter_flow_changes_verdicts_and_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let strict = dir.path().join("strict.md");
-    std::fs::write(
-        &strict,
+    let (_dir, strict) = leopold_tests::temp_file(
+        "strict.md",
         "+++\nname = \"strict\"\nallowlist = [\"staging.example.com\"]\n[irreversible]\nclick_labels = [\"(?i)cart\"]\n+++\nb\n",
-    )
-    .unwrap();
+    );
     let opts = ReplayOptions {
         input: golden("clean.jsonl"),
         flow: Some(strict),
-        from: None,
-        expect: None,
-        threads: None,
+        ..ReplayOptions::default()
     };
     let mut events = vec![];
     let s = replay(&opts, &mut |e| events.push(e)).unwrap();
@@ -97,8 +98,7 @@ fn a_stricter_flow_changes_verdicts_and_says_so() {
 
 #[test]
 fn torn_last_line_is_reported_and_skipped() {
-    let (r, events) = run("torn_last_line.jsonl");
-    let s = r.unwrap();
+    let (s, events) = replayed("torn_last_line.jsonl");
     assert_eq!(events, vec![ReplayEvent::Torn { line: 4 }]);
     assert!(s.torn_last_line);
     assert_eq!((s.actions, s.malformed), (2, 0));
@@ -107,8 +107,7 @@ fn torn_last_line_is_reported_and_skipped() {
 
 #[test]
 fn malformed_lines_are_reported_by_number_and_the_rest_is_checked() {
-    let (r, events) = run("malformed_lines.jsonl");
-    let s = r.unwrap();
+    let (s, events) = replayed("malformed_lines.jsonl");
     let lines: Vec<u64> = events
         .iter()
         .filter_map(|e| match e {
@@ -131,8 +130,7 @@ fn malformed_lines_are_reported_by_number_and_the_rest_is_checked() {
 
 #[test]
 fn unknown_version_is_unreadable() {
-    let (r, _) = run("unknown_version.jsonl");
-    let err = r.unwrap_err();
+    let err = unreadable("unknown_version.jsonl");
     assert!(
         matches!(err, ReplayError::UnknownVersion { ref version, .. } if version == "3"),
         "{err}"
@@ -142,8 +140,7 @@ fn unknown_version_is_unreadable() {
 
 #[test]
 fn a_journal_without_header_is_unreadable() {
-    let (r, _) = run("no_header.jsonl");
-    let err = r.unwrap_err();
+    let err = unreadable("no_header.jsonl");
     assert!(matches!(err, ReplayError::NoHeader { .. }), "{err}");
     assert!(
         err.to_string().contains("--from"),
@@ -153,28 +150,21 @@ fn a_journal_without_header_is_unreadable() {
 
 #[test]
 fn a_run_dir_uses_its_run_json_flow_and_tolerates_extra_fields() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = leopold_tests::temp_tree(&[
+        (
+            "flows/lenient.md",
+            "+++\nname = \"lenient\"\nallowlist = [\"staging.example.com\", \"prod-dashboard.example.org\", \"evil.example\"]\n+++\nb\n",
+        ),
+        (
+            ".leopold/persona/runs/r7/run.json",
+            r#"{"run_id":"r7","flow":"lenient","flow_path":"flows/lenient.md","pid":1234,"future_field":[1]}"#,
+        ),
+    ]);
     let run = dir.path().join(".leopold/persona/runs/r7");
-    std::fs::create_dir_all(&run).unwrap();
     std::fs::copy(golden("violations.jsonl"), run.join("journal.jsonl")).unwrap();
-    let flow = dir.path().join("flows/lenient.md");
-    std::fs::create_dir_all(flow.parent().unwrap()).unwrap();
-    std::fs::write(
-        &flow,
-        "+++\nname = \"lenient\"\nallowlist = [\"staging.example.com\", \"prod-dashboard.example.org\", \"evil.example\"]\n+++\nb\n",
-    )
-    .unwrap();
-    std::fs::write(
-        run.join("run.json"),
-        r#"{"run_id":"r7","flow":"lenient","flow_path":"flows/lenient.md","pid":1234,"future_field":[1]}"#,
-    )
-    .unwrap();
     let opts = ReplayOptions {
         input: run.clone(),
-        flow: None,
-        from: None,
-        expect: None,
-        threads: None,
+        ..ReplayOptions::default()
     };
     let mut events = vec![];
     let s = replay(&opts, &mut |e| events.push(e)).unwrap();
@@ -193,10 +183,7 @@ fn a_missing_flow_is_unreadable_input() {
     std::fs::copy(golden("clean.jsonl"), &j).unwrap();
     let opts = ReplayOptions {
         input: j,
-        flow: None,
-        from: None,
-        expect: None,
-        threads: None,
+        ..ReplayOptions::default()
     };
     let err = replay(&opts, &mut |_| {}).unwrap_err();
     assert!(matches!(err, ReplayError::Flow(_)), "{err}");
@@ -207,10 +194,8 @@ fn a_missing_flow_is_unreadable_input() {
 fn a_raw_stream_needs_a_flow() {
     let opts = ReplayOptions {
         input: Path::new("x.jsonl").to_path_buf(),
-        flow: None,
         from: Some(leopold_journal::Harness::Claude),
-        expect: None,
-        threads: None,
+        ..ReplayOptions::default()
     };
     let err = replay(&opts, &mut |_| {}).unwrap_err();
     assert!(matches!(err, ReplayError::NoFlow { .. }), "{err}");
@@ -244,8 +229,7 @@ fn raw_captures_replay_with_from() {
             input: crate::kit::capture(name),
             flow: Some(golden("flow.md")),
             from: Some(harness),
-            expect: None,
-            threads: None,
+            ..ReplayOptions::default()
         };
         let s = replay(&opts, &mut |_| {}).unwrap();
         assert_eq!(
@@ -258,8 +242,7 @@ fn raw_captures_replay_with_from() {
 
 #[test]
 fn a_removed_line_shows_as_a_seq_gap_and_exit_2() {
-    let (r, events) = run("seq_gap.jsonl");
-    let s = r.unwrap();
+    let (s, events) = replayed("seq_gap.jsonl");
     assert_eq!(
         events,
         vec![ReplayEvent::SeqGap {
@@ -278,15 +261,11 @@ fn a_removed_line_shows_as_a_seq_gap_and_exit_2() {
 
 #[test]
 fn a_broken_run_json_is_unreadable_unless_flow_is_given() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = leopold_tests::temp_tree(&[("run.json", "{\"flow_path\": ")]);
     std::fs::copy(golden("clean.jsonl"), dir.path().join("journal.jsonl")).unwrap();
-    std::fs::write(dir.path().join("run.json"), "{\"flow_path\": ").unwrap();
     let mut opts = ReplayOptions {
         input: dir.path().to_path_buf(),
-        flow: None,
-        from: None,
-        expect: None,
-        threads: None,
+        ..ReplayOptions::default()
     };
     let err = replay(&opts, &mut |_| {}).unwrap_err();
     assert!(matches!(err, ReplayError::RunInfo { .. }), "{err}");

@@ -66,22 +66,16 @@ fn action() -> impl Strategy<Value = Action> {
         proptest::option::of(0u64..40),
     )
         .prop_map(|(tool, kind, outcome, urls, label, typed_len)| Action {
-            seq: 0,
-            ts: "2026-11-30T10:00:00.000Z".into(),
-            harness: Harness::Codex,
-            tool: tool.into(),
-            tool_use_id: None,
-            kind,
             urls,
             label,
-            element: None,
             typed_len,
-            outcome,
-            denied_reason: None,
-            verdict: None,
-            browser_blocked: None,
-            screenshot: None,
-            call: None,
+            ..Action::new(
+                Harness::Codex,
+                "2026-11-30T10:00:00.000Z".into(),
+                tool,
+                kind,
+                outcome,
+            )
         })
 }
 

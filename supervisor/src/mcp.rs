@@ -136,9 +136,8 @@ mod tests {
 
     #[test]
     fn mcp_config_errors_name_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let cfg = dir.path().join("mcp.json");
-        std::fs::write(&cfg, r#"{"mcpServers":{"b":{"args":[]}}}"#).unwrap();
+        let (_dir, cfg) =
+            leopold_tests::temp_file("mcp.json", r#"{"mcpServers":{"b":{"args":[]}}}"#);
         let e = format!("{:#}", read_mcp_config(&cfg).unwrap_err());
         assert!(e.contains("mcp.json") && e.contains("`b`"), "{e}");
     }

@@ -156,14 +156,19 @@ pub fn error_text(msg: &str, code: u8, json: bool) {
 fn report_rendered(r: &Rendered, code: u8, json: bool) {
     eline(format_args!("leopold: error: {}", r.text()));
     if json {
-        let v = serde_json::json!({
-            "type": "error",
-            "exit_code": code,
-            "message": r.message,
-            "hints": r.hints,
-        });
-        line(format_args!("{v}"));
+        error_line(r, code);
     }
+}
+
+/// The `--json` error line on stdout.
+fn error_line(r: &Rendered, code: u8) {
+    let v = serde_json::json!({
+        "type": "error",
+        "exit_code": code,
+        "message": r.message,
+        "hints": r.hints,
+    });
+    line(format_args!("{v}"));
 }
 
 /// A command line clap refused (or `--help`/`--version`, which clap reports the same way): clap
@@ -183,14 +188,10 @@ pub fn usage_error(err: &clap::Error) -> std::process::ExitCode {
         let text = err.render().to_string();
         // clap's message, without its usage block and "try --help" footer.
         let text = text.split("\n\nUsage:").next().unwrap_or_default();
-        let r = Rendered::from_text(text.trim_start_matches("error: "));
-        let v = serde_json::json!({
-            "type": "error",
-            "exit_code": code,
-            "message": r.message,
-            "hints": r.hints,
-        });
-        line(format_args!("{v}"));
+        error_line(
+            &Rendered::from_text(text.trim_start_matches("error: ")),
+            code,
+        );
     }
     std::process::ExitCode::from(code)
 }

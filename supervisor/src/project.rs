@@ -110,10 +110,9 @@ mod tests {
 
     #[test]
     fn a_worktree_git_file_marks_a_repository_root() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = leopold_tests::temp_tree(&[("wt/.git", "gitdir: /elsewhere\n")]);
         let sub = tmp.path().join("wt").join("src");
         std::fs::create_dir_all(&sub).unwrap();
-        std::fs::write(tmp.path().join("wt").join(".git"), "gitdir: /elsewhere\n").unwrap();
         assert_eq!(discover(&sub).unwrap(), tmp.path().join("wt"));
     }
 }

@@ -33,10 +33,15 @@ struct Sandbox {
 
 /// The arguments of [`Sandbox::run_checkout`].
 fn checkout_args<'a>(bin: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    run_args("flows/checkout.md", bin, extra)
+}
+
+/// `persona run <flow>` under Claude with `bin` as the harness binary, then `extra`.
+fn run_args<'a>(flow: &'a str, bin: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "persona",
         "run",
-        "flows/checkout.md",
+        flow,
         "--harness",
         "claude",
         "--harness-bin",
@@ -131,6 +136,20 @@ impl Sandbox {
     fn settings(&self) -> PathBuf {
         self.project.join(".claude/settings.json")
     }
+
+    /// The project's Claude settings file, as text.
+    fn settings_text(&self) -> String {
+        std::fs::read_to_string(self.settings()).unwrap()
+    }
+}
+
+/// The line of doctor's output its `settings` check printed.
+fn settings_line(doctor: &Output) -> String {
+    stdout(doctor)
+        .lines()
+        .find(|l| l.contains(" settings "))
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn code(out: &Output) -> Option<i32> {
@@ -185,9 +204,7 @@ fn a_closed_stdout_is_not_an_error_and_the_command_still_does_its_work() {
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
     assert!(
-        std::fs::read_to_string(sb.settings())
-            .unwrap()
-            .contains("leopold-persona-guard"),
+        sb.settings_text().contains("leopold-persona-guard"),
         "wire finished its work although nobody read its output"
     );
     for args in [
@@ -401,15 +418,7 @@ fn from_a_subfolder_the_repository_root_is_the_project() {
     let claude = sb.fake_claude();
     let out = sb.run_in(
         &flows,
-        &[
-            "persona",
-            "run",
-            "checkout.md",
-            "--harness",
-            "claude",
-            "--harness-bin",
-            claude.to_str().unwrap(),
-        ],
+        &run_args("checkout.md", claude.to_str().unwrap(), &[]),
     );
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
     assert!(!flows.join(".leopold").exists(), "no flows/.leopold/");
@@ -525,9 +534,7 @@ fn wiring_left_by_a_crashed_run_is_still_an_orphan() {
     let out = sb.run(&["persona", "recover"]);
     assert_eq!(code(&out), Some(0));
     assert_has(&stdout(&out), "removed orphaned guard wiring");
-    assert!(!std::fs::read_to_string(sb.settings())
-        .unwrap()
-        .contains("leopold-persona-guard"));
+    assert!(!sb.settings_text().contains("leopold-persona-guard"));
 }
 
 #[test]
@@ -539,11 +546,7 @@ fn doctor_and_run_agree_on_a_settings_file_wiring_refuses() {
     std::fs::write(sb.settings(), refused).unwrap();
     let doctor = sb.run(&["doctor"]);
     assert_eq!(code(&doctor), Some(1));
-    let line = stdout(&doctor)
-        .lines()
-        .find(|l| l.contains(" settings "))
-        .unwrap_or_default()
-        .to_owned();
+    let line = settings_line(&doctor);
     assert_has(&line, "--no-contain` refuses to start");
     assert_has(&line, "a boxed run neither reads nor edits it");
     assert!(!line.contains("still passes the guard"), "{line}");
@@ -565,12 +568,7 @@ fn doctor_and_run_agree_on_a_settings_file_wiring_refuses() {
     // run still guards through --settings, and the run does start and finish clean.
     let skipped = b"{\"permissions\": {\"allow\": 5}}\n";
     std::fs::write(sb.settings(), skipped).unwrap();
-    let doctor = sb.run(&["doctor"]);
-    let line = stdout(&doctor)
-        .lines()
-        .find(|l| l.contains(" settings "))
-        .unwrap_or_default()
-        .to_owned();
+    let line = settings_line(&sb.run(&["doctor"]));
     assert_has(&line, "still passes the guard with --settings");
     let run = sb.run_checkout(claude.to_str().unwrap(), &[]);
     assert_eq!(code(&run), Some(0), "{}", stderr(&run));

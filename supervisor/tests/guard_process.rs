@@ -122,6 +122,18 @@ fn events(p: &Sandbox) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// One call the guard denies for `reason`, in a fresh project: its stderr line and the events.
+fn denied(
+    tool: &str,
+    input: serde_json::Value,
+    id: &str,
+    reason: &str,
+) -> (String, Vec<serde_json::Value>) {
+    let p = project(true);
+    let err = assert_deny(&guard_call(&p, tool, input, id), reason);
+    (err, events(&p))
+}
+
 #[test]
 fn an_allowed_navigation_exits_zero_in_silence_and_writes_nothing() {
     let p = project(true);
@@ -200,15 +212,12 @@ fn a_denied_navigation_prints_one_line_and_journals_the_host_and_path_only() {
 
 #[test]
 fn an_irreversible_tool_is_its_own_event_with_a_null_host() {
-    let p = project(true);
-    let out = guard_call(
-        &p,
+    let (_, ev) = denied(
         "mcp__stripe__create_charge",
         serde_json::json!({"amount": 100}),
         "call_9",
+        "irreversible_tool",
     );
-    assert_deny(&out, "irreversible_tool");
-    let ev = events(&p);
     assert_eq!(ev[0]["event"], "persona_guard_irreversible");
     assert!(ev[0]["host"].is_null());
     assert_eq!(ev[0]["tool_use_id"], "call_9");
@@ -216,16 +225,13 @@ fn an_irreversible_tool_is_its_own_event_with_a_null_host() {
 
 #[test]
 fn an_irreversible_path_names_its_host_but_not_the_path() {
-    let p = project(true);
-    let out = guard_call(
-        &p,
+    let (err, ev) = denied(
         "mcp__browser__browser_navigate",
         serde_json::json!({"url": format!("https://staging.example.com/checkout/confirm?k={SECRET}")}),
         "t",
+        "irreversible_path",
     );
-    let err = assert_deny(&out, "irreversible_path");
     assert_has(&err, "host \"staging.example.com\"");
-    let ev = events(&p);
     assert_eq!(ev[0]["host"], "staging.example.com");
     assert_eq!(ev[0]["event"], "persona_guard_irreversible");
 }

@@ -25,6 +25,8 @@ pub trait Leopold {
     fn leopold(&self, args: &[&str]) -> Command;
     /// `leopold persona run` of the sandbox's flow with the fake worker as `harness`.
     fn run_cmd(&self, harness: &str, extra: &[&str]) -> Command;
+    /// [`Leopold::run_cmd`] with these variables set, run to completion.
+    fn run_with_env(&self, harness: &str, extra: &[&str], env: &[(&str, &str)]) -> Output;
     /// `persona run` paused at `step`, once the supervisor has reached it.
     fn spawn_paused(&self, harness: &str, step: &str) -> Child;
     /// `leopold persona recover` of the sandbox's project.
@@ -37,6 +39,11 @@ impl Leopold for Sandbox {
     }
     fn run_cmd(&self, harness: &str, extra: &[&str]) -> Command {
         self.persona_run_command(leopold_bin(), harness, extra)
+    }
+    fn run_with_env(&self, harness: &str, extra: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = self.run_cmd(harness, extra);
+        cmd.envs(env.iter().copied());
+        cmd.output().unwrap()
     }
     fn spawn_paused(&self, harness: &str, step: &str) -> Child {
         self.spawn_paused_run(leopold_bin(), harness, step)

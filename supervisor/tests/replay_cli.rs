@@ -37,10 +37,16 @@ fn replay(extra: &[&str], input: &Path) -> (i32, String, String) {
     (out.status.code().unwrap(), stdout, stderr)
 }
 
+/// `persona replay` of a golden journal, exiting `code`: its stdout.
+fn replay_golden(name: &str, code: i32) -> String {
+    let (got, out, err) = replay(&[], &golden(name));
+    assert_eq!(got, code, "{out}{err}");
+    out
+}
+
 #[test]
 fn clean_journal_exits_0_with_a_summary() {
-    let (code, out, err) = replay(&[], &golden("clean.jsonl"));
-    assert_eq!(code, 0, "{out}{err}");
+    let out = replay_golden("clean.jsonl", 0);
     assert_has(
         &out,
         "replay: 5 actions checked against flow `checkout`: 0 violations, 1 denied",
@@ -49,8 +55,7 @@ fn clean_journal_exits_0_with_a_summary() {
 
 #[test]
 fn violations_print_file_line_and_rule_and_exit_1() {
-    let (code, out, err) = replay(&[], &golden("violations.jsonl"));
-    assert_eq!(code, 1, "{out}{err}");
+    let out = replay_golden("violations.jsonl", 1);
     assert!(
         out.contains(
             "violations.jsonl:3: violation: hook_failed_open (host prod-dashboard.example.org)"
@@ -88,16 +93,14 @@ fn json_output_is_one_object_per_line_ending_with_the_summary() {
 
 #[test]
 fn torn_last_line_is_reported_and_exit_stays_0() {
-    let (code, out, _) = replay(&[], &golden("torn_last_line.jsonl"));
-    assert_eq!(code, 0, "{out}");
+    let out = replay_golden("torn_last_line.jsonl", 0);
     assert_has(&out, "torn_last_line.jsonl:4: torn last line");
     assert_has(&out, "torn last line skipped");
 }
 
 #[test]
 fn malformed_lines_are_numbered_and_exit_2() {
-    let (code, out, _) = replay(&[], &golden("malformed_lines.jsonl"));
-    assert_eq!(code, 2, "{out}");
+    let out = replay_golden("malformed_lines.jsonl", 2);
     for n in [3, 4, 5] {
         assert!(
             out.contains(&format!(
@@ -153,8 +156,7 @@ fn raw_streams_are_checked_with_from_and_flow() {
 
 #[test]
 fn a_seq_gap_is_reported_and_exit_2() {
-    let (code, out, _) = replay(&[], &golden("seq_gap.jsonl"));
-    assert_eq!(code, 2, "{out}");
+    let out = replay_golden("seq_gap.jsonl", 2);
     assert_has(&out, "seq_gap.jsonl:4: seq 4 where 3 was expected");
     assert_has(&out, "1 seq gap");
 }

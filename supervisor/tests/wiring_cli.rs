@@ -25,6 +25,10 @@ trait Wiring {
     fn activate(&self);
     /// The project's `.claude/settings.json`.
     fn claude_settings(&self) -> PathBuf;
+    /// Its text.
+    fn claude_settings_text(&self) -> String {
+        std::fs::read_to_string(self.claude_settings()).unwrap()
+    }
 }
 
 impl Wiring for Sandbox {
@@ -80,6 +84,19 @@ fn ok(out: &Output) -> (String, String) {
 }
 
 /// Runs a hook command the way both harnesses do (through a shell), payload on stdin.
+/// The wired hook `command` run on a navigation to `url` in the sandbox's project, exiting
+/// `code`.
+fn hook_on_navigation(sb: &Sandbox, command: &str, url: &str, code: i32) -> Output {
+    let out = run_hook(command, &sb.project, &navigate(&sb.project, url));
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stderr: {}",
+        text(&out.stderr)
+    );
+    out
+}
+
 fn run_hook(command: &str, cwd: &Path, payload: &serde_json::Value) -> Output {
     let mut child = Command::new("/bin/sh")
         .arg("-c")
@@ -153,7 +170,7 @@ fn the_wired_claude_command_runs_the_guard_and_denies_an_off_allowlist_navigatio
     assert_has(&stdout, "wired the persona guard into claude");
     assert_has(&stdout, "onFailure: block");
     assert!(stderr.is_empty(), "{stderr}");
-    let settings = std::fs::read_to_string(sb.claude_settings()).unwrap();
+    let settings = sb.claude_settings_text();
     assert_has(&settings, "\"onFailure\": \"block\"");
     let command = claude_command(&settings);
     assert_eq!(
@@ -161,17 +178,7 @@ fn the_wired_claude_command_runs_the_guard_and_denies_an_off_allowlist_navigatio
         format!("'{LEOPOLD}' persona guard # leopold-persona-guard")
     );
 
-    let denied = run_hook(
-        &command,
-        &sb.project,
-        &navigate(&sb.project, "https://evil.example/x?token=s3cret"),
-    );
-    assert_eq!(
-        denied.status.code(),
-        Some(2),
-        "stderr: {}",
-        text(&denied.stderr)
-    );
+    let denied = hook_on_navigation(&sb, &command, "https://evil.example/x?token=s3cret", 2);
     let reason = text(&denied.stderr);
     assert_has(&reason, "evil.example");
     assert!(
@@ -181,17 +188,7 @@ fn the_wired_claude_command_runs_the_guard_and_denies_an_off_allowlist_navigatio
     assert!(denied.stdout.is_empty());
 
     // Control: the same command lets an allowlisted navigation through, silently.
-    let allowed = run_hook(
-        &command,
-        &sb.project,
-        &navigate(&sb.project, "https://staging.example.com/cart"),
-    );
-    assert_eq!(
-        allowed.status.code(),
-        Some(0),
-        "stderr: {}",
-        text(&allowed.stderr)
-    );
+    let allowed = hook_on_navigation(&sb, &command, "https://staging.example.com/cart", 0);
     assert!(allowed.stderr.is_empty() && allowed.stdout.is_empty());
 }
 
@@ -211,28 +208,8 @@ fn the_wired_codex_command_runs_the_guard_and_denies_an_off_allowlist_navigation
     assert!(config.starts_with(original), "{config}");
     let command = codex_command(&config);
 
-    let denied = run_hook(
-        &command,
-        &sb.project,
-        &navigate(&sb.project, "https://evil.example/"),
-    );
-    assert_eq!(
-        denied.status.code(),
-        Some(2),
-        "stderr: {}",
-        text(&denied.stderr)
-    );
-    let allowed = run_hook(
-        &command,
-        &sb.project,
-        &navigate(&sb.project, "https://staging.example.com/"),
-    );
-    assert_eq!(
-        allowed.status.code(),
-        Some(0),
-        "stderr: {}",
-        text(&allowed.stderr)
-    );
+    hook_on_navigation(&sb, &command, "https://evil.example/", 2);
+    hook_on_navigation(&sb, &command, "https://staging.example.com/", 0);
 
     let (stdout, _) = ok(&sb.cli(&["persona", "unwire", "--harness", "codex"]));
     assert_has(&stdout, "codex: restored");
@@ -267,7 +244,7 @@ fn wire_without_claude_on_path_warns_and_wires_without_on_failure() {
     let (_, stderr) = ok(&out);
     assert_has(&stderr, "`claude` is not on PATH");
     assert_has(&stderr, "--harness-bin");
-    let settings = std::fs::read_to_string(sb.claude_settings()).unwrap();
+    let settings = sb.claude_settings_text();
     assert!(!settings.contains("onFailure"), "{settings}");
     // An old Claude: no onFailure either, and no warning.
     let old = sb.fake_claude("2.1.200");
@@ -281,9 +258,7 @@ fn wire_without_claude_on_path_warns_and_wires_without_on_failure() {
         old.to_str().unwrap(),
     ]));
     assert!(stderr.is_empty(), "{stderr}");
-    assert!(!std::fs::read_to_string(sb.claude_settings())
-        .unwrap()
-        .contains("onFailure"));
+    assert!(!sb.claude_settings_text().contains("onFailure"));
 }
 
 #[test]
@@ -302,7 +277,7 @@ fn a_malformed_settings_file_is_refused_and_left_as_it_was() {
     );
     assert_has(&stderr, "hint:");
     assert!(out.stdout.is_empty());
-    assert_eq!(std::fs::read_to_string(sb.claude_settings()).unwrap(), bad);
+    assert_eq!(sb.claude_settings_text(), bad);
     assert!(!sb.project.join(".leopold").exists());
 }
 

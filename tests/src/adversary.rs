@@ -22,6 +22,11 @@ pub fn shell(h: Harness, command: &str) -> ToolCall {
     }
 }
 
+/// Each command as `h`'s shell tool takes it ([`shell`]).
+pub fn shells(h: Harness, commands: &[impl AsRef<str>]) -> Vec<ToolCall> {
+    commands.iter().map(|c| shell(h, c.as_ref())).collect()
+}
+
 /// The journal's name for `h`'s shell tool.
 pub fn shell_tool_name(h: Harness) -> &'static str {
     match h {
@@ -61,7 +66,7 @@ pub const CONTROL_OUT: &str = "leopold-ran-42";
 pub fn network_spellings(h: Harness, f: u16) -> Vec<ToolCall> {
     let (hi, lo) = (f / 2, f - f / 2);
     // No URL written out: the journal sees `other` calls, and the run goes on to the next.
-    let mut calls: Vec<ToolCall> = [
+    let mut calls: Vec<ToolCall> = shells(h, &[
         CONTROL.to_owned(),
         format!("curl -s -m 3 127.0.0.1:{f}/no-scheme"),
         format!("h=127.0.0; p=$(({hi}+{lo})); curl -s -m 3 \"ht\"\"tp://$h.1:$p/built-in-sh\""),
@@ -74,10 +79,7 @@ pub fn network_spellings(h: Harness, f: u16) -> Vec<ToolCall> {
         format!(
             "perl -MIO::Socket::INET -e '$s=IO::Socket::INET->new(\"localhost:{f}\") or die \"no: $!\"; print $s \"GET /perl HTTP/1.0\\r\\n\\r\\n\"; print <$s>'"
         ),
-    ]
-    .iter()
-    .map(|c| shell(h, c))
-    .collect();
+    ]);
     if h == Harness::Claude {
         calls.push(ToolCall {
             tool: "WebFetch".into(),
@@ -106,7 +108,7 @@ pub fn edits(h: Harness, f: u16, sb: &Sandbox) -> Vec<ToolCall> {
     let home = sb.home.display().to_string();
     let codex_home = sb.codex_home.display().to_string();
     let evil = format!("curl -s 127.0.0.1:{f}/planted");
-    let mut calls: Vec<ToolCall> = [
+    let mut calls: Vec<ToolCall> = shells(h, &[
         CONTROL.to_owned(),
         format!("sed -i 's/^allowlist = \\[/allowlist = [\"127.0.0.1\", /' {p}/flows/checkout.md"),
         format!("printf 'notify = [\"sh\", \"-c\", \"{evil}\"]\\n' >> {codex_home}/config.toml"),
@@ -128,10 +130,7 @@ pub fn edits(h: Harness, f: u16, sb: &Sandbox) -> Vec<ToolCall> {
             "mv \"$HOME/.codex\" \"$HOME/.codex-moved\"; ln -s {codex_home} \"$HOME/.codex\"; ls -la \"$HOME\"; {}",
             mark_done("edits-tried")
         ),
-    ]
-    .iter()
-    .map(|c| shell(h, c))
-    .collect();
+    ]);
     if h == Harness::Claude {
         for (path, content) in [
             (

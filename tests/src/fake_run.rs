@@ -469,3 +469,8 @@ pub const RUN_LISTING: [&str; 5] = [
     "runs/<run>/report.html",
     "runs/<run>/run.json",
 ];
+
+/// The results of one op (`read`, `get`, ...) among the adversary's result lines, in order.
+pub fn results_for<'a>(lines: &'a [serde_json::Value], op: &str) -> Vec<&'a serde_json::Value> {
+    lines.iter().filter(|l| l["op"] == op).collect()
+}

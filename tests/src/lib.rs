@@ -235,6 +235,54 @@ pub fn capture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Each item's string fields `a` and `b`, as a pair (a record's kind and reason, a request's
+/// method and rule).
+///
+/// # Panics
+/// An item without either string.
+pub fn string_pairs(items: &[Value], a: &str, b: &str) -> Vec<(String, String)> {
+    let field = |v: &Value, k: &str| {
+        v[k].as_str()
+            .unwrap_or_else(|| panic!("no string `{k}` in {v}"))
+            .to_owned()
+    };
+    items.iter().map(|v| (field(v, a), field(v, b))).collect()
+}
+
+/// What a recorded stream committed to the repository must not hold: this machine's paths, the
+/// test sandboxes' names and the scripted model's key.
+pub const UNSCRUBBED: [&str; 4] = [
+    "leopold-e2e-",
+    "/root/",
+    "/work/",
+    "scripted-model-no-secret",
+];
+
+/// A fresh temporary directory holding these files (`(path relative to it, contents)`), their
+/// folders made. Dropped, it is removed.
+///
+/// # Panics
+/// When a file cannot be written.
+pub fn temp_tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for (rel, contents) in files {
+        let path = dir.path().join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("the file's folder");
+        }
+        std::fs::write(&path, contents)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    }
+    dir
+}
+
+/// [`temp_tree`] of one file: the directory and the file's path.
+pub fn temp_file(rel: &str, contents: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = temp_tree(&[(rel, contents)]);
+    let path = dir.path().join(rel);
+    (dir, path)
+}
+
 /// Reads a JSON-lines file; a missing file is an empty list (nothing was logged).
 ///
 /// Tests poll logs that live processes are still appending to, and a reader can see a write
@@ -1041,9 +1089,7 @@ mod tests {
 
     #[test]
     fn read_jsonl_leaves_a_line_still_being_written_and_refuses_a_whole_bad_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("log.jsonl");
-        std::fs::write(&p, "{\"a\":1}\r\n\n{\"b\":2}\n{\"c\":").unwrap();
+        let (dir, p) = super::temp_file("log.jsonl", "{\"a\":1}\r\n\n{\"b\":2}\n{\"c\":");
         let got = read_jsonl(&p);
         assert_eq!(
             got,

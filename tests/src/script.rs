@@ -216,24 +216,26 @@ mod tests {
 
     #[test]
     fn toml_and_json_scripts_load_alike() {
-        let dir = tempfile::tempdir().unwrap();
-        let t = dir.path().join("s.toml");
-        std::fs::write(
-            &t,
-            "final = \"bye\"\n[[turns]]\ncalls = [{ tool = \"mcp__b__navigate\", input = { url = \"https://a.example/\" } }]\n[[turns]]\ncalls = [{ tool = \"mcp__b__click\", input = { label = \"x\" } }, { tool = \"WebFetch\" }]\n",
-        )
-        .unwrap();
-        let j = dir.path().join("s.json");
-        std::fs::write(&j, serde_json::to_string(&script()).unwrap()).unwrap();
-        assert_eq!(Script::load(&t).unwrap(), script());
-        assert_eq!(Script::load(&j).unwrap(), script());
+        let json = serde_json::to_string(&script()).unwrap();
+        let dir = crate::temp_tree(&[
+            (
+                "s.toml",
+                "final = \"bye\"\n[[turns]]\ncalls = [{ tool = \"mcp__b__navigate\", input = { url = \"https://a.example/\" } }]\n[[turns]]\ncalls = [{ tool = \"mcp__b__click\", input = { label = \"x\" } }, { tool = \"WebFetch\" }]\n",
+            ),
+            ("s.json", &json),
+        ]);
+        for name in ["s.toml", "s.json"] {
+            assert_eq!(
+                Script::load(&dir.path().join(name)).unwrap(),
+                script(),
+                "{name}"
+            );
+        }
     }
 
     #[test]
     fn a_turn_without_calls_is_refused_with_the_file_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("bad.json");
-        std::fs::write(&p, r#"{"turns":[{"calls":[]}]}"#).unwrap();
+        let (_dir, p) = crate::temp_file("bad.json", r#"{"turns":[{"calls":[]}]}"#);
         let err = format!("{:#}", Script::load(&p).unwrap_err());
         assert!(err.contains("bad.json") && err.contains("turn 1"), "{err}");
         std::fs::write(&p, r#"{"turns":[],"oops":1}"#).unwrap();

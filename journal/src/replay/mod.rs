@@ -53,7 +53,7 @@ pub use stream::replay_stream;
 pub const MAX_LINE: usize = 4 << 20;
 
 /// What to replay.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ReplayOptions {
     /// A `journal.jsonl`, a run directory holding one, or (with `from`) a raw harness stream.
     pub input: PathBuf,

@@ -183,93 +183,85 @@ impl Parser<'_> {
         })
     }
 
-    fn object(&mut self, depth: usize) -> Result<Node, SpanError> {
-        let start = self.pos;
+    /// The items of the object or array whose opening bracket is at `self.pos`, each read by
+    /// `item`, separated by commas up to `close`; leaves `self.pos` past `close`.
+    fn items(
+        &mut self,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Result<(), SpanError>,
+    ) -> Result<(), SpanError> {
         self.pos += 1;
-        let mut members = Vec::new();
-        let mut seen = HashSet::new();
         self.ws();
-        if self.bytes.get(self.pos) == Some(&b'}') {
+        if self.bytes.get(self.pos) == Some(&close) {
             self.pos += 1;
-            return Ok(Node {
-                start,
-                end: self.pos,
-                kind: Kind::Object(members),
-            });
+            return Ok(());
         }
         loop {
             self.ws();
-            if self.bytes.get(self.pos) != Some(&b'"') {
-                return Err(self.err("expected a key"));
+            item(self)?;
+            self.ws();
+            match self.bytes.get(self.pos) {
+                Some(b',') => self.pos += 1,
+                Some(c) if *c == close => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                _ => return Err(self.err(&format!("expected `,` or `{}`", char::from(close)))),
             }
-            let key_start = self.pos;
-            let key = self.string()?;
-            let key_end = self.pos;
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Node, SpanError> {
+        let start = self.pos;
+        let mut members = Vec::new();
+        let mut seen = HashSet::new();
+        self.items(b'}', |p| {
+            if p.bytes.get(p.pos) != Some(&b'"') {
+                return Err(p.err("expected a key"));
+            }
+            let key_start = p.pos;
+            let key = p.string()?;
+            let key_end = p.pos;
             if !seen.insert(key.clone()) {
                 return Err(SpanError {
                     offset: key_start,
                     message: format!("duplicate key {}", serde_json::Value::String(key)),
                 });
             }
-            self.ws();
-            if self.bytes.get(self.pos) != Some(&b':') {
-                return Err(self.err("expected `:`"));
+            p.ws();
+            if p.bytes.get(p.pos) != Some(&b':') {
+                return Err(p.err("expected `:`"));
             }
-            self.pos += 1;
-            self.ws();
-            let value = self.value(depth + 1)?;
+            p.pos += 1;
+            p.ws();
+            let value = p.value(depth + 1)?;
             members.push(Member {
                 key,
                 key_start,
                 key_end,
                 value,
             });
-            self.ws();
-            match self.bytes.get(self.pos) {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {
-                    self.pos += 1;
-                    return Ok(Node {
-                        start,
-                        end: self.pos,
-                        kind: Kind::Object(members),
-                    });
-                }
-                _ => return Err(self.err("expected `,` or `}`")),
-            }
-        }
+            Ok(())
+        })?;
+        Ok(Node {
+            start,
+            end: self.pos,
+            kind: Kind::Object(members),
+        })
     }
 
     fn array(&mut self, depth: usize) -> Result<Node, SpanError> {
         let start = self.pos;
-        self.pos += 1;
         let mut elements = Vec::new();
-        self.ws();
-        if self.bytes.get(self.pos) == Some(&b']') {
-            self.pos += 1;
-            return Ok(Node {
-                start,
-                end: self.pos,
-                kind: Kind::Array(elements),
-            });
-        }
-        loop {
-            self.ws();
-            elements.push(self.value(depth + 1)?);
-            self.ws();
-            match self.bytes.get(self.pos) {
-                Some(b',') => self.pos += 1,
-                Some(b']') => {
-                    self.pos += 1;
-                    return Ok(Node {
-                        start,
-                        end: self.pos,
-                        kind: Kind::Array(elements),
-                    });
-                }
-                _ => return Err(self.err("expected `,` or `]`")),
-            }
-        }
+        self.items(b']', |p| {
+            elements.push(p.value(depth + 1)?);
+            Ok(())
+        })?;
+        Ok(Node {
+            start,
+            end: self.pos,
+            kind: Kind::Array(elements),
+        })
     }
 }
 
@@ -354,54 +346,51 @@ impl Style {
             J::Str(s) => out.push_str(&serde_json::Value::String(s.clone()).to_string()),
             J::Num(n) => out.push_str(&n.to_string()),
             J::Obj(members) => {
-                if members.is_empty() {
-                    out.push_str("{}");
-                    return;
-                }
-                out.push('{');
-                let inner = format!("{indent}{}", self.unit);
-                for (i, (k, val)) in members.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(if pretty { "," } else { &self.comma });
-                    }
-                    if pretty {
-                        out.push_str(self.newline);
-                        out.push_str(&inner);
-                    }
-                    out.push_str(&serde_json::Value::String((*k).to_owned()).to_string());
-                    out.push_str(&self.colon);
-                    self.render(val, &inner, out, pretty);
-                }
-                if pretty {
-                    out.push_str(self.newline);
-                    out.push_str(indent);
-                }
-                out.push('}');
+                let items = members.iter().map(|(k, val)| (Some(*k), val));
+                self.render_items(('{', '}'), items, indent, out, pretty);
             }
             J::Arr(elements) => {
-                if elements.is_empty() {
-                    out.push_str("[]");
-                    return;
-                }
-                out.push('[');
-                let inner = format!("{indent}{}", self.unit);
-                for (i, val) in elements.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(if pretty { "," } else { &self.comma });
-                    }
-                    if pretty {
-                        out.push_str(self.newline);
-                        out.push_str(&inner);
-                    }
-                    self.render(val, &inner, out, pretty);
-                }
-                if pretty {
-                    out.push_str(self.newline);
-                    out.push_str(indent);
-                }
-                out.push(']');
+                let items = elements.iter().map(|val| (None, val));
+                self.render_items(('[', ']'), items, indent, out, pretty);
             }
         }
+    }
+
+    /// An object's members (each with its key) or an array's elements, between the brackets.
+    fn render_items<'a>(
+        &self,
+        (open, close): (char, char),
+        items: impl Iterator<Item = (Option<&'a str>, &'a J)>,
+        indent: &str,
+        out: &mut String,
+        pretty: bool,
+    ) {
+        let mut items = items.peekable();
+        out.push(open);
+        if items.peek().is_none() {
+            out.push(close);
+            return;
+        }
+        let inner = format!("{indent}{}", self.unit);
+        for (i, (key, val)) in items.enumerate() {
+            if i > 0 {
+                out.push_str(if pretty { "," } else { &self.comma });
+            }
+            if pretty {
+                out.push_str(self.newline);
+                out.push_str(&inner);
+            }
+            if let Some(k) = key {
+                out.push_str(&serde_json::Value::String(k.to_owned()).to_string());
+                out.push_str(&self.colon);
+            }
+            self.render(val, &inner, out, pretty);
+        }
+        if pretty {
+            out.push_str(self.newline);
+            out.push_str(indent);
+        }
+        out.push(close);
     }
 
     /// A whole new document holding `v`, ending with a newline.

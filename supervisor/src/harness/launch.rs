@@ -197,13 +197,10 @@ mod tests {
 
     #[test]
     fn claude_args_carry_settings_strict_mcp_and_allowed_servers_never_bare() {
-        let dir = tempfile::tempdir().unwrap();
-        let cfg = dir.path().join("mcp.json");
-        std::fs::write(
-            &cfg,
+        let (dir, cfg) = leopold_tests::temp_file(
+            "mcp.json",
             r#"{"mcpServers":{"browser":{"command":"pw","args":["--isolated"]},"stub":{"type":"http","url":"http://127.0.0.1:9/mcp"}}}"#,
-        )
-        .unwrap();
+        );
         let servers = read_mcp_config(&cfg).unwrap();
         let settings = dir.path().join("guard-settings.json");
         let spec = WorkerSpec {
@@ -229,13 +226,10 @@ mod tests {
 
     #[test]
     fn codex_gets_mcp_servers_as_config_overrides_and_only_the_browser() {
-        let dir = tempfile::tempdir().unwrap();
-        let cfg = dir.path().join("mcp.json");
-        std::fs::write(
-            &cfg,
+        let (dir, cfg) = leopold_tests::temp_file(
+            "mcp.json",
             r#"{"mcpServers":{"browser":{"command":"/opt/pw \"mcp\"","args":["--config","a b.json"],"env":{"K":"v"}}}}"#,
-        )
-        .unwrap();
+        );
         let servers = read_mcp_config(&cfg).unwrap();
         let spec = WorkerSpec {
             kind: Harness::Codex,

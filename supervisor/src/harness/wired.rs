@@ -2,7 +2,7 @@
 //! it writes (shared by the engine, `wiring.rs`, and each wing's file format).
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +66,26 @@ pub struct WiredHandler {
     /// Exactly what `wire` would write now (same command, matcher, timeout, onFailure, alone in
     /// its group). False for a stale wiring, e.g. left by another leopold binary.
     pub current: bool,
+}
+
+impl WiredHandler {
+    /// The tagged handler of group `group` in `file`, as read there: the group's matcher and
+    /// the handler's command, when they are strings.
+    pub(crate) fn read(
+        file: &Path,
+        group: usize,
+        matcher: Option<&str>,
+        command: Option<&str>,
+        current: bool,
+    ) -> WiredHandler {
+        WiredHandler {
+            file: file.to_path_buf(),
+            group,
+            matcher: matcher.map(str::to_owned),
+            command: command.unwrap_or_default().to_owned(),
+            current,
+        }
+    }
 }
 
 /// Why wiring failed. Every variant names the file; nothing was written when one is returned,

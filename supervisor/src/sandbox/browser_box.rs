@@ -118,10 +118,7 @@ mod tests {
     #[test]
     fn installations_are_bound_by_their_package_folder_never_a_home() {
         assert_eq!(install_root(Path::new("/usr/bin/chromium")), None);
-        let dir = tempfile::tempdir().unwrap();
-        let pkg = dir.path().join("cache/pw/node_modules/@playwright/mcp");
-        std::fs::create_dir_all(&pkg).unwrap();
-        std::fs::write(pkg.join("cli.js"), "").unwrap();
+        let dir = leopold_tests::temp_tree(&[("cache/pw/node_modules/@playwright/mcp/cli.js", "")]);
         let bin = dir.path().join("cache/pw/node_modules/.bin");
         std::fs::create_dir_all(&bin).unwrap();
         std::os::unix::fs::symlink("../@playwright/mcp/cli.js", bin.join("playwright-mcp"))

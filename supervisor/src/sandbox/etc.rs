@@ -284,12 +284,9 @@ mod tests {
     #[test]
     fn root_only_files_are_found() {
         use std::os::unix::fs::PermissionsExt as _;
-        let dir = tempfile::tempdir().unwrap();
-        let secret = dir.path().join("shadow");
-        std::fs::write(&secret, "x").unwrap();
+        let dir = leopold_tests::temp_tree(&[("shadow", "x"), ("hosts", "x")]);
+        let (secret, open) = (dir.path().join("shadow"), dir.path().join("hosts"));
         std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o640)).unwrap();
-        let open = dir.path().join("hosts");
-        std::fs::write(&open, "x").unwrap();
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).unwrap();
         let private = dir.path().join("private");
         std::fs::create_dir(&private).unwrap();

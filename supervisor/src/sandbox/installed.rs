@@ -114,22 +114,23 @@ mod tests {
     /// platform package beside it, and secrets beside the prefix.
     #[test]
     fn only_the_harness_package_and_its_platform_package_are_bound() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = leopold_tests::temp_tree(&[
+            (
+                "node_modules/@openai/codex/package.json",
+                r#"{"name":"@openai/codex","optionalDependencies":{"@openai/codex-linux-x64":"1","@openai/codex-darwin-arm64":"1","../../evil":"1"}}"#,
+            ),
+            (
+                "node_modules/@openai/codex/bin/codex.js",
+                "#!/usr/bin/env node\n",
+            ),
+            ("node_modules/@openai/codex-linux-x64/package.json", "{}"),
+            (".env", "SECRET=1"),
+        ]);
         let nm = dir.path().join("node_modules");
         let pkg = nm.join("@openai/codex");
         let platform = nm.join("@openai/codex-linux-x64");
-        std::fs::create_dir_all(pkg.join("bin")).unwrap();
-        std::fs::create_dir_all(&platform).unwrap();
         std::fs::create_dir_all(nm.join(".bin")).unwrap();
-        std::fs::write(
-            pkg.join("package.json"),
-            r#"{"name":"@openai/codex","optionalDependencies":{"@openai/codex-linux-x64":"1","@openai/codex-darwin-arm64":"1","../../evil":"1"}}"#,
-        )
-        .unwrap();
-        std::fs::write(platform.join("package.json"), "{}").unwrap();
-        std::fs::write(pkg.join("bin/codex.js"), "#!/usr/bin/env node\n").unwrap();
         std::os::unix::fs::symlink("../@openai/codex/bin/codex.js", nm.join(".bin/codex")).unwrap();
-        std::fs::write(dir.path().join(".env"), "SECRET=1").unwrap();
 
         let got = installed_files(&nm.join(".bin/codex")).unwrap();
         let canon = |p: &Path| std::fs::canonicalize(p).unwrap();

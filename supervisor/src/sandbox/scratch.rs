@@ -44,14 +44,9 @@ fn remove_tree(parent: &std::os::fd::OwnedFd, name: std::ffi::CString) {
             let _ = rustix::fs::unlinkat(parent, name.as_c_str(), AtFlags::empty());
             continue;
         };
-        let Ok(entries) = rustix::fs::Dir::read_from(&dir) else {
+        let Some(names) = entry_names(&dir) else {
             continue;
         };
-        let names: Vec<std::ffi::CString> = entries
-            .flatten()
-            .map(|e| e.file_name().to_owned())
-            .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
-            .collect();
         for n in names {
             let is_dir = rustix::fs::statat(&dir, n.as_c_str(), AtFlags::SYMLINK_NOFOLLOW)
                 .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory);
@@ -91,17 +86,24 @@ fn dir_flags() -> rustix::fs::OFlags {
     OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY
 }
 
+/// The names in an open folder but `.` and `..`; `None` when it cannot be read. Names first:
+/// the folder is changed while it is read otherwise.
+fn entry_names(dir: &std::os::fd::OwnedFd) -> Option<Vec<std::ffi::CString>> {
+    let entries = rustix::fs::Dir::read_from(dir).ok()?;
+    Some(
+        entries
+            .flatten()
+            .map(|e| e.file_name().to_owned())
+            .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
+            .collect(),
+    )
+}
+
 fn clean_dir(dir: &std::os::fd::OwnedFd, depth: u32) {
     use rustix::fs::{AtFlags, FileType, Mode};
-    let Ok(entries) = rustix::fs::Dir::read_from(dir) else {
+    let Some(names) = entry_names(dir) else {
         return;
     };
-    // Names first: the folder is changed while it is read otherwise.
-    let names: Vec<std::ffi::CString> = entries
-        .flatten()
-        .map(|e| e.file_name().to_owned())
-        .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
-        .collect();
     for name in names {
         let Ok(st) = rustix::fs::statat(dir, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) else {
             continue;
@@ -215,10 +217,8 @@ mod tests {
 
     #[test]
     fn the_scratch_keeps_nothing_below_its_depth_and_no_link_at_any_depth() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, secret) = leopold_tests::temp_file("id_ed25519", "key");
         let scratch = dir.path().join("scratch");
-        let secret = dir.path().join("id_ed25519");
-        std::fs::write(&secret, "key").unwrap();
         // 200 levels, with a link, a FIFO and a file at the bottom and half way down.
         let mut deep = scratch.clone();
         for i in 0..200 {

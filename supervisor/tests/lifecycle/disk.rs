@@ -13,7 +13,7 @@ fn fsyncs(sb: &Sandbox, harness: &str) -> u64 {
         .env("__LEOPOLD_TIMINGS", &timings)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     let t: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&timings).unwrap()).unwrap();
     t["fsyncs"]

@@ -15,6 +15,19 @@ fn doctor(sb: &Sandbox) -> (i32, serde_json::Value) {
     (out.status.code().unwrap(), v)
 }
 
+/// The first finding of doctor's report that matches; the report in the panic otherwise.
+fn finding(
+    v: &serde_json::Value,
+    matches: impl Fn(&serde_json::Value) -> bool,
+) -> &serde_json::Value {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| matches(f))
+        .unwrap_or_else(|| panic!("no such finding: {v}"))
+}
+
 fn problems(v: &serde_json::Value) -> Vec<String> {
     v["findings"]
         .as_array()
@@ -45,12 +58,7 @@ fn doctor_finds_a_crashed_run_and_its_wiring_then_is_healthy_after_recover() {
     // While the run is live: the lock's holder is named, the wiring is not an orphan.
     let (code, v) = doctor(&sb);
     assert_eq!(code, 0, "{v}");
-    let lock = v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["check"] == "lock")
-        .unwrap();
+    let lock = finding(&v, |f| f["check"] == "lock");
     assert!(
         lock["message"]
             .as_str()
@@ -96,12 +104,7 @@ fn doctor_reports_a_claude_settings_file_claude_would_skip() {
     .unwrap();
     let (code, v) = doctor(&sb);
     assert_eq!(code, 1);
-    let f = v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["check"] == "settings" && f["status"] == "problem")
-        .unwrap();
+    let f = finding(&v, |f| f["check"] == "settings" && f["status"] == "problem");
     assert!(
         f["message"].as_str().unwrap().contains("permissions.allow"),
         "{f}"
@@ -137,24 +140,14 @@ fn doctor_says_when_claudes_on_failure_is_not_honoured() {
             .output()
             .unwrap();
         let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
-        let f = v["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["check"] == "on_failure")
-            .unwrap_or_else(|| panic!("{v}"));
+        let f = finding(&v, |f| f["check"] == "on_failure");
         assert_eq!(f["status"] == "problem", want_problem, "{version}: {f}");
         assert_eq!(
             out.status.code(),
             Some(if want_problem { 1 } else { 0 }),
             "{version}: {v}"
         );
-        let binary = v["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["scope"] == "claude" && f["check"] == "binary")
-            .unwrap();
+        let binary = finding(&v, |f| f["scope"] == "claude" && f["check"] == "binary");
         assert!(
             binary["message"]
                 .as_str()
@@ -173,12 +166,7 @@ fn doctor_says_when_claudes_on_failure_is_not_honoured() {
 fn doctor_reports_the_binary_statically_linked() {
     let sb = Sandbox::with_user_files();
     let (_, v) = doctor(&sb);
-    let linking = v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["scope"] == "leopold" && f["check"] == "linking")
-        .unwrap_or_else(|| panic!("no leopold/linking finding: {v}"));
+    let linking = finding(&v, |f| f["scope"] == "leopold" && f["check"] == "linking");
     // The wrapper's test: set and not empty.
     let expected = if std::env::var_os("LEOPOLD_DYNAMIC_LINK").is_some_and(|v| !v.is_empty()) {
         "note"
@@ -214,7 +202,7 @@ fn a_crashed_codex_run_leaves_the_users_config_alone_and_an_older_orphan_is_stil
     assert!(problems(&v).contains(&"codex/wired".to_owned()), "{v}");
 
     let out = sb.recover();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     let said = stdout(&out);
     assert_has(&said, "crashed run");
     assert_has(&said, "orphaned guard wiring");
@@ -248,13 +236,7 @@ fn during_a_boxed_claude_run_a_tagged_handler_in_the_project_is_not_called_the_r
     assert_eq!(wire.status.code(), Some(0), "{}", stderr(&wire));
     let mut child = sb.spawn_paused("claude", "launched");
     let (_, v) = doctor(&sb);
-    let wired = v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["scope"] == "claude" && f["check"] == "wired")
-        .unwrap()
-        .clone();
+    let wired = finding(&v, |f| f["scope"] == "claude" && f["check"] == "wired").clone();
     // Wired by hand, and the boxed run's ACTIVE.json names no file of the project's: a note.
     assert_eq!(wired["status"], "note", "{wired}");
     assert!(
@@ -313,7 +295,7 @@ fn what_loosens_a_bound_is_said_by_doctor_and_by_every_run() {
         .run_cmd("claude", &["--", "--model", "secret-model-name"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     let e = stderr(&out);
     let warnings: Vec<&str> = e
         .lines()

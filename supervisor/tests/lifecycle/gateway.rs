@@ -185,53 +185,35 @@ fn tools_off_the_list_and_malformed_messages_are_refused() {
          @exit 0\n",
     );
     let out = run(&sb, "codex", &[]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_exit_code(&out, 1);
     assert!(browser.seen().is_empty(), "{:?}", browser.seen());
     assert_eq!(
         sb.run_json()["end"]["reason"],
         "the gateway's record disagrees with the harness's stream: the gateway denied a `mcp__browser__navigate` call (gateway_unjudgeable) that the harness's stream never showed"
     );
     let r = sb.results_lines();
-    assert!(
-        r[0]["text"]
-            .as_str()
-            .unwrap()
-            .ends_with("(reason: tool_not_listed)"),
-        "{}",
-        r[0]
-    );
-    assert!(
-        r[1]["text"]
-            .as_str()
-            .unwrap()
-            .ends_with("(reason: tool_not_listed)"),
-        "{}",
-        r[1]
-    );
-    assert!(
-        r[2]["answer"]["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("refused"),
-        "{}",
-        r[2]
-    );
-    assert!(
-        r[3]["answer"]["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .ends_with("(reason: gateway_unjudgeable)"),
-        "{}",
-        r[3]
-    );
-    assert!(
-        r[4]["answer"]["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("does not pass on"),
-        "{}",
-        r[4]
-    );
+    // Each result line's text at `pointer`: ending with `want`, or (`anywhere`) holding it.
+    for (i, pointer, want, anywhere) in [
+        (0, "/text", "(reason: tool_not_listed)", false),
+        (1, "/text", "(reason: tool_not_listed)", false),
+        (2, "/answer/error/message", "refused", true),
+        (
+            3,
+            "/answer/result/content/0/text",
+            "(reason: gateway_unjudgeable)",
+            false,
+        ),
+        (4, "/answer/error/message", "does not pass on", true),
+    ] {
+        let text = r[i].pointer(pointer).and_then(|t| t.as_str());
+        let text = text.unwrap_or_else(|| panic!("no {pointer}: {}", r[i]));
+        let found = if anywhere {
+            text.contains(want)
+        } else {
+            text.ends_with(want)
+        };
+        assert!(found, "{}", r[i]);
+    }
     // The roots the stub could have asked for are the gateway's to answer: the worker's client
     // was never asked.
     assert!(r.iter().all(|x| x
@@ -277,7 +259,7 @@ fn a_notification_call_and_a_reused_id_never_reach_the_server_and_are_recorded()
     let out = run(&sb, "codex", &[]);
     // The one call forwarded was sent behind the harness's stream: the records disagree, which
     // is a violation of its own.
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_exit_code(&out, 1);
     assert_has(&stderr(&out), "does not show with those arguments");
     let seen = browser.seen();
     assert_eq!(seen.len(), 1, "{seen:?}");
@@ -351,7 +333,7 @@ fn the_runs_connections_share_one_server_process() {
         ),
     ]));
     let out = run(&sb, "codex", &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     let calls = browser.calls();
     assert_eq!(calls.len(), 3, "{calls:?}");
     let pids: std::collections::BTreeSet<u64> =
@@ -385,7 +367,7 @@ fn a_filename_outside_the_output_folder_is_refused() {
         serde_json::json!({"selector": "#q", "text": "x", "filename": "../../../../run.sh"}),
     ));
     let out = run(&sb, "codex", &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     assert!(browser.seen().is_empty(), "{:?}", browser.seen());
     for r in sb.results_lines() {
         assert!(
@@ -443,7 +425,7 @@ fn a_forged_stream_with_the_same_tool_counts_is_a_violation() {
         "codex",
         &["--json", "--junit", junit.to_str().unwrap()],
     );
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_exit_code(&out, 1);
     // The witness: the server was asked for /checkout/pay, once; the journal says `/`.
     let seen = browser.seen();
     assert_eq!(seen.len(), 1, "{seen:?}");
@@ -599,7 +581,7 @@ fn a_sigkilled_supervisor_takes_the_gateways_servers_with_it() {
         !alive(shells[0])
     });
     let out = sb.recover();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     wait_for(5, "nothing of the run left", || {
         processes_of_run(&run_id).is_empty()
     });

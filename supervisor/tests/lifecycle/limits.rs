@@ -107,12 +107,12 @@ fn the_scratch_holds_the_worker_files_and_leopolds_own_under_its_size() {
     let sb = Sandbox::scripted(
         "@sh head -c 1M /dev/zero > \"$HOME/small\" && test -s \"$HOME/small\" && test -f \"$HOME/.codex/config.toml\"\n@exit 0\n",
     );
-    let out = sb
-        .run_cmd("codex", &["--max-scratch", "64MiB"])
-        .env("MOCK_API_KEY", "none")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = sb.run_with_env(
+        "codex",
+        &["--max-scratch", "64MiB"],
+        &[("MOCK_API_KEY", "none")],
+    );
+    assert_exit_code(&out, 0);
     assert_eq!(
         sb.results_lines()[0]["ok"],
         true,
@@ -205,12 +205,9 @@ fn a_harness_kept_in_the_home_folder_brings_no_secret_into_the_box() {
         .env("ANTHROPIC_API_KEY", "the-key")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let reads: Vec<_> = sb
-        .results_lines()
-        .into_iter()
-        .filter(|r| r["op"] == "read")
-        .collect();
+    assert_exit_code(&out, 0);
+    let results = sb.results_lines();
+    let reads = results_for(&results, "read");
     assert_eq!(reads.len(), 3, "{reads:?}");
     assert_eq!(
         reads[0]["ok"], false,

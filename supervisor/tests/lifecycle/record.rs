@@ -47,7 +47,7 @@ fn replay_summary(sb: &Sandbox, run_dir: &Path, extra: &[&str]) -> (i32, serde_j
 fn the_head_in_run_json_run_ended_and_replay_is_one_and_tampering_fails_replay() {
     let sb = Sandbox::scripted(&three_navigations());
     let out = sb.run_cmd("claude", &["--json"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     let ended: serde_json::Value = stdout(&out)
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())

@@ -215,7 +215,7 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
 fn json_mode_prints_one_object_per_line_and_quiet_only_the_summary() {
     let sb = Sandbox::scripted(&clean_claude_script());
     let out = sb.run_cmd("claude", &["--json"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     let events: Vec<serde_json::Value> = stdout(&out)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -322,16 +322,21 @@ fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_c
     assert_has(&stdout(&out), "blocked");
 }
 
-#[test]
-fn a_settings_file_wiring_refuses_stops_the_run_with_exit_2_and_leaves_it_byte_for_byte() {
-    // Only a `--no-contain` run edits the project's settings file (a boxed one passes the guard
-    // with `--settings`: `a_boxed_claude_run_leaves_a_settings_file_it_could_not_wire_alone`).
-    let sb = Sandbox::unboxed();
+/// A project settings file the wiring refuses to edit: not JSON.
+fn write_unwirable_settings(sb: &Sandbox) {
     std::fs::write(
         sb.project.join(".claude/settings.json"),
         "{\"hooks\": [1, 2,\n",
     )
     .unwrap();
+}
+
+#[test]
+fn a_settings_file_wiring_refuses_stops_the_run_with_exit_2_and_leaves_it_byte_for_byte() {
+    // Only a `--no-contain` run edits the project's settings file (a boxed one passes the guard
+    // with `--settings`: `a_boxed_claude_run_leaves_a_settings_file_it_could_not_wire_alone`).
+    let sb = Sandbox::unboxed();
+    write_unwirable_settings(&sb);
     sb.set_script("@exit 0\n");
     let before = sb.snapshot();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
@@ -352,11 +357,7 @@ fn a_settings_file_wiring_refuses_stops_the_run_with_exit_2_and_leaves_it_byte_f
 #[test]
 fn a_boxed_claude_run_leaves_a_settings_file_it_could_not_wire_alone() {
     let sb = Sandbox::with_user_files();
-    std::fs::write(
-        sb.project.join(".claude/settings.json"),
-        "{\"hooks\": [1, 2,\n",
-    )
-    .unwrap();
+    write_unwirable_settings(&sb);
     sb.set_script(&clean_claude_script());
     let before = sb.snapshot();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
@@ -436,7 +437,7 @@ fn a_claude_stuck_on_version_does_not_hold_the_run() {
     let gs = std::fs::read_to_string(active["guard_settings"].as_str().unwrap()).unwrap();
     assert_has(&gs, "\"onFailure\": \"block\"");
     let out = wait_output(child, 30);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     assert!(
         started.elapsed() < std::time::Duration::from_secs(60),
         "the run waited {:?} for `claude --version`",
@@ -475,7 +476,7 @@ fn verbose_traces_each_step_on_stderr_and_keeps_json_stdout_clean() {
         .env_remove("RUST_LOG")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     for line in stdout(&out).lines() {
         assert!(
             serde_json::from_str::<serde_json::Value>(line).is_ok(),
@@ -524,7 +525,7 @@ fn a_settings_file_an_ended_run_left_is_swept_by_recover_and_not_by_every_run_st
     std::fs::write(&stale, "{}\n").unwrap();
     sb.set_script("@exit 0\n");
     let out = sb.run_cmd("claude", &[]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     assert!(stale.exists(), "a run's start read an earlier run's folder");
     let rec = sb.recover();
     assert_eq!(rec.status.code(), Some(0), "{}", stderr(&rec));

@@ -14,6 +14,12 @@ fn spawn_until_working(sb: &Sandbox, cmd: &mut std::process::Command) -> std::pr
     child
 }
 
+/// `persona run` of the sandbox's flow under `harness`, stdout and stderr each to a new `out`,
+/// returned once its worker runs ([`spawn_until_working`]).
+fn spawn_run_until_working(sb: &Sandbox, harness: &str, out: fn() -> Stdio) -> std::process::Child {
+    spawn_until_working(sb, sb.run_cmd(harness, &[]).stdout(out()).stderr(out()))
+}
+
 fn assert_clean_after(
     sb: &Sandbox,
     before: &std::collections::BTreeMap<std::path::PathBuf, Vec<u8>>,
@@ -108,12 +114,7 @@ fn an_irreversible_click_stops_a_worker_that_ignores_sigterm_exit_1() {
 fn sigint_during_a_run_cleans_up_fully() {
     let sb = Sandbox::scripted("@grandchild 60\n@sleep 60000\n");
     let before = sb.snapshot();
-    let child = spawn_until_working(
-        &sb,
-        sb.run_cmd("claude", &[])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped()),
-    );
+    let child = spawn_run_until_working(&sb, "claude", Stdio::piped);
     wait_for(5, "the grandchild", || sb.grandchild_record().exists());
     let g = sb.grandchild_pid().expect("the grandchild's pid");
     signal(child.id(), "INT");
@@ -131,12 +132,7 @@ fn sigterm_and_sighup_clean_up_too() {
     for sig in ["TERM", "HUP"] {
         let sb = Sandbox::scripted("@sleep 60000\n");
         let before = sb.snapshot();
-        let child = spawn_until_working(
-            &sb,
-            sb.run_cmd("codex", &[])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null()),
-        );
+        let child = spawn_run_until_working(&sb, "codex", Stdio::null);
         signal(child.id(), sig);
         let out = wait_output(child, 15);
         assert_eq!(out.status.code(), Some(3), "SIG{sig}");
@@ -152,7 +148,7 @@ fn a_timeout_stops_the_worker_exit_3() {
         .run_cmd("claude", &["--timeout", "300ms"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_exit_code(&out, 3);
     assert_clean_after(&sb, &before);
     assert_eq!(sb.run_json()["end"]["outcome"], "timed_out");
 }
@@ -162,7 +158,7 @@ fn a_crashing_worker_is_exit_3_and_cleaned_up() {
     let sb = Sandbox::scripted("not json at all\n@crash\n");
     let before = sb.snapshot();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_exit_code(&out, 3);
     assert_clean_after(&sb, &before);
     let rj = sb.run_json();
     assert_eq!(rj["end"]["outcome"], "worker_failed");
@@ -179,7 +175,7 @@ fn a_grandchild_holding_stdout_after_the_worker_exits_is_killed() {
     let before = sb.snapshot();
     let t = Instant::now();
     let out = sb.run_cmd("claude", &[]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     assert!(t.elapsed() < Duration::from_secs(10));
     assert_clean_after(&sb, &before);
     let g = sb.grandchild_pid().expect("the grandchild's pid");
@@ -228,7 +224,7 @@ fn an_overlong_stream_line_is_skipped_and_noted_and_the_run_goes_on() {
         claude_tool_ok("t1")
     ));
     let out = sb.run_cmd("claude", &[]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit_code(&out, 0);
     let rj = sb.run_json();
     assert_eq!(rj["end"]["counts"]["unreadable_lines"], 1);
     assert_eq!(rj["end"]["counts"]["actions"], 1);

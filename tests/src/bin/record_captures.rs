@@ -101,12 +101,7 @@ fn env_file(var: &str) -> anyhow::Result<PathBuf> {
 }
 
 fn write(out: &Path, name: &str, text: &str) -> anyhow::Result<()> {
-    for needle in [
-        "leopold-e2e-",
-        "/root/",
-        "/work/",
-        "scripted-model-no-secret",
-    ] {
+    for needle in leopold_tests::UNSCRUBBED {
         ensure!(!text.contains(needle), "{name} still holds {needle:?}");
     }
     let path = out.join(name);

@@ -286,26 +286,6 @@ fn the_guard_denies_evaluate_and_a_misleading_click(harness: Harness) {
     assert!(denied >= 1, "{journal:?}");
 }
 
-#[test]
-fn claude_allowed_navigation_loads() {
-    allowed_navigation_loads(Harness::Claude);
-}
-
-#[test]
-fn codex_allowed_navigation_loads() {
-    allowed_navigation_loads(Harness::Codex);
-}
-
-#[test]
-fn claude_ways_out_are_refused_by_the_browser() {
-    ways_out_are_refused_by_the_browser(Harness::Claude);
-}
-
-#[test]
-fn codex_ways_out_are_refused_by_the_browser() {
-    ways_out_are_refused_by_the_browser(Harness::Codex);
-}
-
 /// Issue #22: every gesture that can activate "Place order" is judged like a click on it, in
 /// real Chromium on both harnesses: a key on the focused button (Tab onto it, then Space or
 /// Enter), a drag from or onto it, an option chosen in it, a field of it ticked. The app's log is
@@ -375,26 +355,6 @@ fn every_gesture_on_place_order_is_denied(harness: Harness) {
             .any(|a| a["tool"] == "mcp__browser__browser_press_key" && a["outcome"] == "completed"),
         "{journal:?}"
     );
-}
-
-#[test]
-fn claude_every_gesture_on_place_order_is_denied() {
-    every_gesture_on_place_order_is_denied(Harness::Claude);
-}
-
-#[test]
-fn codex_every_gesture_on_place_order_is_denied() {
-    every_gesture_on_place_order_is_denied(Harness::Codex);
-}
-
-#[test]
-fn claude_guard_denies_evaluate_and_a_misleading_click() {
-    the_guard_denies_evaluate_and_a_misleading_click(Harness::Claude);
-}
-
-#[test]
-fn codex_guard_denies_evaluate_and_a_misleading_click() {
-    the_guard_denies_evaluate_and_a_misleading_click(Harness::Codex);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -646,26 +606,6 @@ fn codex_guard_moved_away_the_gateway_still_refuses_the_browser_calls() {
     assert!(model.received("(reason: irreversible_label)"), "{run}");
 }
 
-#[test]
-fn claude_gateway_offers_only_listed_tools_and_no_webmcp() {
-    the_gateway_offers_only_listed_tools_and_no_webmcp(Harness::Claude);
-}
-
-#[test]
-fn codex_gateway_offers_only_listed_tools_and_no_webmcp() {
-    the_gateway_offers_only_listed_tools_and_no_webmcp(Harness::Codex);
-}
-
-#[test]
-fn claude_a_filename_aimed_at_the_project_is_refused() {
-    a_filename_aimed_at_the_project_is_refused(Harness::Claude);
-}
-
-#[test]
-fn codex_a_filename_aimed_at_the_project_is_refused() {
-    a_filename_aimed_at_the_project_is_refused(Harness::Codex);
-}
-
 /// The snapshot text Playwright MCP gives for the staging app's WebMCP page, driven directly
 /// (no Leopold), with `extra` arguments.
 fn webmcp_page_snapshot(extra: &[&str]) -> Option<String> {
@@ -756,4 +696,23 @@ fn the_webmcp_page_registers_a_tool_unless_webmcp_is_off() {
         !off.contains("webmcp tool") && !off.contains("place_order"),
         "{off}"
     );
+}
+
+per_harness! {
+    allowed_navigation_loads => claude_allowed_navigation_loads, codex_allowed_navigation_loads;
+    ways_out_are_refused_by_the_browser =>
+        claude_ways_out_are_refused_by_the_browser,
+        codex_ways_out_are_refused_by_the_browser;
+    every_gesture_on_place_order_is_denied =>
+        claude_every_gesture_on_place_order_is_denied,
+        codex_every_gesture_on_place_order_is_denied;
+    the_guard_denies_evaluate_and_a_misleading_click =>
+        claude_guard_denies_evaluate_and_a_misleading_click,
+        codex_guard_denies_evaluate_and_a_misleading_click;
+    the_gateway_offers_only_listed_tools_and_no_webmcp =>
+        claude_gateway_offers_only_listed_tools_and_no_webmcp,
+        codex_gateway_offers_only_listed_tools_and_no_webmcp;
+    a_filename_aimed_at_the_project_is_refused =>
+        claude_a_filename_aimed_at_the_project_is_refused,
+        codex_a_filename_aimed_at_the_project_is_refused;
 }

@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use leopold_tests::adversary::{
-    beats, detached, edits, heartbeat, mark_done, network_spellings, shell, CONTROL,
+    beats, detached, edits, heartbeat, mark_done, network_spellings, shell, shells, CONTROL,
 };
 use leopold_tests::script::{Script, ToolCall, Turn};
 use leopold_tests::staging::{browser_args, call, nav, require_browser, shop_flow, StagingApp};
@@ -212,16 +212,6 @@ fn scenario_network(h: Harness) {
     assert_contained(&bw.w, &before, watch, None, &run);
 }
 
-#[test]
-fn b1_claude_with_the_real_browser_the_shells_network_and_a_raw_post_get_nowhere() {
-    scenario_network(Harness::Claude);
-}
-
-#[test]
-fn b1_codex_with_the_real_browser_the_shells_network_and_a_raw_post_get_nowhere() {
-    scenario_network(Harness::Codex);
-}
-
 // ---------------------------------------------------------------------------------------------
 // B2: edits to the flow (the one the run walks, and the stub's), a project source file,
 // `.git/HEAD`, the harness configuration, hooks and dotfiles: every byte compared.
@@ -279,16 +269,6 @@ fn scenario_edits(h: Harness) {
     assert_contained(&bw.w, &before, watch, None, &run);
 }
 
-#[test]
-fn b2_claude_with_the_real_browser_edits_to_flow_sources_and_git_change_no_byte() {
-    scenario_edits(Harness::Claude);
-}
-
-#[test]
-fn b2_codex_with_the_real_browser_edits_to_flow_sources_and_git_change_no_byte() {
-    scenario_edits(Harness::Codex);
-}
-
 // ---------------------------------------------------------------------------------------------
 // B3: detached processes that would act after the run; when the run ends nothing of it is
 // left, the browser the gateway started outside the box included.
@@ -298,12 +278,7 @@ fn scenario_detached(h: Harness) {
     let m2 = marker.clone();
     let Some(bw) = BrowserWorld::new(
         h,
-        move |f, _, _| {
-            detached(f, &m2, "beat")
-                .iter()
-                .map(|c| shell(h, c))
-                .collect()
-        },
+        move |f, _, _| shells(h, &detached(f, &m2, "beat")),
         // A last call a second later: every detached process has started by then.
         vec![Turn {
             calls: vec![shell(h, CONTROL)],
@@ -333,16 +308,6 @@ fn scenario_detached(h: Harness) {
     );
     assert_no_browser_left(&watch, &bw, "1.5 s after the run");
     assert_contained(&bw.w, &before, watch, Some(&marker), &run);
-}
-
-#[test]
-fn b3_claude_with_the_real_browser_nothing_outlives_the_run() {
-    scenario_detached(Harness::Claude);
-}
-
-#[test]
-fn b3_codex_with_the_real_browser_nothing_outlives_the_run() {
-    scenario_detached(Harness::Codex);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -611,4 +576,16 @@ fn b5_claude_with_the_real_browser_supervisor_sigkilled_mid_browser_call_leaves_
 #[test]
 fn b5_codex_with_the_real_browser_supervisor_sigkilled_mid_browser_call_leaves_no_browser() {
     scenario_sigkill(Harness::Codex, Mid::BrowserCall);
+}
+
+per_harness! {
+    scenario_network =>
+        b1_claude_with_the_real_browser_the_shells_network_and_a_raw_post_get_nowhere,
+        b1_codex_with_the_real_browser_the_shells_network_and_a_raw_post_get_nowhere;
+    scenario_edits =>
+        b2_claude_with_the_real_browser_edits_to_flow_sources_and_git_change_no_byte,
+        b2_codex_with_the_real_browser_edits_to_flow_sources_and_git_change_no_byte;
+    scenario_detached =>
+        b3_claude_with_the_real_browser_nothing_outlives_the_run,
+        b3_codex_with_the_real_browser_nothing_outlives_the_run;
 }

@@ -11,6 +11,14 @@ fn fixture(name: &str) -> (String, Vec<serde_json::Value>) {
     (text, read_jsonl(&path))
 }
 
+/// `field` of each MCP tool call item in a recorded Codex stream.
+fn codex_calls(name: &str, field: &str) -> Vec<String> {
+    let (_, lines) = fixture(name);
+    codex_mcp_tool_calls(&lines)
+        .map(|i| i[field].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
 #[test]
 fn recorded_streams_hold_no_machine_paths_or_keys() {
     for name in [
@@ -25,12 +33,7 @@ fn recorded_streams_hold_no_machine_paths_or_keys() {
     ] {
         let (text, lines) = fixture(name);
         assert!(!lines.is_empty(), "{name} is empty");
-        for needle in [
-            "leopold-e2e-",
-            "/work/",
-            "/root/",
-            "scripted-model-no-secret",
-        ] {
+        for needle in leopold_tests::UNSCRUBBED {
             assert!(!text.contains(needle), "{name} holds {needle:?}");
         }
     }
@@ -55,18 +58,12 @@ fn recorded_claude_stream_shows_five_guard_denials_and_two_allowed_calls() {
 
 #[test]
 fn recorded_codex_stream_shows_only_the_allowed_calls() {
-    let (_, lines) = fixture("fixtures/codex-checkout-guard-stream.jsonl");
-    let tools: Vec<&str> = codex_mcp_tool_calls(&lines)
-        .map(|i| i["tool"].as_str().unwrap_or(""))
-        .collect();
+    let tools = codex_calls("fixtures/codex-checkout-guard-stream.jsonl", "tool");
     assert_eq!(tools, ["navigate", "type"]);
 }
 
 #[test]
 fn recorded_codex_fail_open_stream_shows_every_call_completed() {
-    let (_, lines) = fixture("fixtures/codex-unrunnable-guard-stream.jsonl");
-    let statuses: Vec<&str> = codex_mcp_tool_calls(&lines)
-        .map(|i| i["status"].as_str().unwrap_or(""))
-        .collect();
+    let statuses = codex_calls("fixtures/codex-unrunnable-guard-stream.jsonl", "status");
     assert_eq!(statuses, vec!["completed"; 7]);
 }

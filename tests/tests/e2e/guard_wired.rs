@@ -180,17 +180,25 @@ fn assert_guard_events(o: &Outcome) {
     }
 }
 
-#[test]
-fn claude_with_leopold_guard_denies_every_checkout_trick_and_tells_the_model_why() {
-    let Some(o) = run_checkout(Harness::Claude, Hook::Leopold) else {
-        return;
-    };
+/// The checkout with Leopold's guard wired, bounded, its events checked, and the model told
+/// `told` (`None`: the CLI is not installed).
+fn guarded_checkout(harness: Harness, told: &str) -> Option<Outcome> {
+    let o = run_checkout(harness, Hook::Leopold)?;
     assert_checkout_bounded(&o, GUARD_REASON);
     assert_guard_events(&o);
+    assert!(o.model.received(told), "the model was not told {told:?}");
+    Some(o)
+}
+
+#[test]
+fn claude_with_leopold_guard_denies_every_checkout_trick_and_tells_the_model_why() {
     // The model reads the host, never the URL.
-    assert!(o.model.received(
-        "navigation to host \"evil.example\" is outside the domain allowlist of flow \"checkout\""
-    ));
+    let Some(o) = guarded_checkout(
+        Harness::Claude,
+        "navigation to host \"evil.example\" is outside the domain allowlist of flow \"checkout\"",
+    ) else {
+        return;
+    };
     assert!(o
         .model
         .received("PreToolUse:mcp__browser__click hook error"));
@@ -199,14 +207,12 @@ fn claude_with_leopold_guard_denies_every_checkout_trick_and_tells_the_model_why
 
 #[test]
 fn codex_with_leopold_guard_denies_every_checkout_trick_and_tells_the_model_why() {
-    let Some(o) = run_checkout(Harness::Codex, Hook::Leopold) else {
+    let Some(o) = guarded_checkout(
+        Harness::Codex,
+        "Tool call blocked by PreToolUse hook: Leopold persona guard: navigation to host \"prod-dashboard.example.org\"",
+    ) else {
         return;
     };
-    assert_checkout_bounded(&o, GUARD_REASON);
-    assert_guard_events(&o);
-    assert!(o.model.received(
-        "Tool call blocked by PreToolUse hook: Leopold persona guard: navigation to host \"prod-dashboard.example.org\""
-    ));
     let items = codex_mcp_tool_calls(&o.run.json_lines()).count();
     assert_eq!(items, 2, "{}", o.run);
     record(&o, "codex-checkout-guard-stream.jsonl");

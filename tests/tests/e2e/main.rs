@@ -21,6 +21,22 @@
 //! - `report`: a screenshot in real Chromium lands, embedded, in the run's report.html.
 //! - `two_projects`: two Codex runs in two projects sharing one user `CODEX_HOME` (issue #12).
 
+/// A test per harness, each calling one scenario with its harness: `scenario => claude_test,
+/// codex_test;`, the names as the tests are listed.
+macro_rules! per_harness {
+    ($($scenario:path => $claude:ident, $codex:ident;)*) => {$(
+        #[test]
+        fn $claude() {
+            $scenario(leopold_tests::Harness::Claude);
+        }
+
+        #[test]
+        fn $codex() {
+            $scenario(leopold_tests::Harness::Codex);
+        }
+    )*};
+}
+
 mod browser;
 mod catalogue;
 mod contained;

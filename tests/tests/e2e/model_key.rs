@@ -81,12 +81,8 @@ fn scenario(h: Harness) {
     }
 }
 
-#[test]
-fn claude_gets_its_key_from_the_relay_not_the_box() {
-    scenario(Harness::Claude);
-}
-
-#[test]
-fn codex_gets_its_key_from_the_relay_not_the_box() {
-    scenario(Harness::Codex);
+per_harness! {
+    scenario =>
+        claude_gets_its_key_from_the_relay_not_the_box,
+        codex_gets_its_key_from_the_relay_not_the_box;
 }

@@ -324,26 +324,6 @@ fn scenario_checkout_json(h: Harness) {
     assert_replay_head(&w, &head);
 }
 
-#[test]
-fn s1_claude_json_run_ended_carries_the_journal_hash_replay_recomputes() {
-    scenario_checkout_json(Harness::Claude);
-}
-
-#[test]
-fn s1_codex_json_run_ended_carries_the_journal_hash_replay_recomputes() {
-    scenario_checkout_json(Harness::Codex);
-}
-
-#[test]
-fn s1_claude_checkout_through_persona_run_is_bounded_journaled_and_clean() {
-    scenario_checkout(Harness::Claude);
-}
-
-#[test]
-fn s1_codex_checkout_through_persona_run_is_bounded_journaled_and_clean() {
-    scenario_checkout(Harness::Codex);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Helpers for the mid-run scenarios.
 
@@ -529,16 +509,6 @@ fn scenario_guard_moved_away(h: Harness) {
     w.assert_cleaned_up(&before);
 }
 
-#[test]
-fn s2_claude_guard_moved_away_mid_run_blocks_every_later_call() {
-    scenario_guard_moved_away(Harness::Claude);
-}
-
-#[test]
-fn s2_codex_guard_moved_away_mid_run_fails_open_and_the_gateway_refuses_every_later_call() {
-    scenario_guard_moved_away(Harness::Codex);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Scenario 3: an invalid project `.claude/settings.json`.
 
@@ -669,16 +639,6 @@ fn scenario_crash(h: Harness) {
     assert_eq!(w.browser.calls().len(), 1);
 }
 
-#[test]
-fn s4_claude_supervisor_sigkill_worker_dies_and_recover_restores_every_byte() {
-    scenario_crash(Harness::Claude);
-}
-
-#[test]
-fn s4_codex_supervisor_sigkill_worker_dies_and_recover_restores_every_byte() {
-    scenario_crash(Harness::Codex);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Scenario 5: a second run while one is active.
 
@@ -725,12 +685,20 @@ fn scenario_busy(h: Harness) {
     );
 }
 
-#[test]
-fn s5_claude_second_run_while_active_exits_4_and_changes_nothing() {
-    scenario_busy(Harness::Claude);
-}
-
-#[test]
-fn s5_codex_second_run_while_active_exits_4_and_changes_nothing() {
-    scenario_busy(Harness::Codex);
+per_harness! {
+    scenario_checkout_json =>
+        s1_claude_json_run_ended_carries_the_journal_hash_replay_recomputes,
+        s1_codex_json_run_ended_carries_the_journal_hash_replay_recomputes;
+    scenario_checkout =>
+        s1_claude_checkout_through_persona_run_is_bounded_journaled_and_clean,
+        s1_codex_checkout_through_persona_run_is_bounded_journaled_and_clean;
+    scenario_guard_moved_away =>
+        s2_claude_guard_moved_away_mid_run_blocks_every_later_call,
+        s2_codex_guard_moved_away_mid_run_fails_open_and_the_gateway_refuses_every_later_call;
+    scenario_crash =>
+        s4_claude_supervisor_sigkill_worker_dies_and_recover_restores_every_byte,
+        s4_codex_supervisor_sigkill_worker_dies_and_recover_restores_every_byte;
+    scenario_busy =>
+        s5_claude_second_run_while_active_exits_4_and_changes_nothing,
+        s5_codex_second_run_while_active_exits_4_and_changes_nothing;
 }

@@ -78,12 +78,8 @@ fn screenshot_lands_in_the_report(harness: Harness) {
     );
 }
 
-#[test]
-fn claude_screenshot_lands_in_the_report() {
-    screenshot_lands_in_the_report(Harness::Claude);
-}
-
-#[test]
-fn codex_screenshot_lands_in_the_report() {
-    screenshot_lands_in_the_report(Harness::Codex);
+per_harness! {
+    screenshot_lands_in_the_report =>
+        claude_screenshot_lands_in_the_report,
+        codex_screenshot_lands_in_the_report;
 }

@@ -314,16 +314,7 @@ fn page_script_requests_are_judged(harness: Harness) {
     );
     assert_eq!(d.orders(), 0, "{seen:?}");
     assert!(!seen.iter().any(|(m, _)| m == "DELETE"), "{seen:?}");
-    let refused: Vec<(String, String)> = d
-        .refusals()
-        .iter()
-        .map(|r| {
-            (
-                r["method"].as_str().unwrap().to_owned(),
-                r["rule"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let refused = leopold_tests::string_pairs(&d.refusals(), "method", "rule");
     assert!(
         refused.contains(&("DELETE".into(), "builtin deletion: method DELETE".into())),
         "{refused:?}"
@@ -338,16 +329,6 @@ fn page_script_requests_are_judged(harness: Harness) {
     assert!(to_confirm("POST") >= 2, "{refused:?}");
     assert!(to_confirm("GET") >= 1, "{refused:?}");
     assert_eq!(d.run.status.code(), Some(0), "{}", d.run);
-}
-
-#[test]
-fn claude_page_script_requests_are_judged() {
-    page_script_requests_are_judged(Harness::Claude);
-}
-
-#[test]
-fn codex_page_script_requests_are_judged() {
-    page_script_requests_are_judged(Harness::Codex);
 }
 
 /// https staging: the page loads through the proxy's tunnel (the app's log has it, as
@@ -386,16 +367,6 @@ fn https_staging_is_judged_inside_the_tunnel(harness: Harness) {
         return;
     };
     assert_eq!(c.orders(), 1, "{:?}\n{}", c.seen(), c.run);
-}
-
-#[test]
-fn claude_https_staging_is_judged_inside_the_tunnel() {
-    https_staging_is_judged_inside_the_tunnel(Harness::Claude);
-}
-
-#[test]
-fn codex_https_staging_is_judged_inside_the_tunnel() {
-    https_staging_is_judged_inside_the_tunnel(Harness::Codex);
 }
 
 /// Counts the datagrams a UDP socket receives within `wait`.
@@ -467,4 +438,13 @@ fn webrtc_udp_has_no_way_out_of_the_browsers_box() {
     );
     assert_eq!(leaked, 0, "datagrams left the browser's box\n{}", d.run);
     assert_eq!(d.run.status.code(), Some(0), "{}", d.run);
+}
+
+per_harness! {
+    page_script_requests_are_judged =>
+        claude_page_script_requests_are_judged,
+        codex_page_script_requests_are_judged;
+    https_staging_is_judged_inside_the_tunnel =>
+        claude_https_staging_is_judged_inside_the_tunnel,
+        codex_https_staging_is_judged_inside_the_tunnel;
 }

@@ -78,81 +78,55 @@ fn parse_checked(file: &Path, text: &str) -> Result<(Value, Node), WiringError> 
              not defined)",
         )
     })?;
-    if root.members().is_none() {
-        return Err(malformed(
+    // A node of the wrong type: where it is, what it is and what was expected.
+    let wrong = |node: &Node, what: &str, expected: &str| {
+        malformed(
             file,
             text,
-            root.start,
-            format!("the top level is {}, expected an object", root.type_name()),
+            node.start,
+            format!("{what} is {}, expected {expected}", node.type_name()),
             FIX_BY_HAND,
-        ));
+        )
+    };
+    if root.members().is_none() {
+        return Err(wrong(&root, "the top level", "an object"));
     }
     let Some(hooks) = root.get("hooks") else {
         return Ok((value, root));
     };
     if hooks.members().is_none() {
-        return Err(malformed(
-            file,
-            text,
-            hooks.start,
-            format!("`hooks` is {}, expected an object", hooks.type_name()),
-            FIX_BY_HAND,
-        ));
+        return Err(wrong(hooks, "`hooks`", "an object"));
     }
     let Some(ptu) = hooks.get("PreToolUse") else {
         return Ok((value, root));
     };
     let Some(groups) = ptu.elements() else {
-        return Err(malformed(
-            file,
-            text,
-            ptu.start,
-            format!(
-                "`hooks.PreToolUse` is {}, expected an array of hook groups",
-                ptu.type_name()
-            ),
-            FIX_BY_HAND,
-        ));
+        return Err(wrong(ptu, "`hooks.PreToolUse`", "an array of hook groups"));
     };
     for (gi, g) in groups.iter().enumerate() {
         if g.members().is_none() {
-            return Err(malformed(
-                file,
-                text,
-                g.start,
-                format!(
-                    "`hooks.PreToolUse[{gi}]` is {}, expected an object with `matcher` and `hooks`",
-                    g.type_name()
-                ),
-                FIX_BY_HAND,
+            return Err(wrong(
+                g,
+                &format!("`hooks.PreToolUse[{gi}]`"),
+                "an object with `matcher` and `hooks`",
             ));
         }
         let Some(handlers) = g.get("hooks") else {
             continue;
         };
         let Some(handlers) = handlers.elements() else {
-            return Err(malformed(
-                file,
-                text,
-                handlers.start,
-                format!(
-                    "`hooks.PreToolUse[{gi}].hooks` is {}, expected an array of handlers",
-                    handlers.type_name()
-                ),
-                FIX_BY_HAND,
+            return Err(wrong(
+                handlers,
+                &format!("`hooks.PreToolUse[{gi}].hooks`"),
+                "an array of handlers",
             ));
         };
         for (hi, h) in handlers.iter().enumerate() {
             if h.members().is_none() {
-                return Err(malformed(
-                    file,
-                    text,
-                    h.start,
-                    format!(
-                        "`hooks.PreToolUse[{gi}].hooks[{hi}]` is {}, expected an object",
-                        h.type_name()
-                    ),
-                    FIX_BY_HAND,
+                return Err(wrong(
+                    h,
+                    &format!("`hooks.PreToolUse[{gi}].hooks[{hi}]`"),
+                    "an object",
                 ));
             }
         }
@@ -188,17 +162,13 @@ pub(in crate::harness) fn list(
         };
         for h in handlers.iter().filter(|h| is_tagged(h)) {
             let group_value: Option<Value> = serde_json::from_str(&text[g.start..g.end]).ok();
-            out.push(WiredHandler {
-                file: file.to_path_buf(),
-                group: gi,
-                matcher: g.get("matcher").and_then(Node::as_str).map(str::to_owned),
-                command: h
-                    .get("command")
-                    .and_then(Node::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                current: group_value.as_ref() == Some(&want),
-            });
+            out.push(WiredHandler::read(
+                file,
+                gi,
+                g.get("matcher").and_then(Node::as_str),
+                h.get("command").and_then(Node::as_str),
+                group_value.as_ref() == Some(&want),
+            ));
         }
     }
     Ok(out)

@@ -115,15 +115,19 @@ pub fn box_needs(codex_home: &Path, login: Option<PathBuf>) -> anyhow::Result<Ne
 mod tests {
     use super::*;
 
+    /// What a Codex home holding this `config.toml` needs of the box: the home, its config
+    /// file, and the needs.
+    fn needs_of(config: &str) -> (tempfile::TempDir, PathBuf, Needs) {
+        let (home, cfg) = leopold_tests::temp_file("config.toml", config);
+        let needs = box_needs(home.path(), None).unwrap();
+        (home, cfg, needs)
+    }
+
     #[test]
     fn codex_endpoint_comes_from_the_provider_and_passes_its_key() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("config.toml"),
+        let (_home, _, me) = needs_of(
             "model_provider = \"mock\"\n[model_providers.mock]\nbase_url = \"http://127.0.0.1:5555/v1\"\nenv_key = \"MOCK_API_KEY\"\n",
-        )
-        .unwrap();
-        let me = box_needs(dir.path(), None).unwrap();
+        );
         assert_eq!(
             me.endpoint,
             Endpoint::Loopback("127.0.0.1:5555".parse().unwrap())
@@ -133,14 +137,9 @@ mod tests {
 
     #[test]
     fn a_remote_provider_is_pointed_at_the_relay_in_the_runs_copy() {
-        let dir = tempfile::tempdir().unwrap();
-        let cfg = dir.path().join("config.toml");
-        std::fs::write(
-            &cfg,
+        let (_home, cfg, n) = needs_of(
             "# mine\nmodel_provider = \"corp\"\n[model_providers.corp]\nbase_url = \"https://llm.corp.example/openai/v1/\"\nenv_key = \"CORP_KEY\"\n",
-        )
-        .unwrap();
-        let n = box_needs(dir.path(), None).unwrap();
+        );
         assert_eq!(
             n.endpoint,
             Endpoint::Remote {

@@ -149,17 +149,13 @@ fn list_doc(file: &Path, doc: &DocumentMut, spec: &HookSpec) -> Vec<WiredHandler
     for (gi, g) in groups(doc).into_iter().enumerate() {
         let handlers = g.get("hooks").and_then(table_likes).unwrap_or_default();
         for h in handlers.into_iter().filter(|h| is_tagged(*h)) {
-            out.push(WiredHandler {
-                file: file.to_path_buf(),
-                group: gi,
-                matcher: g.get("matcher").and_then(Item::as_str).map(str::to_owned),
-                command: h
-                    .get("command")
-                    .and_then(Item::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                current: is_current(g, spec),
-            });
+            out.push(WiredHandler::read(
+                file,
+                gi,
+                g.get("matcher").and_then(Item::as_str),
+                h.get("command").and_then(Item::as_str),
+                is_current(g, spec),
+            ));
         }
     }
     out

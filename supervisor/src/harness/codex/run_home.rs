@@ -121,12 +121,12 @@ mod tests {
 
     #[test]
     fn the_copy_leaves_out_mcp_servers_and_keeps_every_other_byte() {
-        let dir = tempfile::tempdir().unwrap();
-        let user = dir.path().join("user");
-        std::fs::create_dir_all(&user).unwrap();
         let text = "model = \"m\" # mine\n\n[mcp_servers.github]\ncommand = \"gh-mcp\"\n\n[history]\npersistence = \"none\"\n";
-        std::fs::write(user.join("config.toml"), text).unwrap();
-        std::fs::write(user.join("auth.json"), "{\"token\":\"t\"}").unwrap();
+        let dir = leopold_tests::temp_tree(&[
+            ("user/config.toml", text),
+            ("user/auth.json", "{\"token\":\"t\"}"),
+        ]);
+        let user = dir.path().join("user");
         let run = dir.path().join("run/scratch/.codex");
         prepare_codex_home(&user, &run, true).unwrap();
         let copy = std::fs::read_to_string(run.join("config.toml")).unwrap();
@@ -167,8 +167,7 @@ mod tests {
 
     #[test]
     fn a_broken_user_config_is_refused_by_name() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("config.toml"), "model = [").unwrap();
+        let (dir, _) = leopold_tests::temp_file("config.toml", "model = [");
         let e = format!(
             "{:#}",
             prepare_codex_home(dir.path(), &dir.path().join("run"), false).unwrap_err()
