@@ -173,30 +173,38 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
         source: path.clone(),
     };
 
+    // A count within `range`, or an error naming the key, the range and what the count does.
+    let count = |n: i64, key: &str, range: std::ops::RangeInclusive<u32>, does: &str| {
+        u32::try_from(n)
+            .ok()
+            .filter(|n| range.contains(n))
+            .ok_or_else(|| {
+                key_err(
+                    key.into(),
+                    format!(
+                        "is {n}, not a count from {} to {}",
+                        range.start(),
+                        range.end()
+                    ),
+                    &format!("{does}; leave it out for the default, 5"),
+                )
+            })
+    };
     if let Some(n) = raw.max_denials_in_a_row {
-        flow.max_denials_in_a_row = u32::try_from(n)
-            .ok()
-            .filter(|n| (1..=10_000).contains(n))
-            .ok_or_else(|| {
-                key_err(
-                    "max_denials_in_a_row".into(),
-                    format!("is {n}, not a count from 1 to 10000"),
-                    "the number of denials in a row after which the run stops as `stuck`; leave it out for the default, 5",
-                )
-            })?;
+        flow.max_denials_in_a_row = count(
+            n,
+            "max_denials_in_a_row",
+            1..=10_000,
+            "the number of denials in a row after which the run stops as `stuck`",
+        )?;
     }
-
     if let Some(n) = raw.max_repeats {
-        flow.max_repeats = u32::try_from(n)
-            .ok()
-            .filter(|n| (2..=10_000).contains(n))
-            .ok_or_else(|| {
-                key_err(
-                    "max_repeats".into(),
-                    format!("is {n}, not a count from 2 to 10000"),
-                    "the number of times running the same allowed call on the same target stops the run as `looping`; leave it out for the default, 5",
-                )
-            })?;
+        flow.max_repeats = count(
+            n,
+            "max_repeats",
+            2..=10_000,
+            "the number of times running the same allowed call on the same target stops the run as `looping`",
+        )?;
     }
     for (i, entry) in raw.expect.reach.iter().enumerate() {
         let reach = crate::expect::parse_reach(entry)

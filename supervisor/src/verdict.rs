@@ -79,31 +79,23 @@ impl Seen {
     }
 }
 
-/// The verdict, in `run.json`'s `end.verdict` and `run_ended`.
+/// The verdict, in `run.json`'s `end.verdict` and `run_ended`. Every key is always there (an
+/// empty list, `0`, `null`), so that a reader needs no default of its own.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Verdict {
     /// The flow's `fail_on`.
     pub fail_on: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expectations: Vec<Expectation>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reported: Vec<Reported>,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    /// `report_finding` calls past [`MAX_REPORTED`].
     pub reported_not_kept: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish: Option<Finish>,
     /// Why the app failed the flow, whatever else happened: each finding at or above
     /// `fail_on`, and `finish` with the goal not reached.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed_by: Vec<String>,
     /// Each expectation unmet: a failure of the app for a run the persona saw through.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmet: Vec<String>,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 /// The verdict on what was seen, by the flow's `[expect]`.

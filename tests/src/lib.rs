@@ -283,6 +283,16 @@ pub fn temp_file(rel: &str, contents: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+/// The titles of the findings a run's `end` (run.json's) says the persona reported, in order.
+pub fn reported_titles(end: &Value) -> Vec<String> {
+    end["verdict"]["reported"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| f["title"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
 /// Reads a JSON-lines file; a missing file is an empty list (nothing was logged).
 ///
 /// Tests poll logs that live processes are still appending to, and a reader can see a write

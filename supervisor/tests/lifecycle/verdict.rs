@@ -26,12 +26,17 @@ fn script(calls: &[(&str, Value)]) -> String {
     s
 }
 
-fn run(sb: &Sandbox, harness: &str, extra: &[&str]) -> std::process::Output {
+/// `persona run` under `harness` with the stub browser as the worker's MCP server.
+fn run_cmd(sb: &Sandbox, harness: &str, extra: &[&str]) -> std::process::Command {
     let browser = sb.stub_browser("browser");
     let cfg = sb.write_claude_mcp_config(&browser).display().to_string();
     let mut args = vec!["--mcp-config", cfg.as_str()];
     args.extend_from_slice(extra);
-    sb.run_cmd(harness, &args).output().unwrap()
+    sb.run_cmd(harness, &args)
+}
+
+fn run(sb: &Sandbox, harness: &str, extra: &[&str]) -> std::process::Output {
+    run_cmd(sb, harness, extra).output().unwrap()
 }
 
 fn record(sb: &Sandbox) -> Vec<Value> {
@@ -125,7 +130,7 @@ fn a_finding_below_fail_on_is_kept_and_the_run_is_clean() {
     let v = &sb.run_json()["end"]["verdict"];
     assert_eq!(v["fail_on"], "blocker");
     assert_eq!(v["reported"][0]["title"], "Slow page");
-    assert!(v.get("failed_by").is_none(), "{v}");
+    assert_eq!(v["failed_by"], json!([]), "{v}");
 }
 
 /// `reach` is judged from the pages the server answered on, not from `finish`: a persona that
@@ -138,19 +143,24 @@ fn an_unmet_reach_fails_the_run_even_when_finish_says_the_goal_was_reached() {
         "finish",
         json!({"goal_reached": true, "summary": "Checked out."}),
     );
-    let sb = Sandbox::with_user_files();
-    flow_with(&sb, expect);
-    sb.set_script(&script(&[
-        (
-            "navigate",
-            json!({"url": "https://staging.example.com/cart"}),
-        ),
-        (
-            "navigate",
-            json!({"url": "https://staging.example.com/checkout/review/x"}),
-        ),
-        finish.clone(),
-    ]));
+    // The same walk, to the page given: `/checkout/review/x` is not the expected page.
+    let walk = |review: &str| {
+        let sb = Sandbox::with_user_files();
+        flow_with(&sb, expect);
+        sb.set_script(&script(&[
+            (
+                "navigate",
+                json!({"url": "https://staging.example.com/cart"}),
+            ),
+            (
+                "navigate",
+                json!({ "url": format!("https://staging.example.com{review}") }),
+            ),
+            finish.clone(),
+        ]));
+        sb
+    };
+    let sb = walk("/checkout/review/x");
     let out = run(&sb, "codex", &[]);
     assert_eq!(
         out.status.code(),
@@ -170,19 +180,7 @@ fn an_unmet_reach_fails_the_run_even_when_finish_says_the_goal_was_reached() {
         .collect();
     assert_eq!(reached, [json!(["/cart"])]);
 
-    let sb = Sandbox::with_user_files();
-    flow_with(&sb, expect);
-    sb.set_script(&script(&[
-        (
-            "navigate",
-            json!({"url": "https://staging.example.com/cart"}),
-        ),
-        (
-            "navigate",
-            json!({"url": "https://staging.example.com/checkout/review"}),
-        ),
-        finish,
-    ]));
+    let sb = walk("/checkout/review");
     let out = run(&sb, "codex", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
@@ -217,7 +215,7 @@ fn a_malformed_report_is_refused_and_not_kept() {
     let r = &sb.results_lines()[0];
     assert_eq!(r["is_error"], true, "{r}");
     assert_has(r["text"].as_str().unwrap(), "severity");
-    assert!(sb.run_json()["end"]["verdict"].get("reported").is_none());
+    assert_eq!(sb.run_json()["end"]["verdict"]["reported"], json!([]));
 }
 
 /// A run interrupted after two findings keeps both, and says the app failed: a finding stands
@@ -230,10 +228,7 @@ fn a_run_interrupted_after_two_findings_keeps_both() {
     let mut s = script(&[minor("Typo in header"), minor("Logo blurry")]);
     s = s.replace("@exit 0\n", "@sleep 30000\n@exit 0\n");
     sb.set_script(&s);
-    let browser = sb.stub_browser("browser");
-    let cfg = sb.write_claude_mcp_config(&browser).display().to_string();
-    let child = sb
-        .run_cmd("claude", &["--mcp-config", &cfg])
+    let child = run_cmd(&sb, "claude", &[])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -252,13 +247,10 @@ fn a_run_interrupted_after_two_findings_keeps_both() {
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let end = &sb.run_json()["end"];
     assert_eq!(end["outcome"], "interrupted");
-    let titles: Vec<&str> = end["verdict"]["reported"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["title"].as_str().unwrap())
-        .collect();
-    assert_eq!(titles, ["Typo in header", "Logo blurry"]);
+    assert_eq!(
+        leopold_tests::reported_titles(end),
+        ["Typo in header", "Logo blurry"]
+    );
 }
 
 /// In GitHub Actions the run is appended to the job summary and each finding at `fail_on` is an
@@ -277,10 +269,7 @@ fn in_github_actions_the_summary_and_annotations_name_each_failing_finding() {
     ]));
     let summary = sb.root.join("step-summary.md");
     std::fs::write(&summary, "earlier step\n").unwrap();
-    let browser = sb.stub_browser("browser");
-    let cfg = sb.write_claude_mcp_config(&browser).display().to_string();
-    let out = sb
-        .run_cmd("claude", &["--mcp-config", &cfg])
+    let out = run_cmd(&sb, "claude", &[])
         .env("GITHUB_ACTIONS", "true")
         .env("GITHUB_STEP_SUMMARY", &summary)
         .output()

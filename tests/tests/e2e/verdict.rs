@@ -205,13 +205,10 @@ fn an_interrupted_run_keeps_both_findings(h: Harness) {
     );
     let end = run_end(&s);
     assert_eq!(end["outcome"], "interrupted", "{end}");
-    let titles: Vec<&str> = end["verdict"]["reported"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["title"].as_str().unwrap())
-        .collect();
-    assert_eq!(titles, ["Logo is blurry", "Typo in footer"]);
+    assert_eq!(
+        leopold_tests::reported_titles(&end),
+        ["Logo is blurry", "Typo in footer"]
+    );
 }
 
 macro_rules! both {

@@ -279,44 +279,35 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_limit_hit_exits_5_unless_a_violation_came_first() {
+    /// A run the supervisor stopped as `stop` ends as `outcome` with `reason`, exit 5, unless a
+    /// violation came first.
+    fn stopped_with_exit_5(stop: &Stop, outcome: RunOutcome, reason: &str) {
         let killed = ExitStatus::from_raw(9);
-        let l = Stop::OverLimit("the worker's processes reached --max-procs 64".into());
-        let c = classify(&end(0, Some(&l), Some(&killed)));
+        let c = classify(&end(0, Some(stop), Some(&killed)));
         assert_eq!(
             (c.outcome, c.reason.as_deref(), c.cause),
-            (
-                RunOutcome::OverLimit,
-                Some("the worker's processes reached --max-procs 64"),
-                None
-            )
+            (outcome, Some(reason), None)
         );
-        assert_eq!(c.outcome.as_str(), "over_limit");
         assert_eq!(c.outcome.exit_code(), 5);
         assert_eq!(
-            classify(&end(1, Some(&l), Some(&killed))).outcome,
+            classify(&end(1, Some(stop), Some(&killed))).outcome,
             RunOutcome::Violated
         );
     }
 
     #[test]
+    fn a_limit_hit_exits_5_unless_a_violation_came_first() {
+        let why = "the worker's processes reached --max-procs 64";
+        stopped_with_exit_5(&Stop::OverLimit(why.into()), RunOutcome::OverLimit, why);
+        assert_eq!(RunOutcome::OverLimit.as_str(), "over_limit");
+    }
+
+    #[test]
     fn a_stuck_run_exits_5_unless_a_violation_came_first() {
-        let killed = ExitStatus::from_raw(15);
-        let st = Stop::Stuck("outside_allowlist".into(), 5);
-        let c = classify(&end(0, Some(&st), Some(&killed)));
-        assert_eq!(
-            (c.outcome, c.reason.as_deref(), c.cause),
-            (
-                RunOutcome::Stuck,
-                Some("stuck at a wall: outside_allowlist ×5"),
-                None
-            )
-        );
-        assert_eq!(c.outcome.exit_code(), 5);
-        assert_eq!(
-            classify(&end(1, Some(&st), Some(&killed))).outcome,
-            RunOutcome::Violated
+        stopped_with_exit_5(
+            &Stop::Stuck("outside_allowlist".into(), 5),
+            RunOutcome::Stuck,
+            "stuck at a wall: outside_allowlist ×5",
         );
     }
 
