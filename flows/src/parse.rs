@@ -245,16 +245,27 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
             flow.irreversible.forbid.push(parsed);
         }
     }
-    for (i, pat) in ir.click_labels.iter().enumerate() {
-        let re = crate::Pattern::new(pat, false).map_err(|e| {
-            key_err(
-                format!("irreversible.click_labels[{i}]"),
-                format!("is not a valid regex:\n{}", indented(&e)),
-                "use Rust regex syntax (https://docs.rs/regex); `(?i)` makes it case-insensitive",
-            )
-        })?;
-        flow.irreversible.click_labels.push(re);
-    }
+    // Each regex of a list key, checked now; an error names the key and the entry.
+    let patterns = |list: &[String], key: &str, whole: bool, hint: &str| {
+        list.iter()
+            .enumerate()
+            .map(|(i, pat)| {
+                crate::Pattern::new(pat, whole).map_err(|e| {
+                    key_err(
+                        format!("{key}[{i}]"),
+                        format!("is not a valid regex:\n{}", indented(&e)),
+                        hint,
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
+    flow.irreversible.click_labels = patterns(
+        &ir.click_labels,
+        "irreversible.click_labels",
+        false,
+        "use Rust regex syntax (https://docs.rs/regex); `(?i)` makes it case-insensitive",
+    )?;
     for (i, p) in ir.url_paths.iter().enumerate() {
         if !p.starts_with('/') || p.contains(['?', '#']) {
             return Err(key_err(
@@ -265,16 +276,12 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
         }
         flow.irreversible.url_paths.push(crate::normalize_path(p));
     }
-    for (i, pat) in ir.tools.iter().enumerate() {
-        let re = crate::Pattern::new(pat, true).map_err(|e| {
-            key_err(
-                format!("irreversible.tools[{i}]"),
-                format!("is not a valid regex:\n{}", indented(&e)),
-                "a tool-name regex matched against the whole name, e.g. \"mcp__stripe__.*\"",
-            )
-        })?;
-        flow.irreversible.tools.push(re);
-    }
+    flow.irreversible.tools = patterns(
+        &ir.tools,
+        "irreversible.tools",
+        true,
+        "a tool-name regex matched against the whole name, e.g. \"mcp__stripe__.*\"",
+    )?;
 
     if let Some(b) = &raw.browser {
         flow.browser = Some(crate::browser::BrowserKind::from_name(b).ok_or_else(|| {
