@@ -32,10 +32,14 @@ Exit codes (every command; docs/reference.md#exit-codes-and-output):
   0  success: a clean run, a clean replay, valid flows, a healthy doctor
   1  violations (run, replay), or a problem found (doctor)
   2  usage or configuration error: bad flow, argument or file; nothing is left wired
-  3  the worker failed, timed out or was interrupted (run)
+  3  the worker failed, timed out or was interrupted, or the model endpoint refused the
+     harness or could not be reached (model_failed) (run)
   4  another persona run is active in this project; nothing was touched (run, recover)
-  5  the persona was stuck: denied `max_denials_in_a_row` times running; or the boxed worker
-     hit a limit (--max-procs, --max-memory, --max-scratch, --max-records); stopped (run)
+  5  the supervisor stopped the persona: stuck (denied `max_denials_in_a_row` times running),
+     looping (the same call `max_repeats` times), over a budget (--max-tokens, --max-cost-usd,
+     --max-turns) or a limit (--max-procs, --max-memory, --max-scratch, --max-records) (run)
+  6  the app did not meet the flow (failed): a `reach` expectation unmet, a finding at or
+     above the flow's `fail_on`, or `finish` with the goal not reached (run)
 
 The project (where `.leopold/` lives) is found like git finds a repository: the nearest
 ancestor of the current directory holding `.leopold/`, else the repository root (the nearest
@@ -102,13 +106,18 @@ pub enum PersonaCommand {
     /// Run a persona flow under a harness, guarded, journaled and validated.
     ///
     /// Exit codes: 0 clean run; 1 violations (the worker was stopped); 2 usage or configuration
-    /// error (nothing left wired); 3 the worker failed, timed out or was interrupted; 4 another
-    /// persona run is active in this project (nothing touched); 5 stuck: the flow's
-    /// `max_denials_in_a_row` denials with no allowed action between (the worker was stopped); or
-    /// over a limit: the boxed worker hit `--max-procs`, `--max-memory`, `--max-scratch` or
-    /// `--max-records` (the worker was stopped).
-    /// The persona's final answer is saved as `findings.md` in the run directory and printed
-    /// after the summary. See docs/guide.md#running-a-persona, docs/guide.md#findings.
+    /// error (nothing left wired); 3 the worker failed, timed out or was interrupted, or the
+    /// model endpoint refused the harness (model_failed); 4 another persona run is active in
+    /// this project (nothing touched); 5 the worker was stopped: stuck (the flow's
+    /// `max_denials_in_a_row` denials with no allowed action between), looping, over a budget or
+    /// over a limit; 6 failed: the app did not meet the flow (an `[expect]` page never reached,
+    /// a reported finding at or above `fail_on`, or `finish` with the goal not reached).
+    ///
+    /// Beside the browser's tools the persona gets Leopold's own: `report_finding` (a problem with
+    /// the app, as data) and `finish` (whether it reached the goal). Its findings go into
+    /// run.json, report.html, JUnit and `persona runs`; its final answer is saved as `findings.md`
+    /// and printed after the summary. See docs/guide.md#running-a-persona,
+    /// docs/reference.md#the-verdict.
     ///
     /// The worker is offered the flow's browser tools and nothing else, whatever the user's or
     /// the project's harness settings say (Claude `--tools ""`, `--setting-sources project`,

@@ -1,7 +1,7 @@
 //! In GitHub Actions (`GITHUB_ACTIONS=true`): the run as a Markdown block appended to the job's
 //! summary (`$GITHUB_STEP_SUMMARY`), and one annotation per finding at or above the flow's
 //! `fail_on` and per unmet expectation, so that a reviewer sees the app's failures on the run's
-//! page without opening a log (docs/guide.md#in-ci).
+//! page without opening a log (docs/guide.md#ci).
 //!
 //! Annotations are workflow commands on stderr (the runner reads both streams; stdout stays
 //! `--json`'s). Their text is the model's, escaped as the runner unescapes it, so a finding
