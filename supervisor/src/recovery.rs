@@ -153,6 +153,13 @@ pub fn recover_locked(
                     .map(|h| h.to_string()),
                 gateway_hash: leopold_journal::chain::head_of_file(&crashed_dir.gateway_record())
                     .map(|h| h.to_string()),
+                // What the persona reported before the crash, kept (the outcome stays
+                // `recovered`: no verdict of a run cut short is complete).
+                verdict: leopold_flows::Flow::load(&st.flow_path).ok().map(|flow| {
+                    let seen =
+                        crate::verdict::seen_from_record(&crashed_dir.gateway_record(), &flow);
+                    crate::verdict::judge(&flow, seen)
+                }),
                 ..RunEnd::new(RunOutcome::Recovered)
             });
             st.write_atomic(&run_json)?;

@@ -218,17 +218,15 @@ fn a_malformed_report_is_refused_and_not_kept() {
     assert_eq!(sb.run_json()["end"]["verdict"]["reported"], json!([]));
 }
 
-/// A run interrupted after two findings keeps both, and says the app failed: a finding stands
-/// however the run ends, and the record holds them whatever happens to the supervisor.
-#[test]
-fn a_run_interrupted_after_two_findings_keeps_both() {
-    let sb = Sandbox::with_user_files();
-    flow_with(&sb, "[expect]\nfail_on = \"minor\"");
+/// A run whose persona reported two findings and then waits, sent `sig` once the gateway's
+/// record holds both; its output.
+fn two_findings_then(sb: &Sandbox, sig: &str) -> std::process::Output {
+    flow_with(sb, "[expect]\nfail_on = \"minor\"");
     let minor = |t: &str| ("report_finding", json!({"severity": "minor", "title": t}));
     let mut s = script(&[minor("Typo in header"), minor("Logo blurry")]);
     s = s.replace("@exit 0\n", "@sleep 30000\n@exit 0\n");
     sb.set_script(&s);
-    let child = run_cmd(&sb, "claude", &[])
+    let child = run_cmd(sb, "claude", &[])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -242,11 +240,33 @@ fn a_run_interrupted_after_two_findings_keeps_both() {
                 == 2
         })
     });
-    signal(child.id(), "INT");
-    let out = wait_output(child, 20);
+    signal(child.id(), sig);
+    wait_output(child, 20)
+}
+
+/// A run interrupted after two findings keeps both: a finding stands however the run ends.
+#[test]
+fn a_run_interrupted_after_two_findings_keeps_both() {
+    let sb = Sandbox::with_user_files();
+    let out = two_findings_then(&sb, "INT");
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let end = &sb.run_json()["end"];
     assert_eq!(end["outcome"], "interrupted");
+    assert_eq!(
+        leopold_tests::reported_titles(end),
+        ["Typo in header", "Logo blurry"]
+    );
+}
+
+/// A supervisor killed (SIGKILL) after two findings judges nothing; `persona recover` reads
+/// both from the gateway's record into the archived run.json.
+#[test]
+fn a_crashed_run_keeps_its_findings_through_recover() {
+    let sb = Sandbox::with_user_files();
+    two_findings_then(&sb, "KILL");
+    assert_exit_code(&sb.recover(), 0);
+    let end = &sb.run_json()["end"];
+    assert_eq!(end["outcome"], "recovered", "{end}");
     assert_eq!(
         leopold_tests::reported_titles(end),
         ["Typo in header", "Logo blurry"]
