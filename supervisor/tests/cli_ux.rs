@@ -617,6 +617,19 @@ fn flow_check_checks_every_file_and_reports_every_bad_one() {
     }
     assert_has(&err, "3 of 4 flow files invalid");
     assert!(stdout(&out).contains("ok: flows/checkout.md: flow `checkout`"));
+    // `[expect]` is checked too: the key and entry named, the file left as it was.
+    let expect = "+++\nname = \"e\"\nallowlist = [\"a.example\"]\n[expect]\nreach = [\"/cart\", \"review\"]\nfail_on = \"major\"\n+++\n";
+    std::fs::write(sb.project.join("expect.md"), expect).unwrap();
+    let out = sb.run(&["flow", "check", "expect.md"]);
+    assert_eq!(code(&out), Some(2));
+    assert_has(
+        &stderr(&out),
+        "key `expect.reach[1]` is \"review\", neither a path nor a `regex:` pattern",
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.project.join("expect.md")).unwrap(),
+        expect
+    );
     let out = sb.run(&["flow", "check", "flows/checkout.md"]);
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
     assert_has(&stdout(&out), "1 flow file valid");
