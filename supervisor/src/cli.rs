@@ -218,25 +218,42 @@ fn harness_parser() -> impl clap::builder::TypedValueParser<Value = Harness> {
     .try_map(|s| s.parse::<Harness>())
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum HarnessChoice {
-    /// Claude Code (`claude`).
-    Claude,
-    /// OpenAI Codex CLI (`codex`).
-    Codex,
-    /// Both.
-    All,
-}
+/// `--harness claude|codex|all`: one harness, or every one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HarnessChoice(Option<Harness>);
 
 impl HarnessChoice {
     /// The harnesses chosen.
-    pub fn harnesses(self) -> &'static [Harness] {
-        match self {
-            HarnessChoice::Claude => &[Harness::Claude],
-            HarnessChoice::Codex => &[Harness::Codex],
-            HarnessChoice::All => &Harness::ALL,
-        }
+    pub fn harnesses(self) -> Vec<Harness> {
+        self.0.map_or_else(|| Harness::ALL.to_vec(), |h| vec![h])
     }
+}
+
+/// `--harness claude|codex|all`, each harness's name from the one [`Harness`] enum.
+fn harness_choice_parser() -> impl clap::builder::TypedValueParser<Value = HarnessChoice> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
+    let each =
+        Harness::ALL.map(|h| PossibleValue::new(h.as_str()).help(crate::harness::describe(h)));
+    PossibleValuesParser::new(
+        each.into_iter()
+            .chain([PossibleValue::new("all").help("Both")]),
+    )
+    .map(|s| HarnessChoice(s.parse::<Harness>().ok()))
+}
+
+/// `--from claude-stream|codex-json`: the harness whose raw stream it is.
+fn stream_format_parser() -> impl clap::builder::TypedValueParser<Value = Harness> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
+    let names = Harness::ALL.map(|h| {
+        let (name, what) = crate::harness::stream_format(h);
+        PossibleValue::new(name).help(what)
+    });
+    PossibleValuesParser::new(names).map(|s| {
+        Harness::ALL
+            .into_iter()
+            .find(|h| crate::harness::stream_format(*h).0 == s)
+            .expect("one of the possible values")
+    })
 }
 
 #[derive(Debug, Args)]
@@ -265,7 +282,7 @@ pub struct WireArgs {
 #[derive(Debug, Args)]
 pub struct UnwireArgs {
     /// Which harness to unwire (`all` for both).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = harness_choice_parser())]
     pub harness: HarnessChoice,
     #[command(flatten)]
     pub project: ProjectArgs,
@@ -376,24 +393,6 @@ pub enum BrowserName {
     Playwright,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StreamFormat {
-    /// Claude Code `-p --output-format stream-json --verbose`.
-    ClaudeStream,
-    /// Codex CLI `exec --json`.
-    CodexJson,
-}
-
-impl StreamFormat {
-    /// The harness that prints this stream.
-    pub fn harness(self) -> Harness {
-        match self {
-            StreamFormat::ClaudeStream => Harness::Claude,
-            StreamFormat::CodexJson => Harness::Codex,
-        }
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
     /// A `journal.jsonl`, a run directory holding one, or (with `--from`) a raw harness stream.
@@ -406,8 +405,8 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub json: bool,
     /// Read a raw harness stream instead of a Leopold journal (needs `--flow`).
-    #[arg(long, value_enum, value_name = "FORMAT")]
-    pub from: Option<StreamFormat>,
+    #[arg(long, value_name = "FORMAT", value_parser = stream_format_parser())]
+    pub from: Option<Harness>,
     /// The head the journal must end on: the `journal_hash` saved when the run ended (its
     /// `run_ended` event or summary). Exit 1 when it differs, so a cut tail or an edited last
     /// line, which the chain alone cannot show, is caught.

@@ -5,14 +5,14 @@ use std::process::ExitCode;
 
 use leopold_journal::{replay, ReplayEvent, ReplayOptions, Verdict};
 
-use crate::cli::{ReplayArgs, StreamFormat};
+use crate::cli::ReplayArgs;
 use crate::output::{count, Failure};
 
 pub fn run(args: ReplayArgs) -> Result<ExitCode, Failure> {
     let opts = ReplayOptions {
         input: args.input.clone(),
         flow: args.flow.clone(),
-        from: args.from.map(StreamFormat::harness),
+        from: args.from,
         expect: args.expect,
         threads: args.threads,
     };

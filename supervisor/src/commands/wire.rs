@@ -61,7 +61,7 @@ pub fn unwire(args: UnwireArgs) -> anyhow::Result<ExitCode> {
     let project = crate::state::resolve_project(args.project.project.as_deref())?;
     let ctx = context(project, false)?;
     let mut first_error = None;
-    for &kind in kinds {
+    for &kind in &kinds {
         match harness::unwire(kind, &ctx) {
             Ok(outcome) => {
                 let file = shown(&outcome.file);

@@ -167,6 +167,17 @@ pub fn describe(kind: Harness) -> &'static str {
     }
 }
 
+/// The name `persona replay --from` knows the harness's raw stream by, and what it is.
+pub fn stream_format(kind: Harness) -> (&'static str, &'static str) {
+    match kind {
+        Harness::Claude => (
+            "claude-stream",
+            "Claude Code `-p --output-format stream-json --verbose`",
+        ),
+        Harness::Codex => ("codex-json", "Codex CLI `exec --json`"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
