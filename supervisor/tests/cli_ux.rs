@@ -31,6 +31,10 @@ struct Sandbox {
     project: PathBuf,
 }
 
+/// The browser every run here is given (a run with none is refused): an MCP server no test
+/// starts (the fake `claude` only prints its stream), in `flows/`.
+const MCP_CONFIG: &str = r#"{"mcpServers":{"kitstub":{"command":"/bin/false"}}}"#;
+
 /// The arguments of [`Sandbox::run_checkout`].
 fn checkout_args<'a>(bin: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
@@ -41,6 +45,8 @@ fn checkout_args<'a>(bin: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         "claude",
         "--harness-bin",
         bin,
+        "--mcp-config",
+        "flows/mcp.json",
     ];
     args.extend_from_slice(extra);
     args
@@ -52,6 +58,7 @@ fn sandbox() -> Sandbox {
     let project = root.join("shop");
     std::fs::create_dir_all(project.join("flows")).unwrap();
     std::fs::write(project.join("flows/checkout.md"), FLOW).unwrap();
+    std::fs::write(project.join("flows/mcp.json"), MCP_CONFIG).unwrap();
     Sandbox {
         _tmp: tmp,
         root,
@@ -409,6 +416,8 @@ fn from_a_subfolder_the_repository_root_is_the_project() {
             "claude",
             "--harness-bin",
             claude.to_str().unwrap(),
+            "--mcp-config",
+            "mcp.json",
         ],
     );
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
