@@ -446,6 +446,12 @@ pub struct DoctorArgs {
     /// Print the findings as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also ask each harness's model endpoint, with its key, for its model list: a refused key
+    /// (401, 403), a wrong base URL (404) or an endpoint that cannot be reached is a problem.
+    /// Sends the key to the endpoint it is for, and nothing else; a login file's token is not
+    /// tried.
+    #[arg(long)]
+    pub online: bool,
 }
 
 /// `--timeout`: a humantime duration, or a bare `0` for no limit.

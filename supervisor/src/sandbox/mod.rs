@@ -73,7 +73,7 @@ use anyhow::Context as _;
 
 pub use command::command;
 pub use installed::installed_files;
-pub use model_relay::{cause as model_cause, Advice, Credentials};
+pub use model_relay::{cause as model_cause, probe_status, Advice, Credentials};
 use probe::probe_for_run;
 pub(crate) use probe::system_args;
 pub use probe::{prefetch_system_args, probe, Availability};

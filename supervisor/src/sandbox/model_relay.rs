@@ -371,6 +371,72 @@ impl ModelRelay {
     }
 }
 
+/// `leopold doctor --online`: the status line's code of `GET <path>` on `endpoint`, sent with
+/// `headers` (the key among them, never printed), within `within`. The endpoint's own answer:
+/// no redirect is followed.
+pub fn probe_status(
+    endpoint: &Endpoint,
+    path: &str,
+    headers: &[(&str, String)],
+    within: Duration,
+) -> anyhow::Result<u16> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    async fn ask<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
+        mut s: S,
+        request: &[u8],
+    ) -> anyhow::Result<u16> {
+        s.write_all(request).await?;
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !got.windows(2).any(|w| w == b"\r\n") && got.len() < 8192 {
+            let n = s.read(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        let line = String::from_utf8_lossy(&got);
+        line.split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .ok_or_else(|| anyhow::anyhow!("the endpoint's answer is not HTTP"))
+    }
+    let host = match endpoint {
+        Endpoint::Loopback(a) => a.to_string(),
+        Endpoint::Remote { host, port: 443 } => host.clone(),
+        Endpoint::Remote { host, port } => format!("{host}:{port}"),
+    };
+    let mut request =
+        format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: application/json\r\n");
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("Connection: close\r\n\r\n");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        tokio::time::timeout(within, async {
+            match endpoint {
+                Endpoint::Loopback(addr) => {
+                    ask(TcpStream::connect(addr).await?, request.as_bytes()).await
+                }
+                Endpoint::Remote { host, port } => {
+                    let tcp = TcpStream::connect((host.as_str(), *port)).await?;
+                    let name = rustls::pki_types::ServerName::try_from(host.clone())?;
+                    let tls =
+                        tokio_rustls::TlsConnector::from(crate::web::tls::client_config(&[])?)
+                            .connect(name, tcp)
+                            .await?;
+                    ask(tls, request.as_bytes()).await
+                }
+            }
+        })
+        .await
+        .map_err(|_| anyhow::anyhow!("no answer within {}", humantime::format_duration(within)))?
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
