@@ -32,7 +32,7 @@ Exit codes (every command; docs/reference.md#exit-codes-and-output):
   0  success: a clean run, a clean replay, valid flows, a healthy doctor
   1  violations (run, replay), or a problem found (doctor)
   2  usage or configuration error: bad flow, argument or file; nothing is left wired
-  3  the worker failed, timed out or was interrupted (run)
+  3  the worker failed, timed out or was interrupted, or its model failed (run)
   4  another persona run is active in this project; nothing was touched (run, recover)
   5  the persona was stuck: denied `max_denials_in_a_row` times running; or the boxed worker
      hit a limit (--max-procs, --max-memory, --max-scratch, --max-records); stopped (run)
@@ -102,7 +102,9 @@ pub enum PersonaCommand {
     /// Run a persona flow under a harness, guarded, journaled and validated.
     ///
     /// Exit codes: 0 clean run; 1 violations (the worker was stopped); 2 usage or configuration
-    /// error (nothing left wired); 3 the worker failed, timed out or was interrupted; 4 another
+    /// error (nothing left wired; a flow that gives the persona no browser is one); 3 the worker
+    /// failed, timed out or was interrupted, or its model failed (`model_failed`: the endpoint
+    /// refused the key or the model, or could not be reached; stopped within seconds); 4 another
     /// persona run is active in this project (nothing touched); 5 stuck: the flow's
     /// `max_denials_in_a_row` denials with no allowed action between (the worker was stopped); or
     /// over a limit: the boxed worker hit `--max-procs`, `--max-memory`, `--max-scratch` or
