@@ -301,7 +301,7 @@ fn online_finding(
                 "cannot reach the model endpoint {host}: {}",
                 crate::redact::strip_urls(&format!("{e:#}"))
             ),
-            Some("check the endpoint's address and the network".into()),
+            Some(advice.endpoint),
         ),
     }
 }

@@ -111,6 +111,8 @@ pub struct Advice {
     pub credentials: String,
     /// For a model the endpoint does not have (404).
     pub model: String,
+    /// For an endpoint that cannot be reached: where its address comes from.
+    pub endpoint: String,
 }
 
 /// How long connecting may keep failing, once the endpoint has answered, before the run stops.
@@ -200,7 +202,7 @@ impl Alarm {
                     "cannot reach the model endpoint {host}: {}",
                     crate::redact::strip_urls(&format!("{e:#}"))
                 ),
-                "check the endpoint's address (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, the Codex provider's base_url) and the network",
+                &self.advice.endpoint,
             ));
         }
     }
@@ -562,6 +564,7 @@ mod tests {
         let advice = Advice {
             credentials: "set K".into(),
             model: "check M".into(),
+            endpoint: "check E".into(),
         };
         let alarm = || Alarm::new(crate::sandbox::limits::Tripwire::default(), advice.clone());
         for s in [429, 500, 502, 503, 529, 200] {
@@ -607,6 +610,7 @@ mod tests {
             why.starts_with("cannot reach the model endpoint h.example: Connection refused"),
             "{why}"
         );
+        assert!(why.ends_with("\n(hint: check E)"), "{why}");
         let a = alarm();
         a.answered("h.example", "/v1/messages", StatusCode::OK);
         a.unreachable("h.example", &e);

@@ -459,6 +459,7 @@ mod tests {
         let advice = crate::sandbox::Advice {
             credentials: "set KEY".into(),
             model: "check MODEL".into(),
+            endpoint: "check URL".into(),
         };
         let relay =
             Stop::Model("the model endpoint h answered 401 Unauthorized\n(hint: set KEY)".into());

@@ -74,5 +74,6 @@ pub fn advice() -> crate::sandbox::Advice {
     crate::sandbox::Advice {
         credentials: "set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) to a valid key, or run `claude login`".into(),
         model: "check the model name (--model, ANTHROPIC_MODEL) against what the endpoint serves, and ANTHROPIC_BASE_URL".into(),
+        endpoint: "check ANTHROPIC_BASE_URL (default: api.anthropic.com) and the network".into(),
     }
 }

@@ -145,6 +145,10 @@ pub fn advice(provider: Option<&str>, env_key: Option<&str>) -> crate::sandbox::
     crate::sandbox::Advice {
         credentials,
         model: "check the model name (--model, `model` in config.toml) against what the endpoint serves, and its base_url".into(),
+        endpoint: match provider {
+            Some(p) if p != "openai" => format!("check the base_url of model provider `{p}` in config.toml, and the network"),
+            _ => "check OPENAI_BASE_URL (default: api.openai.com) and the network".into(),
+        },
     }
 }
 
