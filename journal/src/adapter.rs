@@ -40,6 +40,13 @@ pub enum AdapterEvent {
         /// The answer's text, as the model wrote it.
         text: String,
     },
+    /// The harness gave up with an error of its own instead of an answer: Claude's `result`
+    /// marked `is_error` ("Not logged in · Please run /login"), a Codex `turn.failed`. Never
+    /// the persona's findings.
+    HarnessFailed {
+        /// The harness's error text, as it gave it.
+        text: String,
+    },
     /// A line that is not a JSON object.
     Malformed {
         /// 1-based line number in the stream.
@@ -315,8 +322,11 @@ impl ClaudeAdapter {
             }
             Some("result") => {
                 if let Some(text) = v.get("result").and_then(Value::as_str) {
-                    out.push(AdapterEvent::Answer {
-                        text: text.to_owned(),
+                    let text = text.to_owned();
+                    out.push(if v.get("is_error") == Some(&Value::Bool(true)) {
+                        AdapterEvent::HarnessFailed { text }
+                    } else {
+                        AdapterEvent::Answer { text }
                     });
                 }
             }
@@ -536,9 +546,14 @@ impl CodexAdapter {
                 }
                 out.push(AdapterEvent::Action(action));
             }
-            Some(
-                "thread.started" | "turn.started" | "turn.completed" | "turn.failed" | "error",
-            ) => {}
+            Some("turn.failed") => {
+                if let Some(text) = v.pointer("/error/message").and_then(Value::as_str) {
+                    out.push(AdapterEvent::HarnessFailed {
+                        text: text.to_owned(),
+                    });
+                }
+            }
+            Some("thread.started" | "turn.started" | "turn.completed" | "error") => {}
             Some(other) => self.stats.unknown(other),
             None => self.stats.unknown("(no type)"),
         }
@@ -761,6 +776,30 @@ mod tests {
             x.push_line(2, r#"{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"Done."}}"#),
             vec![AdapterEvent::Answer { text: "Done.".into() }]
         );
+    }
+
+    /// A harness's own error is never an answer: Claude's result marked `is_error` (as it
+    /// gives it with no key), Codex's `turn.failed`.
+    #[test]
+    fn a_harness_error_is_not_an_answer() {
+        let mut c = ClaudeAdapter::default();
+        assert_eq!(
+            c.push_line(1, r#"{"type":"result","subtype":"success","is_error":true,"result":"Not logged in · Please run /login"}"#),
+            vec![AdapterEvent::HarnessFailed { text: "Not logged in · Please run /login".into() }]
+        );
+        let mut x = CodexAdapter::default();
+        assert_eq!(
+            x.push_line(
+                1,
+                r#"{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized"}}"#
+            ),
+            vec![AdapterEvent::HarnessFailed {
+                text: "unexpected status 401 Unauthorized".into()
+            }]
+        );
+        assert!(x
+            .push_line(2, r#"{"type":"error","message":"Reconnecting... 1/5"}"#)
+            .is_empty());
     }
 
     #[test]

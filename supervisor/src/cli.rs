@@ -106,9 +106,10 @@ pub enum PersonaCommand {
     /// Run a persona flow under a harness, guarded, journaled and validated.
     ///
     /// Exit codes: 0 clean run; 1 violations (the worker was stopped); 2 usage or configuration
-    /// error (nothing left wired); 3 the worker failed, timed out or was interrupted, or the
-    /// model endpoint refused the harness (model_failed); 4 another persona run is active in
-    /// this project (nothing touched); 5 the worker was stopped: stuck (the flow's
+    /// error (nothing left wired; a flow that gives the persona no browser is one); 3 the worker
+    /// failed, timed out or was interrupted, or its model failed (`model_failed`: the endpoint
+    /// refused the key or the model, or could not be reached; stopped within seconds); 4 another
+    /// persona run is active in this project (nothing touched); 5 the worker was stopped: stuck (the flow's
     /// `max_denials_in_a_row` denials with no allowed action between), looping, over a budget or
     /// over a limit; 6 failed: the app did not meet the flow (an `[expect]` page never reached,
     /// a reported finding at or above `fail_on`, or `finish` with the goal not reached).
@@ -454,6 +455,12 @@ pub struct DoctorArgs {
     /// Print the findings as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also ask each harness's model endpoint, with its key, for its model list: a refused key
+    /// (401, 403), a wrong base URL (404) or an endpoint that cannot be reached is a problem.
+    /// Sends the key to the endpoint it is for, and nothing else; a login file's token is not
+    /// tried.
+    #[arg(long)]
+    pub online: bool,
 }
 
 /// `--timeout`: a humantime duration, or a bare `0` for no limit.

@@ -59,6 +59,8 @@ pub struct Observer {
     events: Option<(PathBuf, u64)>,
     /// The persona's latest answer: the last one is its final report (`findings.md`).
     answer: Option<String>,
+    /// The harness's own error, when it gave up with one instead of an answer.
+    harness_failed: Option<String>,
     /// When the stream last produced anything.
     last_event: std::time::Instant,
     /// The gateway's denials, learnt in-process, and its servers.
@@ -96,6 +98,7 @@ impl Observer {
             events: crate::harness::denials_only_in_events(harness)
                 .then(|| (events_path.to_path_buf(), 0)),
             answer: None,
+            harness_failed: None,
             last_event: std::time::Instant::now(),
             gateway: None,
             stream_calls: Vec::new(),
@@ -137,6 +140,12 @@ impl Observer {
     /// The persona's final answer, if it gave one.
     pub fn answer(&self) -> Option<&str> {
         self.answer.as_deref()
+    }
+
+    /// The harness's own error, if it gave up with one ("Not logged in · Please run /login"):
+    /// never findings.
+    pub fn harness_failed(&self) -> Option<&str> {
+        self.harness_failed.as_deref()
     }
 
     /// What a silent run waits for, and since when: the oldest tool call not yet answered, or
@@ -279,6 +288,7 @@ impl Observer {
             match ev {
                 AdapterEvent::Action(a) => self.record(a, batch)?,
                 AdapterEvent::Answer { text } => self.answer = Some(text),
+                AdapterEvent::HarnessFailed { text } => self.harness_failed = Some(text),
                 AdapterEvent::Malformed { line_no, error } => batch.notes.push(Note {
                     line_no,
                     message: format!("unreadable stream line: {error}"),

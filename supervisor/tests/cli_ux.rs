@@ -31,6 +31,10 @@ struct Sandbox {
     project: PathBuf,
 }
 
+/// The browser every run here is given (a run with none is refused): an MCP server no test
+/// starts (the fake `claude` only prints its stream), in `flows/`.
+const MCP_CONFIG: &str = r#"{"mcpServers":{"kitstub":{"command":"/bin/false"}}}"#;
+
 /// The arguments of [`Sandbox::run_checkout`].
 fn checkout_args<'a>(bin: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     run_args("flows/checkout.md", bin, extra)
@@ -46,6 +50,13 @@ fn run_args<'a>(flow: &'a str, bin: &'a str, extra: &[&'a str]) -> Vec<&'a str> 
         "claude",
         "--harness-bin",
         bin,
+        "--mcp-config",
+        // Beside the flow, as the flow is given.
+        if flow.contains('/') {
+            "flows/mcp.json"
+        } else {
+            "mcp.json"
+        },
     ];
     args.extend_from_slice(extra);
     args
@@ -57,6 +68,7 @@ fn sandbox() -> Sandbox {
     let project = root.join("shop");
     std::fs::create_dir_all(project.join("flows")).unwrap();
     std::fs::write(project.join("flows/checkout.md"), FLOW).unwrap();
+    std::fs::write(project.join("flows/mcp.json"), MCP_CONFIG).unwrap();
     Sandbox {
         _tmp: tmp,
         root,

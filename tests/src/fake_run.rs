@@ -227,7 +227,22 @@ impl Sandbox {
         cmd
     }
 
-    /// `leopold persona run <flow> --harness H --project P --harness-bin <fake worker> <extra…>`.
+    /// The MCP config every kit run gives its persona unless the caller or the flow gives a
+    /// browser (a run with none is refused): the stub browser, as server `kitstub`, a name no
+    /// test's stream uses (the gateway compares a stream's calls of its servers with its
+    /// record). It starts only if the worker connects to it.
+    pub fn stub_mcp_config(&self) -> PathBuf {
+        let path = self.kit().join("kitstub-mcp.json");
+        let stub = fake_worker().with_file_name("leopold-stub-browser");
+        let cfg = serde_json::json!({"mcpServers": {"kitstub": {
+            "type": "stdio", "command": stub, "args": ["--log", self.kit().join("kitstub-calls.jsonl")]}}});
+        std::fs::create_dir_all(self.kit()).expect("create the kit folder");
+        std::fs::write(&path, cfg.to_string()).expect("write the stub's MCP config");
+        path
+    }
+
+    /// `leopold persona run <flow> --harness H --project P --harness-bin <fake worker> <extra…>`,
+    /// with [`Sandbox::stub_mcp_config`] unless `extra` or the flow gives the persona a browser.
     pub fn persona_run_command(&self, leopold: &Path, harness: &str, extra: &[&str]) -> Command {
         let flow = self.flow().display().to_string();
         let project = self.project.display().to_string();
@@ -245,6 +260,16 @@ impl Sandbox {
         ];
         if self.unboxed {
             args.push("--no-contain");
+        }
+        let browser_given = extra.iter().any(|a| {
+            ["--mcp-config", "--browser"]
+                .iter()
+                .any(|f| a == f || a.starts_with(&format!("{f}=")))
+        }) || std::fs::read_to_string(self.flow())
+            .is_ok_and(|f| f.lines().any(|l| l.trim_start().starts_with("browser")));
+        let stub = (!browser_given).then(|| self.stub_mcp_config().display().to_string());
+        if let Some(s) = &stub {
+            args.extend(["--mcp-config", s.as_str()]);
         }
         args.extend_from_slice(extra);
         self.leopold_command(leopold, &args)
@@ -460,12 +485,14 @@ pub fn active_worker_pid(sb: &Sandbox) -> Option<u32> {
 }
 
 /// What a finished run leaves under `.leopold/persona/`: the project's event log (the guard's
-/// denials, the proof's among them), the inert lock file, and the run directory (journal, report,
-/// final state).
-pub const RUN_LISTING: [&str; 5] = [
+/// denials, the proof's among them), the inert lock file, and the run directory (the gateway's
+/// record and the worker's MCP config for its browser, journal, report, final state).
+pub const RUN_LISTING: [&str; 7] = [
     "events.jsonl",
     "run.lock",
+    "runs/<run>/gateway.jsonl",
     "runs/<run>/journal.jsonl",
+    "runs/<run>/mcp-relay.json",
     "runs/<run>/report.html",
     "runs/<run>/run.json",
 ];

@@ -1000,18 +1000,36 @@ impl ModelServer {
 
     /// Starts the server on `script_path`, with its log and port file in `dir`.
     pub fn start_with(script_path: &Path, dir: &Path) -> ModelServer {
+        Self::spawn(script_path, dir, None)
+    }
+
+    /// Starts a server answering every model call with `status` (401: the key refused; 404: no
+    /// such model), as a real endpoint would.
+    pub fn start_answering(sb: &Sandbox, status: u16) -> ModelServer {
+        let script_path = sb.logs.join("script.json");
+        std::fs::write(
+            &script_path,
+            serde_json::to_vec_pretty(&script::Script::default()).unwrap(),
+        )
+        .expect("write script");
+        Self::spawn(&script_path, &sb.logs, Some(status))
+    }
+
+    fn spawn(script_path: &Path, dir: &Path, status: Option<u16>) -> ModelServer {
         let log = dir.join("model-requests.jsonl");
         let port_file = dir.join("model-ports.json");
-        let (child, ports) = start_serving(
-            "leopold-scripted-model",
-            [
-                "--script".as_ref(),
-                script_path.as_os_str(),
-                "--log".as_ref(),
-                log.as_os_str(),
-            ],
-            &port_file,
-        );
+        let status = status.map(|s| s.to_string());
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "--script".as_ref(),
+            script_path.as_os_str(),
+            "--log".as_ref(),
+            log.as_os_str(),
+        ];
+        if let Some(s) = &status {
+            args.push(std::ffi::OsStr::new("--status"));
+            args.push(std::ffi::OsStr::new(s.as_str()));
+        }
+        let (child, ports) = start_serving("leopold-scripted-model", args, &port_file);
         let port = |k: &str| {
             ports[k]
                 .as_u64()

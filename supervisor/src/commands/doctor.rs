@@ -74,7 +74,10 @@ fn linking_finding() -> Option<Finding> {
     })
 }
 
-pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
+/// How long `--online` waits for an endpoint's answer.
+const ONLINE_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+pub fn findings(project: &Path, online: bool) -> anyhow::Result<Vec<Finding>> {
     let paths = PersonaPaths::new(project);
     let ctx = super::harness_context(project)?;
     let mut out = Vec::new();
@@ -149,6 +152,12 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
                 None,
             )),
         }
+        // Its credentials, and with --online whether its endpoint takes them.
+        let (creds, key) = harness::doctor::credentials(kind, &ctx, bin.is_some());
+        out.push(creds);
+        if online {
+            out.push(online_finding(kind, &ctx, key.as_ref()));
+        }
         // Wired now?
         let target = ctx.settings_path(kind);
         let wired = harness::wired_handlers(kind, &ctx);
@@ -218,7 +227,145 @@ pub fn findings(project: &Path) -> anyhow::Result<Vec<Finding>> {
             version.as_deref(),
         ));
     }
+    out.extend(browser_findings(project));
     Ok(out)
+}
+
+/// `--online`: the endpoint's answer to `key`, asking for its model list.
+fn online_finding(
+    kind: Harness,
+    ctx: &harness::Context,
+    key: Option<&harness::doctor::Key>,
+) -> Finding {
+    let scope = kind.as_str();
+    let Some(key) = key else {
+        return f(
+            scope,
+            "endpoint",
+            Status::Note,
+            "not checked: no key variable to try (a login file's token is the harness's own to use)".into(),
+            None,
+        );
+    };
+    let advice = harness::model_advice(kind, &ctx.codex_home);
+    let (endpoint, path) = match crate::sandbox::Endpoint::parse(&key.base) {
+        Ok(e) => e,
+        // An http endpoint off this machine: the box refuses it, and so does the probe.
+        Err(e) => {
+            let r = crate::output::Rendered::from_text(&format!("{e:#}"));
+            return f(
+                scope,
+                "endpoint",
+                Status::Problem,
+                r.message,
+                r.hints.into_iter().next(),
+            );
+        }
+    };
+    let host = endpoint.describe();
+    let path = format!("{path}{}", key.models_path);
+    match crate::sandbox::probe_status(&endpoint, &path, &key.headers, ONLINE_WITHIN) {
+        Ok(s) if (200..300).contains(&s) => f(
+            scope,
+            "endpoint",
+            Status::Ok,
+            format!("the model endpoint {host} takes the key in {} ({s})", key.name),
+            None,
+        ),
+        Ok(s @ (401 | 403)) => f(
+            scope,
+            "endpoint",
+            Status::Problem,
+            format!("the model endpoint {host} refused the key in {} ({s}): a run would stop at once as model_failed", key.name),
+            Some(advice.credentials),
+        ),
+        Ok(404) => f(
+            scope,
+            "endpoint",
+            Status::Problem,
+            format!("the model endpoint {host} answered 404 to its model list: not the API the harness speaks"),
+            Some(format!("check the base URL; {}", advice.model)),
+        ),
+        Ok(s) => f(
+            scope,
+            "endpoint",
+            Status::Note,
+            format!("the model endpoint {host} answered {s} (busy or failing: harnesses retry this)"),
+            None,
+        ),
+        Err(e) => f(
+            scope,
+            "endpoint",
+            Status::Problem,
+            format!(
+                "cannot reach the model endpoint {host}: {}",
+                crate::redact::strip_urls(&format!("{e:#}"))
+            ),
+            Some(advice.endpoint),
+        ),
+    }
+}
+
+/// Whether the provisioned browser is there and starts: Chromium and Playwright MCP, found as
+/// `persona run` finds them (crate::browser::find_bins), each asked its `--version`. Missing,
+/// it is a problem when a flow here provisions it (`browser = "playwright"`), else a note (a
+/// run may bring its own with --mcp-config).
+fn browser_findings(project: &Path) -> Vec<Finding> {
+    let wanted = std::fs::read_dir(project.join("flows"))
+        .map(|d| {
+            d.filter_map(Result::ok).any(|e| {
+                leopold_flows::Flow::load(&e.path()).is_ok_and(|fl| {
+                    fl.browser == Some(leopold_flows::browser::BrowserKind::Playwright)
+                })
+            })
+        })
+        .unwrap_or(false);
+    let missing = if wanted {
+        Status::Problem
+    } else {
+        Status::Note
+    };
+    let bins = match crate::browser::find_bins(None, None) {
+        Ok(b) => b,
+        Err(e) => {
+            let r = crate::output::Rendered::from_text(&format!("{e:#}"));
+            return vec![f(
+                "browser",
+                "installed",
+                missing,
+                format!("{}: `--browser playwright` and flows with `browser = \"playwright\"` cannot run", r.message),
+                Some("run ./scripts/install-browser.sh, or pass --chromium PATH / --playwright-mcp PATH to `persona run`".into()),
+            )];
+        }
+    };
+    [
+        ("chromium", &bins.chromium),
+        ("playwright_mcp", &bins.playwright_mcp),
+    ]
+    .into_iter()
+    .map(|(check, bin)| {
+        match crate::process::version_output(bin, crate::process::version_timeout()) {
+            Ok(v) => f(
+                "browser",
+                check,
+                Status::Ok,
+                format!(
+                    "{} starts ({})",
+                    bin.display(),
+                    v.lines().next().unwrap_or("").trim()
+                ),
+                None,
+            ),
+            Err(e) => f(
+                "browser",
+                check,
+                Status::Problem,
+                format!("{} does not start: {e}", bin.display()),
+                Some("run ./scripts/install-browser.sh again".into()),
+            ),
+        }
+    })
+    .collect()
 }
 
 /// ` --project DIR` when the project is not where the user stands (a command to paste).
@@ -237,7 +384,7 @@ fn project_arg(project: &Path) -> String {
 
 pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let project = state::resolve_project(args.project.project.as_deref())?;
-    let all = findings(&project)?;
+    let all = findings(&project, args.online)?;
     let bad = all.iter().any(|x| x.status == Status::Problem);
     if args.json {
         let v = serde_json::json!({"ok": !bad, "project": project, "findings": all});

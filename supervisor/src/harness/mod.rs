@@ -54,6 +54,15 @@ pub fn box_needs(
     }
 }
 
+/// What to do when `kind`'s model endpoint refuses it (Codex's from its configuration in
+/// `codex_home`).
+pub fn model_advice(kind: Harness, codex_home: &Path) -> crate::sandbox::Advice {
+    match kind {
+        Harness::Claude => claude::advice(),
+        Harness::Codex => codex::advice_for_home(codex_home),
+    }
+}
+
 use std::path::{Path, PathBuf};
 
 use crate::fs;

@@ -73,7 +73,7 @@ use anyhow::Context as _;
 
 pub use command::command;
 pub use installed::installed_files;
-pub use model_relay::Credentials;
+pub use model_relay::{cause as model_cause, probe_status, Advice, Credentials};
 use probe::probe_for_run;
 pub(crate) use probe::system_args;
 pub use probe::{prefetch_system_args, probe, Availability};
@@ -232,6 +232,9 @@ pub struct Launch<'a> {
     pub limits: limits::Limits,
     /// Tripped when the worker hits one of them.
     pub tripwire: limits::Tripwire,
+    /// The run's model alarm: tripped by the relay when the endpoint refuses the harness (401,
+    /// 403, 404) or cannot be reached ([`model_relay::Alarm`]).
+    pub model_alarm: limits::Tripwire,
 }
 
 /// A started box: its relay is running; [`Boxed::wrap`] turns the worker command into the boxed
@@ -268,10 +271,17 @@ pub fn start(l: Launch<'_>) -> anyhow::Result<Boxed> {
         spec::plan_spec(&l, &leopold, scratch, sock_dir.clone(), programs).inspect_err(|_| {
             let _ = std::fs::remove_dir_all(&sock_dir);
         })?;
-    let run_box = RunBox::start(spec, l.events_file, l.limits.records, l.tripwire.clone())
-        .inspect_err(|_| {
-            let _ = std::fs::remove_dir_all(&sock_dir);
-        })?;
+    let alarm = model_relay::Alarm::new(l.model_alarm.clone(), l.needs.advice.clone());
+    let run_box = RunBox::start(
+        spec,
+        l.events_file,
+        l.limits.records,
+        l.tripwire.clone(),
+        alarm,
+    )
+    .inspect_err(|_| {
+        let _ = std::fs::remove_dir_all(&sock_dir);
+    })?;
     if let Some(cg) = &cgroup {
         let (cg, lim) = (std::sync::Arc::downgrade(cg), l.limits);
         l.tripwire

@@ -13,10 +13,16 @@
 //! relayed, each to the endpoint whatever its `Host` says: a `CONNECT` or a proxy-style request
 //! for another host is refused and counted. An upgrade (Codex's Responses WebSocket) is joined
 //! end to end. Bodies are never read nor changed: a placeholder in a body stays a placeholder.
+//!
+//! The relay is also where a run learns that its model will never answer ([`Alarm`]): the
+//! endpoint refusing the credentials (401, 403), having no such model (404), or not being
+//! reachable at all. It trips the run's model alarm, and supervision stops the worker as
+//! `model_failed` (exit 3) instead of waiting out `--timeout` while the harness retries.
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
@@ -97,6 +103,121 @@ impl Credentials {
     }
 }
 
+/// What to do when the endpoint refuses the harness, told by its wing: one phrase each, put
+/// after `hint: ` in the cause.
+#[derive(Debug, Clone, Default)]
+pub struct Advice {
+    /// For a refused credential (401, 403): which variable to set, or which login to run.
+    pub credentials: String,
+    /// For a model the endpoint does not have (404).
+    pub model: String,
+    /// For an endpoint that cannot be reached: where its address comes from.
+    pub endpoint: String,
+}
+
+/// How long connecting may keep failing, once the endpoint has answered, before the run stops.
+/// Before its first answer, one failure stops it: an endpoint never reached is a wrong address
+/// or no network, which the harness's retries (Codex's "Reconnecting…", for minutes) do not
+/// mend. After it answered, a blip is the network's, and the harness's retries are the cure.
+const CONNECT_FAILING_FOR: Duration = Duration::from_secs(30);
+
+/// The relay's side of the run's model alarm: what trips it, and what the cause says.
+#[derive(Debug, Clone, Default)]
+pub struct Alarm {
+    pub wire: super::limits::Tripwire,
+    pub advice: Advice,
+    reach: Arc<Mutex<Reach>>,
+}
+
+/// What the relay has seen of the endpoint so far.
+#[derive(Debug, Default)]
+struct Reach {
+    /// The endpoint answered once (any status): its address is right.
+    answered: bool,
+    /// Since when connecting has failed, with no answer between.
+    failing_since: Option<Instant>,
+}
+
+impl Alarm {
+    pub fn new(wire: super::limits::Tripwire, advice: Advice) -> Alarm {
+        Alarm {
+            wire,
+            advice,
+            reach: Arc::default(),
+        }
+    }
+
+    fn reach(&self) -> std::sync::MutexGuard<'_, Reach> {
+        self.reach.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The endpoint's answer to the request for `path`: 401 and 403 are credentials refused,
+    /// 404 no such model, each final (the harness cannot mend them by retrying). Only a model
+    /// call's answer counts (`…/messages`, `…/responses`, `…/chat/completions`): a side request
+    /// of the harness's that the endpoint does not serve is no failure of the run. A 429 or a
+    /// 5xx is not either: harnesses retry them, and they pass.
+    fn answered(&self, host: &str, path: &str, status: StatusCode) {
+        {
+            let mut r = self.reach();
+            r.answered = true;
+            r.failing_since = None;
+        }
+        let model_call = {
+            let p = path.split('?').next().unwrap_or("").trim_end_matches('/');
+            [
+                "/messages",
+                "/responses",
+                "/chat/completions",
+                "/completions",
+            ]
+            .iter()
+            .any(|end| p.ends_with(end))
+        };
+        if !model_call {
+            return;
+        }
+        let what = match status.as_u16() {
+            401 | 403 => ("the credentials were refused", &self.advice.credentials),
+            404 => ("no such model", &self.advice.model),
+            _ => return,
+        };
+        self.wire.trip(cause(
+            &format!("the model endpoint {host} answered {status}: {}", what.0),
+            what.1,
+        ));
+    }
+
+    /// Connecting to the endpoint failed (its name, the connection or TLS): fatal before the
+    /// endpoint ever answered, or once it has failed for [`CONNECT_FAILING_FOR`] running.
+    fn unreachable(&self, host: &str, e: &anyhow::Error) {
+        let now = Instant::now();
+        let fatal = {
+            let mut r = self.reach();
+            let since = *r.failing_since.get_or_insert(now);
+            !r.answered || now.duration_since(since) >= CONNECT_FAILING_FOR
+        };
+        if fatal {
+            self.wire.trip(cause(
+                &format!(
+                    "cannot reach the model endpoint {host}: {}",
+                    crate::redact::strip_urls(&format!("{e:#}"))
+                ),
+                &self.advice.endpoint,
+            ));
+        }
+    }
+}
+
+/// `<what>\n(hint: <advice>)`, or `<what>` with no advice: the workspace's way with hints
+/// (the summary line shows `<what>`, the warning both).
+pub fn cause(what: &str, advice: &str) -> String {
+    if advice.is_empty() {
+        what.to_owned()
+    } else {
+        format!("{what}\n(hint: {advice})")
+    }
+}
+
 /// One run's relay to its model endpoint.
 pub struct ModelRelay {
     endpoint: Endpoint,
@@ -106,6 +227,7 @@ pub struct ModelRelay {
     host_header: hyper::header::HeaderValue,
     /// Requests for anything but the endpoint, refused.
     refused: Arc<AtomicUsize>,
+    alarm: Alarm,
 }
 
 impl ModelRelay {
@@ -116,6 +238,7 @@ impl ModelRelay {
         credentials: Credentials,
         refused: Arc<AtomicUsize>,
         extra_roots: &[std::path::PathBuf],
+        alarm: Alarm,
     ) -> anyhow::Result<ModelRelay> {
         let (tls, host_header) = match &endpoint {
             Endpoint::Loopback(a) => (None, a.to_string()),
@@ -134,6 +257,7 @@ impl ModelRelay {
             tls,
             host_header: host_header.parse()?,
             refused,
+            alarm,
         })
     }
 
@@ -193,14 +317,18 @@ impl ModelRelay {
             .insert(hyper::header::HOST, self.host_header.clone());
         self.credentials.fill(req.headers_mut());
         let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
+        let path = req.uri().path().to_owned();
         let mut held = upstream.lock().await;
-        let mut sender = match held.take() {
-            Some(mut s) => match s.ready().await {
-                Ok(()) => s,
-                // The endpoint closed it: a new one.
-                Err(_) => self.connect().await?,
-            },
-            None => self.connect().await?,
+        let reused = match held.take() {
+            Some(mut s) => s.ready().await.ok().map(|()| s),
+            None => None,
+        };
+        let mut sender = match reused {
+            Some(s) => s,
+            // None yet, or the endpoint closed it: a new one.
+            None => self.connect().await.inspect_err(|e| {
+                self.alarm.unreachable(&self.host_header_text(), e);
+            })?,
         };
         let sent = sender.send_request(req);
         if !upgrade {
@@ -209,8 +337,15 @@ impl ModelRelay {
         }
         drop(held);
         let mut res = sent.await?;
+        self.alarm
+            .answered(&self.host_header_text(), &path, res.status());
         crate::web::answer(&mut res, client_upgrade);
         Ok(res.map(http_body_util::BodyExt::boxed))
+    }
+
+    /// The endpoint as messages name it: its host (with its port unless 443), never a URL.
+    fn host_header_text(&self) -> String {
+        self.host_header.to_str().unwrap_or("?").to_owned()
     }
 
     async fn connect(&self) -> anyhow::Result<SendRequest<Incoming>> {
@@ -236,6 +371,72 @@ impl ModelRelay {
             }
         }
     }
+}
+
+/// `leopold doctor --online`: the status line's code of `GET <path>` on `endpoint`, sent with
+/// `headers` (the key among them, never printed), within `within`. The endpoint's own answer:
+/// no redirect is followed.
+pub fn probe_status(
+    endpoint: &Endpoint,
+    path: &str,
+    headers: &[(&str, String)],
+    within: Duration,
+) -> anyhow::Result<u16> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    async fn ask<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
+        mut s: S,
+        request: &[u8],
+    ) -> anyhow::Result<u16> {
+        s.write_all(request).await?;
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !got.windows(2).any(|w| w == b"\r\n") && got.len() < 8192 {
+            let n = s.read(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        let line = String::from_utf8_lossy(&got);
+        line.split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .ok_or_else(|| anyhow::anyhow!("the endpoint's answer is not HTTP"))
+    }
+    let host = match endpoint {
+        Endpoint::Loopback(a) => a.to_string(),
+        Endpoint::Remote { host, port: 443 } => host.clone(),
+        Endpoint::Remote { host, port } => format!("{host}:{port}"),
+    };
+    let mut request =
+        format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: application/json\r\n");
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("Connection: close\r\n\r\n");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        tokio::time::timeout(within, async {
+            match endpoint {
+                Endpoint::Loopback(addr) => {
+                    ask(TcpStream::connect(addr).await?, request.as_bytes()).await
+                }
+                Endpoint::Remote { host, port } => {
+                    let tcp = TcpStream::connect((host.as_str(), *port)).await?;
+                    let name = rustls::pki_types::ServerName::try_from(host.clone())?;
+                    let tls =
+                        tokio_rustls::TlsConnector::from(crate::web::tls::client_config(&[])?)
+                            .connect(name, tcp)
+                            .await?;
+                    ask(tls, request.as_bytes()).await
+                }
+            }
+        })
+        .await
+        .map_err(|_| anyhow::anyhow!("no answer within {}", humantime::format_duration(within)))?
+    })
 }
 
 #[cfg(test)]
@@ -314,6 +515,7 @@ mod tests {
                 creds,
                 refused.clone(),
                 &[pem],
+                Alarm::default(),
             )
             .unwrap(),
         );
@@ -352,6 +554,71 @@ mod tests {
         assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
         assert_eq!(refused.load(Ordering::Relaxed), 2);
         assert_eq!(seen.lock().unwrap().len(), 1, "nothing else reached it");
+    }
+
+    /// What trips the alarm: a refused credential or a missing model on a model call, an
+    /// endpoint never reached; not a 429 or a 5xx, not a side request, not a blip once the
+    /// endpoint has answered.
+    #[test]
+    fn the_alarm_trips_on_what_no_retry_mends() {
+        let advice = Advice {
+            credentials: "set K".into(),
+            model: "check M".into(),
+            endpoint: "check E".into(),
+        };
+        let alarm = || Alarm::new(crate::sandbox::limits::Tripwire::default(), advice.clone());
+        for s in [429, 500, 502, 503, 529, 200] {
+            let a = alarm();
+            a.answered(
+                "h.example",
+                "/v1/messages",
+                StatusCode::from_u16(s).unwrap(),
+            );
+            assert_eq!(a.wire.tripped(), None, "{s}");
+        }
+        let a = alarm();
+        a.answered("h.example", "/api/oauth/profile", StatusCode::UNAUTHORIZED);
+        a.answered("h.example", "/v1/models", StatusCode::NOT_FOUND);
+        assert_eq!(a.wire.tripped(), None, "side requests");
+        for (path, s, says) in [
+            (
+                "/v1/messages?beta=true",
+                401,
+                "answered 401 Unauthorized: the credentials were refused\n(hint: set K)",
+            ),
+            (
+                "/v1/responses",
+                403,
+                "answered 403 Forbidden: the credentials were refused\n(hint: set K)",
+            ),
+            (
+                "/openai/v1/chat/completions",
+                404,
+                "answered 404 Not Found: no such model\n(hint: check M)",
+            ),
+        ] {
+            let a = alarm();
+            a.answered("h.example", path, StatusCode::from_u16(s).unwrap());
+            let why = a.wire.tripped().unwrap_or_default();
+            assert_eq!(why, format!("the model endpoint h.example {says}"));
+        }
+        let e = anyhow::anyhow!("Connection refused (os error 111)");
+        let a = alarm();
+        a.unreachable("h.example", &e);
+        let why = a.wire.tripped().unwrap_or_default();
+        assert!(
+            why.starts_with("cannot reach the model endpoint h.example: Connection refused"),
+            "{why}"
+        );
+        assert!(why.ends_with("\n(hint: check E)"), "{why}");
+        let a = alarm();
+        a.answered("h.example", "/v1/messages", StatusCode::OK);
+        a.unreachable("h.example", &e);
+        a.unreachable("h.example", &e);
+        assert_eq!(a.wire.tripped(), None, "a blip after an answer");
+        a.reach().failing_since = Some(Instant::now() - CONNECT_FAILING_FOR);
+        a.unreachable("h.example", &e);
+        assert!(a.wire.tripped().is_some(), "failing for long");
     }
 
     #[test]

@@ -50,12 +50,14 @@ pub fn make_sock_dir(dir: &Path) -> anyhow::Result<()> {
 impl RunBox {
     /// Binds the sockets and starts the relay. Must run inside a tokio runtime.
     /// `max_events`: the most bytes appended to `events.jsonl` for the box (`--max-records`);
-    /// past it, nothing more is written and `tripwire` is tripped.
+    /// past it, nothing more is written and `tripwire` is tripped. `alarm`: tripped by the
+    /// relay when the model endpoint refuses the harness or cannot be reached.
     pub fn start(
         spec: super::BoxSpec,
         events_file: PathBuf,
         max_events: Option<u64>,
         tripwire: super::limits::Tripwire,
+        alarm: super::model_relay::Alarm,
     ) -> anyhow::Result<RunBox> {
         let model = UnixListener::bind(spec.sock_dir.join(MODEL_SOCK)).with_context(|| {
             format!(
@@ -74,6 +76,7 @@ impl RunBox {
             spec.credentials.clone(),
             refused.clone(),
             &[],
+            alarm,
         )?;
         let tasks = vec![
             tokio::spawn(relay_model(model, Arc::new(relay), shut.clone())),

@@ -34,6 +34,8 @@ pub struct Needs {
     pub logins: Vec<Login>,
     /// The model endpoint, the box's one network destination.
     pub endpoint: Endpoint,
+    /// What to do when the endpoint refuses the harness: said in the run's cause.
+    pub advice: super::Advice,
 }
 
 /// A login file the harness reads in the box.
@@ -318,6 +320,7 @@ mod tests {
                 ..limits::Limits::default()
             },
             tripwire: limits::Tripwire::default(),
+            model_alarm: limits::Tripwire::default(),
         };
         let spec = plan_spec(
             &launch,

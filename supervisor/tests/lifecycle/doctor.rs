@@ -137,6 +137,8 @@ fn doctor_says_when_claudes_on_failure_is_not_honoured() {
             .leopold(&["doctor", "--project", &project, "--json"])
             .env("PATH", &path)
             .env("FAKE_WORKER_VERSION", version)
+            // Credentials present: their check passes, the version's decides.
+            .env("ANTHROPIC_API_KEY", "sk-ant-api03-doctor")
             .output()
             .unwrap();
         let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
@@ -309,4 +311,244 @@ fn what_loosens_a_bound_is_said_by_doctor_and_by_every_run() {
         assert!(warnings.iter().any(|w| w.contains(want)), "{want}: {e}");
     }
     assert!(!e.contains("secret-model-name"), "{e}");
+}
+
+/// A fake `claude` on PATH (its credentials then matter): the doctor command with `env`.
+fn doctor_with(
+    sb: &Sandbox,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, String, serde_json::Value) {
+    let bin = sb.root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let _ = std::os::unix::fs::symlink(fake_worker(), bin.join("claude"));
+    let project = sb.project.display().to_string();
+    let mut all = vec!["doctor", "--project", &project, "--json"];
+    all.extend_from_slice(args);
+    let mut cmd = sb.leopold(&all);
+    cmd.env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("FAKE_WORKER_VERSION", "2.1.332 (Claude Code)")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("CODEX_API_KEY");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    let v: serde_json::Value =
+        serde_json::from_str(stdout(&out).trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
+    (out.status.code().unwrap(), text, v)
+}
+
+fn check<'a>(v: &'a serde_json::Value, scope: &str, name: &str) -> &'a serde_json::Value {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["scope"] == scope && f["check"] == name)
+        .unwrap_or_else(|| panic!("no {scope}/{name}: {v}"))
+}
+
+/// With the harness installed and no credentials, the check fails with what to do; with a key
+/// variable or a login file it passes; no value is ever printed.
+#[test]
+fn doctor_checks_each_harness_has_credentials_and_never_prints_them() {
+    let sb = Sandbox::with_user_files();
+    let (code, text, v) = doctor_with(&sb, &[], &[]);
+    assert_eq!(code, 1, "{v}");
+    let c = check(&v, "claude", "credentials");
+    assert_eq!(c["status"], "problem", "{c}");
+    assert!(
+        c["fix"].as_str().unwrap().contains("ANTHROPIC_API_KEY"),
+        "{c}"
+    );
+    assert!(c["fix"].as_str().unwrap().contains("claude login"), "{c}");
+    // Codex is not on PATH here: its missing credentials are a note.
+    assert_eq!(check(&v, "codex", "credentials")["status"], "note");
+    assert!(!text.contains("leopold-placeholder"));
+
+    let key = "sk-ant-api03-SECRET-doctor-key";
+    let (code, text, v) = doctor_with(&sb, &[], &[("ANTHROPIC_API_KEY", key)]);
+    assert_eq!(code, 0, "{v}");
+    let c = check(&v, "claude", "credentials");
+    assert_eq!(c["status"], "ok", "{c}");
+    assert_eq!(c["message"], "ANTHROPIC_API_KEY is set");
+    assert!(!text.contains("SECRET"), "{text}");
+
+    // Claude's login file, and Codex's.
+    std::fs::create_dir_all(sb.home.join(".claude")).unwrap();
+    std::fs::write(
+        sb.home.join(".claude/.credentials.json"),
+        r#"{"claudeAiOauth":{"accessToken":"sk-ant-oat01-SECRET-access","refreshToken":"r"}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        sb.codex_home.join("auth.json"),
+        r#"{"OPENAI_API_KEY":null,"tokens":{"access_token":"SECRET-codex-access"}}"#,
+    )
+    .unwrap();
+    let (code, text, v) = doctor_with(&sb, &[], &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(check(&v, "claude", "credentials")["status"], "ok");
+    assert_eq!(check(&v, "codex", "credentials")["status"], "ok");
+    assert!(!text.contains("SECRET"), "{text}");
+}
+
+/// A model endpoint on a free loopback port answering every request with `status`.
+fn answering(status: u16) -> u16 {
+    use std::io::{BufRead as _, Write as _};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in l.incoming().flatten() {
+            let mut r = std::io::BufReader::new(&conn);
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+            }
+            let _ = (&conn).write_all(
+                format!(
+                    "HTTP/1.1 {status} X\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    port
+}
+
+/// `--online`: the endpoint refusing the key (401) is a problem with what to do; one that
+/// takes it passes; one that cannot be reached is a problem. Without `--online` nothing is
+/// asked.
+#[test]
+fn doctor_online_asks_the_model_endpoint_with_the_key() {
+    let sb = Sandbox::with_user_files();
+    let key = "sk-ant-api03-SECRET-online";
+    let refusing = answering(401);
+    let base = format!("http://127.0.0.1:{refusing}");
+    let env = [
+        ("ANTHROPIC_API_KEY", key),
+        ("ANTHROPIC_BASE_URL", base.as_str()),
+    ];
+    let (code, _, v) = doctor_with(&sb, &[], &env);
+    assert_eq!(code, 0, "not asked without --online: {v}");
+    assert!(v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["check"] != "endpoint"));
+
+    let (code, text, v) = doctor_with(&sb, &["--online"], &env);
+    assert_eq!(code, 1, "{v}");
+    let e = check(&v, "claude", "endpoint");
+    assert_eq!(e["status"], "problem", "{e}");
+    let msg = e["message"].as_str().unwrap();
+    assert!(
+        msg.contains(&format!("127.0.0.1:{refusing}")) && msg.contains("401"),
+        "{e}"
+    );
+    assert!(!msg.contains("http://"), "a host, never a URL: {e}");
+    assert!(
+        e["fix"].as_str().unwrap().contains("ANTHROPIC_API_KEY"),
+        "{e}"
+    );
+    assert!(!text.contains("SECRET"), "{text}");
+    // Codex has no key here: not asked, said so.
+    assert_eq!(check(&v, "codex", "endpoint")["status"], "note");
+
+    let taking = answering(200);
+    let base = format!("http://127.0.0.1:{taking}");
+    let (code, _, v) = doctor_with(
+        &sb,
+        &["--online"],
+        &[("ANTHROPIC_API_KEY", key), ("ANTHROPIC_BASE_URL", &base)],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(check(&v, "claude", "endpoint")["status"], "ok");
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{closed}");
+    let (code, _, v) = doctor_with(
+        &sb,
+        &["--online"],
+        &[("ANTHROPIC_API_KEY", key), ("ANTHROPIC_BASE_URL", &base)],
+    );
+    assert_eq!(code, 1, "{v}");
+    let e = check(&v, "claude", "endpoint");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("cannot reach the model endpoint"),
+        "{e}"
+    );
+}
+
+/// The provisioned browser: found as `persona run` finds it, and started. A flow here that
+/// provisions it makes its absence a problem; otherwise a note.
+#[test]
+fn doctor_checks_the_provisioned_browser() {
+    let sb = Sandbox::with_user_files();
+    let (_, _, v) = doctor_with(
+        &sb,
+        &[],
+        &[("LEOPOLD_PLAYWRIGHT_MCP", "/nonexistent/playwright-mcp")],
+    );
+    let b = check(&v, "browser", "installed");
+    assert_eq!(b["status"], "note", "{b}");
+    assert!(
+        b["message"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent/playwright-mcp"),
+        "{b}"
+    );
+    assert!(
+        b["fix"].as_str().unwrap().contains("install-browser.sh"),
+        "{b}"
+    );
+    std::fs::create_dir_all(sb.project.join("flows")).unwrap();
+    std::fs::write(
+        sb.project.join("flows/shop.md"),
+        "+++\nname = \"shop\"\nallowlist = [\"shop.example\"]\nbrowser = \"playwright\"\n+++\nShop.\n",
+    )
+    .unwrap();
+    let (code, _, v) = doctor_with(
+        &sb,
+        &[],
+        &[
+            ("ANTHROPIC_API_KEY", "k"),
+            ("LEOPOLD_PLAYWRIGHT_MCP", "/nonexistent/playwright-mcp"),
+        ],
+    );
+    assert_eq!(check(&v, "browser", "installed")["status"], "problem");
+    assert_eq!(code, 1, "{v}");
+    // A Playwright MCP that is there but does not start.
+    let broken = sb.root.join("playwright-mcp");
+    std::fs::write(&broken, "#!/bin/sh\nexit 7\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&broken, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // Chromium is the provisioned one (scripts/test.sh installs it).
+    let (_, _, v) = doctor_with(
+        &sb,
+        &[],
+        &[("LEOPOLD_PLAYWRIGHT_MCP", broken.to_str().unwrap())],
+    );
+    let p = check(&v, "browser", "playwright_mcp");
+    assert_eq!(p["status"], "problem", "{p}");
+    assert!(
+        p["message"].as_str().unwrap().contains("does not start"),
+        "{p}"
+    );
 }

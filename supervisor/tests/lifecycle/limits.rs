@@ -181,10 +181,11 @@ fn a_harness_kept_in_the_home_folder_brings_no_secret_into_the_box() {
         sb.flow().display(),
         env_dump.display(),
     ));
-    let (flow, project, bin) = (
+    let (flow, project, bin, mcp) = (
         sb.flow().display().to_string(),
         sb.project.display().to_string(),
         harness.display().to_string(),
+        sb.stub_mcp_config().display().to_string(),
     );
     let args = [
         "persona",
@@ -196,6 +197,8 @@ fn a_harness_kept_in_the_home_folder_brings_no_secret_into_the_box() {
         &project,
         "--harness-bin",
         &bin,
+        "--mcp-config",
+        &mcp,
     ];
     let out = sb
         .leopold(&args)

@@ -9,6 +9,7 @@
 //! - `doctor`: what doctor reports before and after a crash;
 //! - `boxed`: the box, with the fake worker as the adversary;
 //! - `model_key`: the model's credentials stay outside the box, filled in by the relay;
+//! - `model_fail`: a model endpoint that refuses the harness or cannot be reached stops the run fast;
 //! - `limits`: the box's limits (processes, memory, scratch, records) and what it takes in;
 //! - `outcome`: findings, walls, `stuck`, a timeout's cause, quiet-run progress, `--json` stamps;
 //! - `record`: the journal's hash-chain head in run.json, `run_ended`, the summary and replay.
@@ -20,6 +21,7 @@ mod disk;
 mod doctor;
 mod gateway;
 mod limits;
+mod model_fail;
 mod model_key;
 mod outcome;
 mod record;

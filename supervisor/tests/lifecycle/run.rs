@@ -147,8 +147,6 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
     // The gateway's record and the worker's MCP config (the relay) join the run's files.
     let mut listing = RUN_LISTING.to_vec();
     listing.insert(2, "runs/<run>/findings.md");
-    listing.insert(3, "runs/<run>/gateway.jsonl");
-    listing.insert(5, "runs/<run>/mcp-relay.json");
     assert_eq!(sb.persona_listing(), listing);
     assert_eq!(
         std::fs::read_to_string(sb.run_dirs()[0].join("findings.md")).unwrap(),
@@ -274,6 +272,7 @@ fn a_bad_flow_or_missing_harness_is_a_usage_error_touching_nothing() {
     let sb = Sandbox::with_user_files();
     let project = sb.project.display().to_string();
     let flow = sb.flow().display().to_string();
+    let mcp = sb.stub_mcp_config().display().to_string();
     let out = sb
         .leopold(&[
             "persona",
@@ -285,6 +284,8 @@ fn a_bad_flow_or_missing_harness_is_a_usage_error_touching_nothing() {
             &project,
             "--harness-bin",
             "/nonexistent/codex",
+            "--mcp-config",
+            &mcp,
         ])
         .output()
         .unwrap();
@@ -292,6 +293,55 @@ fn a_bad_flow_or_missing_harness_is_a_usage_error_touching_nothing() {
     assert_has(&stderr(&out), "not found");
     assert_has(&stderr(&out), "--harness-bin");
     assert!(!sb.project.join(".leopold").exists());
+}
+
+/// A flow that gives the persona no browser (no `browser` key, no --browser, no --mcp-config)
+/// is a configuration error before anything starts: the worker would get no tool at all.
+#[test]
+fn a_run_with_no_browser_is_refused_touching_nothing() {
+    for harness in ["claude", "codex"] {
+        let sb = Sandbox::scripted(
+            "@exit 0
+",
+        );
+        let before = sb.snapshot();
+        let (flow, project, bin) = (
+            sb.flow().display().to_string(),
+            sb.project.display().to_string(),
+            fake_worker().display().to_string(),
+        );
+        let out = sb
+            .leopold(&[
+                "persona",
+                "run",
+                &flow,
+                "--harness",
+                harness,
+                "--project",
+                &project,
+                "--harness-bin",
+                &bin,
+            ])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "leopold: error: flow `checkout` gives the persona no browser",
+                "hint: add `browser = \"playwright\"` to the flow, or pass --browser playwright, or --mcp-config FILE naming your browser's MCP server",
+            ],
+            "{err}"
+        );
+        assert_eq!(sb.snapshot(), before);
+        assert!(
+            !sb.project.join(".leopold").exists(),
+            "no lock, no ACTIVE.json"
+        );
+        assert!(!sb.record().exists(), "the worker must not start");
+    }
 }
 
 #[test]

@@ -6,8 +6,12 @@
 //!
 //! ```text
 //! leopold-scripted-model --script FILE [--log FILE] [--port-file FILE]
-//!                        [--anthropic-port N] [--openai-port N]
+//!                        [--anthropic-port N] [--openai-port N] [--status CODE]
 //! ```
+//!
+//! `--status CODE` (401, 404, …): every model call (`POST /v1/messages`, `/v1/responses`, and
+//! the model list `GET /v1/models`) is answered with that status and the API's error body, as
+//! an endpoint refusing the key or the model would; the script is not played.
 //!
 //! Ports default to 0 (any free port). Once both are bound it writes `{"anthropic":N,"openai":M}`
 //! to `--port-file` (atomically) and prints `anthropic=127.0.0.1:N openai=127.0.0.1:M` on stdout.
@@ -30,7 +34,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-const USAGE: &str = "usage: leopold-scripted-model --script FILE [--log FILE] [--port-file FILE] [--anthropic-port N] [--openai-port N]";
+const USAGE: &str = "usage: leopold-scripted-model --script FILE [--log FILE] [--port-file FILE] [--anthropic-port N] [--openai-port N] [--status CODE]";
 const MAX_HEAD: usize = 64 * 1024;
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
@@ -53,6 +57,8 @@ struct State {
     script: Script,
     log: Option<Mutex<std::fs::File>>,
     seq: AtomicU64,
+    /// `--status`: the status every model call gets.
+    status: Option<u16>,
 }
 
 struct Args {
@@ -61,12 +67,13 @@ struct Args {
     port_file: Option<PathBuf>,
     anthropic_port: u16,
     openai_port: u16,
+    status: Option<u16>,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args_os().skip(1);
     let (mut script, mut log, mut port_file) = (None, None, None);
-    let (mut anthropic_port, mut openai_port) = (0u16, 0u16);
+    let (mut anthropic_port, mut openai_port, mut status) = (0u16, 0u16, None);
     while let Some(flag) = it.next() {
         let flag = flag.to_string_lossy().into_owned();
         if flag == "--help" || flag == "-h" {
@@ -86,6 +93,16 @@ fn parse_args() -> Result<Args, String> {
             "--port-file" => port_file = Some(PathBuf::from(value)),
             "--anthropic-port" => anthropic_port = port(&value)?,
             "--openai-port" => openai_port = port(&value)?,
+            "--status" => {
+                status = Some(
+                    value
+                        .to_string_lossy()
+                        .parse::<u16>()
+                        .ok()
+                        .filter(|s| (100..600).contains(s))
+                        .ok_or_else(|| format!("--status: not an HTTP status\n{USAGE}"))?,
+                )
+            }
             _ => return Err(format!("unknown argument {flag}\n{USAGE}")),
         }
     }
@@ -95,6 +112,7 @@ fn parse_args() -> Result<Args, String> {
         port_file,
         anthropic_port,
         openai_port,
+        status,
     })
 }
 
@@ -133,6 +151,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         script,
         log,
         seq: AtomicU64::new(0),
+        status: args.status,
     });
     let a = TcpListener::bind(("127.0.0.1", args.anthropic_port))
         .await
@@ -322,6 +341,31 @@ async fn handle(mut sock: TcpStream, api: Api, state: &State) -> std::io::Result
         Option<usize>,
         Option<usize>,
     ) = match (api, req.method.as_str(), req.path.as_str()) {
+        (_, "POST", "/v1/messages" | "/v1/responses") | (_, "GET", "/v1/models")
+            if state.status.is_some() =>
+        {
+            let code = state.status.unwrap_or(500);
+            let body = match api {
+                Api::Anthropic => json!({"type": "error", "error": {"type": "scripted_error", "message": format!("the scripted model answers {code}")}}),
+                Api::OpenAi => json!({"error": {"type": "scripted_error", "code": code, "message": format!("the scripted model answers {code}")}}),
+            };
+            (
+                status_line(code),
+                "application/json",
+                body.to_string(),
+                "status",
+                None,
+                None,
+            )
+        }
+        (_, "GET", "/v1/models") => (
+            "200 OK",
+            "application/json",
+            json!({"data": [{"id": "scripted", "type": "model"}]}).to_string(),
+            "models",
+            None,
+            None,
+        ),
         (Api::Anthropic, "POST", "/v1/messages/count_tokens") => (
             "200 OK",
             "application/json",
@@ -392,6 +436,19 @@ async fn handle(mut sock: TcpStream, api: Api, state: &State) -> std::io::Result
     sock.write_all(reply.as_bytes()).await?;
     sock.flush().await?;
     sock.shutdown().await
+}
+
+/// The status line's text for `code`.
+fn status_line(code: u16) -> &'static str {
+    match code {
+        401 => "401 Unauthorized",
+        403 => "403 Forbidden",
+        404 => "404 Not Found",
+        429 => "429 Too Many Requests",
+        500 => "500 Internal Server Error",
+        503 => "503 Service Unavailable",
+        _ => "400 Bad Request",
+    }
 }
 
 async fn delay(step: &Step<'_>) {

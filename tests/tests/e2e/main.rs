@@ -15,6 +15,7 @@
 //!   nothing gets out, no byte changes, no browser process outlives the run or a SIGKILL.
 //! - `harness_facts`: the fail-open and settings-skipping behaviours the design rests on.
 //! - `model_key`: issue #22: the model key stays outside the box; the relay fills it in.
+//! - `model_fail`: issue #24: a 401 from the model stops the run within 10 s as model_failed.
 //! - `only_browser`: the worker is offered the browser tools and nothing else (issue #12).
 //! - `requests`: issue #22: every gesture and page script that places an order, refused as a
 //!   request by the browser's proxy; https staging; WebRTC's UDP kept in the browser's box.
@@ -45,6 +46,7 @@ mod demo;
 mod fixtures;
 mod guard_wired;
 mod harness_facts;
+mod model_fail;
 mod model_key;
 mod only_browser;
 mod persona_run;

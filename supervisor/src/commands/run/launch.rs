@@ -166,6 +166,7 @@ pub(super) fn launch(
             rw: Vec::new(),
             limits: plan.limits,
             tripwire: plan.tripwire.clone(),
+            model_alarm: plan.model_alarm.clone(),
         })?),
         None => None,
     };

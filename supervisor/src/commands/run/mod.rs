@@ -373,7 +373,13 @@ async fn lifecycle(
         }
     }
 
-    // 8. Outcome, then the undo.
+    // 8. Outcome, then the undo. The model's failure is said whole, the harness's words in it.
+    sup.stop = outcome::model_stop(
+        sup.stop.take(),
+        observer.harness_failed(),
+        &sup.stderr_tail,
+        &harness::model_advice(plan.kind, &plan.ctx.codex_home),
+    );
     let c = classify(&Ended {
         violations: sup.counts.violations,
         stop: sup.stop.as_ref(),
@@ -383,6 +389,9 @@ async fn lifecycle(
         app_failed: &verdict.failed_by,
         unmet: &verdict.unmet,
     });
+    if let (RunOutcome::ModelFailed, Some(why)) = (c.outcome, &c.reason) {
+        out.warn(why);
+    }
     tracing::info!(
         outcome = c.outcome.as_str(),
         actions = sup.counts.actions,
@@ -404,10 +413,11 @@ async fn lifecycle(
             verdict: Some(verdict),
             ..RunEnd::new(c.outcome)
         },
-        // An empty answer is no answer: there is nothing to save or show.
+        // An empty answer is no answer: there is nothing to save or show. Nor is a run whose
+        // model failed: what it said then is the harness's error, not findings.
         answer: observer
             .answer()
-            .filter(|a| !a.trim().is_empty())
+            .filter(|a| !a.trim().is_empty() && c.outcome != RunOutcome::ModelFailed)
             .map(str::to_owned),
         journal_sync: observer.take_sync(),
     })?;

@@ -142,6 +142,73 @@ pub fn classify(end: &Ended<'_>) -> Classified {
     }
 }
 
+/// The model's failure, said whole: the relay's cause (or, when nothing stopped the run, the
+/// harness's own error: with no key Claude never asks the endpoint) with the harness's own
+/// words in it, its error text or else the last line of its stderr. `advice`: what to do.
+/// Returns the stop to classify by; any other stop is kept as it is.
+pub fn model_stop(
+    stop: Option<Stop>,
+    harness_failed: Option<&str>,
+    stderr_tail: &[u8],
+    advice: &crate::sandbox::Advice,
+) -> Option<Stop> {
+    let said = harness_failed
+        .map(|t| crate::redact::strip_urls(t.trim()))
+        .filter(|t| !t.is_empty())
+        .or_else(|| tail_hint(stderr_tail).strip_prefix(": ").map(str::to_owned));
+    match stop {
+        Some(Stop::Model(cause)) => Some(Stop::Model(match said {
+            None => cause,
+            Some(said) => {
+                let (what, hint) = cause
+                    .split_once("\n(hint: ")
+                    .map_or((cause.as_str(), None), |(w, h)| (w, Some(h)));
+                let hint = hint.map_or_else(String::new, |h| format!("\n(hint: {h}"));
+                format!("{what}; the harness said: {}{hint}", one_line(&said))
+            }
+        })),
+        None => {
+            let text = harness_failed?;
+            let lower = text.to_ascii_lowercase();
+            let fix = if [
+                "login",
+                "api key",
+                "401",
+                "403",
+                "auth",
+                "credential",
+                "unauthorized",
+            ]
+            .iter()
+            .any(|w| lower.contains(w))
+            {
+                advice.credentials.as_str()
+            } else if lower.contains("404") || lower.contains("model") {
+                advice.model.as_str()
+            } else {
+                ""
+            };
+            Some(Stop::Model(crate::sandbox::model_cause(
+                &format!(
+                    "the harness gave up on the model: {}",
+                    one_line(&crate::redact::strip_urls(text.trim()))
+                ),
+                fix,
+            )))
+        }
+        other => other,
+    }
+}
+
+/// `text` on one line, at most 300 characters: a reason is one line.
+fn one_line(text: &str) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match joined.char_indices().nth(300) {
+        Some((i, _)) => format!("{}…", &joined[..i]),
+        None => joined,
+    }
+}
+
 /// `: <last non-blank line of stderr>`, URLs stripped (the worker's stderr may carry one).
 fn tail_hint(tail: &[u8]) -> String {
     let text = String::from_utf8_lossy(tail);
@@ -376,5 +443,47 @@ mod tests {
             let c = with(0, Some(&stop), Some(&killed), &[], &[]);
             assert_eq!((c.outcome, c.outcome.exit_code()), (outcome, 5));
         }
+    }
+
+    #[test]
+    fn the_models_failure_carries_the_harnesss_words_and_never_drops_another_stop() {
+        let advice = crate::sandbox::Advice {
+            credentials: "set KEY".into(),
+            model: "check MODEL".into(),
+            endpoint: "check URL".into(),
+        };
+        let relay =
+            Stop::Model("the model endpoint h answered 401 Unauthorized\n(hint: set KEY)".into());
+        assert_eq!(
+            model_stop(Some(relay.clone()), Some("Invalid API key · Please run /login"), b"", &advice),
+            Some(Stop::Model("the model endpoint h answered 401 Unauthorized; the harness said: Invalid API key · Please run /login\n(hint: set KEY)".into()))
+        );
+        // No result text: the end of its stderr, URLs as hosts.
+        assert_eq!(
+            model_stop(Some(relay.clone()), None, b"Reconnecting 2/5\nerror: https://api.example/v1 401\n", &advice),
+            Some(Stop::Model("the model endpoint h answered 401 Unauthorized; the harness said: error: <api.example> 401\n(hint: set KEY)".into()))
+        );
+        assert_eq!(
+            model_stop(Some(relay.clone()), None, b"", &advice),
+            Some(relay)
+        );
+        // Nothing stopped the run, the harness gave up: the model failed, with the hint that fits.
+        assert_eq!(
+            model_stop(None, Some("Not logged in · Please run /login"), b"", &advice),
+            Some(Stop::Model("the harness gave up on the model: Not logged in · Please run /login\n(hint: set KEY)".into()))
+        );
+        assert_eq!(
+            model_stop(None, Some("API Error: 404 model: nope"), b"", &advice),
+            Some(Stop::Model(
+                "the harness gave up on the model: API Error: 404 model: nope\n(hint: check MODEL)"
+                    .into()
+            ))
+        );
+        assert_eq!(model_stop(None, None, b"boom", &advice), None);
+        let t = Stop::Signal(Signal::Int);
+        assert_eq!(
+            model_stop(Some(t.clone()), Some("Not logged in"), b"", &advice),
+            Some(t)
+        );
     }
 }

@@ -116,6 +116,14 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         None => Vec::new(),
     };
     let provision = provisions_browser(args, &flow);
+    if !provision && args.mcp_config.is_none() {
+        // The worker would get no tool at all, and the run would end as a violation of a
+        // bound it never had a chance to keep (#24).
+        anyhow::bail!(
+            "flow `{}` gives the persona no browser\n(hint: add `browser = \"playwright\"` to the flow, or pass --browser playwright, or --mcp-config FILE naming your browser's MCP server)",
+            flow.name
+        );
+    }
     if provision && args.mcp_config.is_some() {
         anyhow::bail!(
             "flow `{}` provisions its browser (`browser = \"playwright\"`), and --mcp-config gives the worker another\n(hint: drop --mcp-config; the supervisor writes the browser's MCP config itself)",
@@ -218,6 +226,17 @@ mod tests {
         p
     }
 
+    /// An MCP config giving the worker a browser (never started by planning).
+    fn mcp(dir: &std::path::Path) -> Option<PathBuf> {
+        let p = dir.join("mcp.json");
+        std::fs::write(
+            &p,
+            r#"{"mcpServers":{"browser":{"command":"/opt/playwright-mcp"}}}"#,
+        )
+        .unwrap();
+        Some(p)
+    }
+
     #[test]
     fn grace_defaults_and_takes_the_test_override() {
         assert_eq!(grace(None), DEFAULT_GRACE);
@@ -244,6 +263,7 @@ mod tests {
         a.flow = flow.clone();
         a.project.project = Some(dir.path().to_path_buf());
         a.harness_bin = Some(bin.clone());
+        a.mcp_config = mcp(dir.path());
         let p = plan(&a).unwrap();
         assert_eq!(p.flow.name, "checkout");
         assert_eq!(p.flow_path, flow);
@@ -265,10 +285,11 @@ mod tests {
             b.flow = flow.clone();
             b.project.project = Some(dir.path().to_path_buf());
             b.harness_bin = Some(bin.clone());
+            b.mcp_config = a.mcp_config.clone();
             assert_eq!(plan(&b).unwrap().timeout, want, "{given:?}");
         }
         assert_eq!(p.extra, ["--model", "x"]);
-        assert!(p.browser.is_none() && p.mcp_servers.is_empty() && p.bwrap.is_none());
+        assert!(p.browser.is_none() && p.mcp_servers.len() == 1 && p.bwrap.is_none());
         assert_eq!(p.paths.project, std::fs::canonicalize(dir.path()).unwrap());
         // Nothing was touched: planning has no side effect.
         assert!(!dir.path().join(".leopold").exists());
@@ -284,11 +305,19 @@ mod tests {
         let err = format!("{:#}", plan(&a).err().unwrap());
         assert!(err.starts_with("refused harness argument"), "{err}");
         let mut a = args(&[]);
-        a.flow = flow;
+        a.flow = flow.clone();
         a.project.project = Some(dir.path().to_path_buf());
         a.harness_bin = Some(dir.path().join("no-such-codex"));
+        a.mcp_config = mcp(dir.path());
         let err = format!("{:#}", plan(&a).err().unwrap());
         assert!(err.contains("no-such-codex` not found"), "{err}");
+        // No browser: no `browser` key, no --browser, no --mcp-config.
+        a.mcp_config = None;
+        let err = format!("{:#}", plan(&a).err().unwrap());
+        assert!(
+            err.starts_with("flow `checkout` gives the persona no browser\n(hint: "),
+            "{err}"
+        );
         assert!(!dir.path().join(".leopold").exists());
         // A flow that provisions its browser cannot also take --mcp-config.
         let f = write_flow(dir.path(), "browser = \"playwright\"\n");

@@ -31,6 +31,10 @@ const MAX_FINDINGS: usize = 1000;
 /// How often the guard's own denials are looked for between stream lines (Codex: a denied call
 /// prints nothing).
 const POLL: Duration = Duration::from_millis(250);
+/// Once the model alarm is tripped, how long the harness has to say so in its own words and
+/// exit before it is stopped: its text goes into the cause (a harness that retries is stopped
+/// all the same, well within the 10 s a failing endpoint may cost).
+const MODEL_GRACE: Duration = Duration::from_secs(2);
 
 /// SIGINT, SIGTERM and SIGHUP, handled from the start of the lifecycle: a Ctrl-C during setup
 /// must still unwire.
@@ -272,6 +276,7 @@ pub async fn supervise(
     let mut walls = Walls::default();
     let max_in_a_row = plan.flow.max_denials_in_a_row;
     let mut poll_at = TInstant::now() + POLL;
+    let mut model_due: Option<TInstant> = None;
 
     while status.is_none() || stdout_open {
         tokio::select! {
@@ -303,8 +308,14 @@ pub async fn supervise(
             why = plan.tripwire.wait(), if stopper.stop.is_none() && status.is_none() => {
                 stopper.halt(Stop::OverLimit(why.clone()), &why, out);
             }
-            why = plan.model_alarm.wait(), if stopper.stop.is_none() && status.is_none() => {
-                stopper.halt(Stop::Model(why.clone()), &why, out);
+            _ = plan.model_alarm.wait(), if model_due.is_none() && stopper.stop.is_none() && status.is_none() => {
+                model_due = Some(TInstant::now() + MODEL_GRACE);
+            }
+            _ = sleep_until(model_due.unwrap_or(far)), if model_due.is_some() && stopper.stop.is_none() && status.is_none() => {
+                let why = plan.model_alarm.tripped().unwrap_or_default();
+                // Its hint comes with the run's end, the harness's words added.
+                let said = why.lines().next().unwrap_or_default().to_owned();
+                stopper.halt(Stop::Model(why), &said, out);
             }
             _ = sleep_until(poll_at), if observer.polls() && status.is_none() => {
                 poll_at = TInstant::now() + POLL;

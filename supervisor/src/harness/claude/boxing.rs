@@ -65,5 +65,15 @@ pub fn box_needs(scratch: &Path) -> anyhow::Result<Needs> {
         set,
         logins,
         endpoint,
+        advice: advice(),
     })
+}
+
+/// What to do when Claude's endpoint refuses it.
+pub fn advice() -> crate::sandbox::Advice {
+    crate::sandbox::Advice {
+        credentials: "set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) to a valid key, or run `claude login`".into(),
+        model: "check the model name (--model, ANTHROPIC_MODEL) against what the endpoint serves, and ANTHROPIC_BASE_URL".into(),
+        endpoint: "check ANTHROPIC_BASE_URL (default: api.anthropic.com) and the network".into(),
+    }
 }

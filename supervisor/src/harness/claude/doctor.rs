@@ -91,6 +91,56 @@ pub fn checks(ctx: &Context, project: &Path, version: Option<&str>) -> Vec<Findi
     out
 }
 
+/// Claude's credentials: its key variables, then its login file (`~/.claude/.credentials.json`
+/// with an access token). What is set, said by name only, and the key `--online` can try
+/// (a login's token is not tried: it is an OAuth token for Claude's own client).
+pub fn credentials() -> (Option<String>, Option<crate::harness::doctor::Key>) {
+    let base = std::env::var("ANTHROPIC_BASE_URL")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "https://api.anthropic.com".into());
+    let set = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let version = ("anthropic-version", "2023-06-01".to_owned());
+    if let Some(v) = set("ANTHROPIC_API_KEY") {
+        return (
+            Some("ANTHROPIC_API_KEY is set".into()),
+            Some(crate::harness::doctor::Key {
+                name: "ANTHROPIC_API_KEY".into(),
+                base,
+                models_path: "/v1/models".into(),
+                headers: vec![("x-api-key", v), version],
+            }),
+        );
+    }
+    if let Some(v) = set("ANTHROPIC_AUTH_TOKEN") {
+        return (
+            Some("ANTHROPIC_AUTH_TOKEN is set".into()),
+            Some(crate::harness::doctor::Key {
+                name: "ANTHROPIC_AUTH_TOKEN".into(),
+                base,
+                models_path: "/v1/models".into(),
+                headers: vec![("authorization", format!("Bearer {v}")), version],
+            }),
+        );
+    }
+    let file = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude/.credentials.json"));
+    let logged_in = file.as_ref().is_some_and(|f| {
+        std::fs::read_to_string(f)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| {
+                v.pointer("/claudeAiOauth/accessToken")
+                    .and_then(|t| t.as_str())
+                    .map(|t| !t.is_empty())
+            })
+            .unwrap_or(false)
+    });
+    match file {
+        Some(f) if logged_in => (Some(format!("logged in ({})", shown(&f))), None),
+        _ => (None, None),
+    }
+}
+
 /// Known shapes that make Claude Code skip a settings file, or switch hooks off.
 pub fn settings_problems(text: &str) -> Vec<String> {
     let doc: serde_json::Value = match serde_json::from_str(text) {

@@ -6,7 +6,7 @@ pub(in crate::harness) mod doctor;
 pub(in crate::harness) mod launch;
 mod settings;
 
-pub use boxing::box_needs;
+pub use boxing::{advice, box_needs};
 pub(in crate::harness) use settings::{add, group, list, strip, validation_warnings};
 
 use std::path::Path;

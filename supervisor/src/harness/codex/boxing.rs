@@ -101,6 +101,7 @@ pub fn box_needs(codex_home: &Path, login: Option<PathBuf>) -> anyhow::Result<Ne
         })
         .into_iter()
         .collect();
+    let advice = advice(provider.as_deref(), extra.first().map(String::as_str));
     Ok(Needs {
         pass: PASS.to_vec(),
         keys: KEYS.iter().map(|k| (*k).to_owned()).collect(),
@@ -108,7 +109,47 @@ pub fn box_needs(codex_home: &Path, login: Option<PathBuf>) -> anyhow::Result<Ne
         set,
         logins,
         endpoint,
+        advice,
     })
+}
+
+/// [`advice`] for the configuration in `codex_home` (none, or one unreadable: the defaults').
+pub fn advice_for_home(codex_home: &Path) -> crate::sandbox::Advice {
+    let doc: Option<toml_edit::DocumentMut> =
+        std::fs::read_to_string(codex_home.join("config.toml"))
+            .ok()
+            .and_then(|t| t.parse().ok());
+    let provider = doc
+        .as_ref()
+        .and_then(|d| d.get("model_provider"))
+        .and_then(|v| v.as_str());
+    let env_key = provider.and_then(|p| {
+        doc.as_ref()?
+            .get("model_providers")?
+            .get(p)?
+            .get("env_key")?
+            .as_str()
+    });
+    advice(provider, env_key)
+}
+
+/// What to do when Codex's endpoint refuses it: its provider's `env_key`, else its own key
+/// variables or its login.
+pub fn advice(provider: Option<&str>, env_key: Option<&str>) -> crate::sandbox::Advice {
+    let credentials = match (provider, env_key) {
+        (Some(p), Some(k)) if p != "openai" => {
+            format!("set {k} (the env_key of model provider `{p}`) to a valid key")
+        }
+        _ => "set OPENAI_API_KEY (or CODEX_API_KEY) to a valid key, or run `codex login`".into(),
+    };
+    crate::sandbox::Advice {
+        credentials,
+        model: "check the model name (--model, `model` in config.toml) against what the endpoint serves, and its base_url".into(),
+        endpoint: match provider {
+            Some(p) if p != "openai" => format!("check the base_url of model provider `{p}` in config.toml, and the network"),
+            _ => "check OPENAI_BASE_URL (default: api.openai.com) and the network".into(),
+        },
+    }
 }
 
 #[cfg(test)]

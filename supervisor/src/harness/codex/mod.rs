@@ -9,5 +9,5 @@ pub(in crate::harness) mod doctor;
 pub(in crate::harness) mod launch;
 pub mod run_home;
 
-pub use boxing::box_needs;
+pub use boxing::{advice_for_home, box_needs};
 pub(in crate::harness) use config::{add, list, strip};
