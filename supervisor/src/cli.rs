@@ -326,6 +326,9 @@ pub struct RunArgs {
     /// The box's limits.
     #[command(flatten)]
     pub limits: Box<LimitArgs>,
+    /// The model and the run's budgets.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// Extra arguments passed to the harness, refused (exit 2) if they would disable hooks or
     /// give the worker a tool besides the browser (Claude `--tools`, `--allowedTools`,
     /// `--permission-mode`, …; Codex `-s`, `--full-auto`, `-c features.…`, `-c mcp_servers.…`, …:
@@ -359,6 +362,28 @@ pub struct LimitArgs {
     /// the run stops: `over_limit`, exit 5.
     #[arg(long, value_name = "SIZE", value_parser = crate::sandbox::limits::parse_size, default_value = "64MiB")]
     pub max_records: ::std::option::Option<u64>,
+}
+
+/// `persona run`'s model and budgets (docs/reference.md#cost-and-budgets): each over-budget stop
+/// is outcome `over_budget`, exit 5.
+#[derive(Debug, Clone, Args)]
+pub struct BudgetArgs {
+    /// The model the harness uses (Claude `--model`, an alias such as `sonnet` or a full name;
+    /// Codex `-m`). Default: the harness's own. Not to be given after `--` as well.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Stop the run after this many model turns: Claude stops itself (`--max-turns`); Codex has
+    /// no such limit, and Leopold counts each call and message of its stream as a turn.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_turns: Option<u64>,
+    /// Stop the run once the tokens the harness reports (input, output, cache read and write)
+    /// pass N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_tokens: Option<u64>,
+    /// Stop the run once its cost passes USD (e.g. `0.50`). Claude reports its cost and stops
+    /// itself (`--max-budget-usd`); Codex reports none, so this flag does not bound it.
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    pub max_cost_usd: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -457,10 +482,29 @@ fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
         .map_err(|e| format!("{e} (e.g. `90s`, `10m`, `1h`; `0` for no limit)"))
 }
 
+/// `--max-cost-usd`: a positive amount in USD.
+fn parse_usd(s: &str) -> Result<f64, String> {
+    match s.trim().trim_start_matches('$').parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not an amount in USD above 0 (e.g. `0.50`, `2`)"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn an_amount_must_be_positive() {
+        assert_eq!(parse_usd("0.50"), Ok(0.5));
+        assert_eq!(parse_usd("$2"), Ok(2.0));
+        for bad in ["0", "-1", "x", "NaN", "inf"] {
+            assert!(parse_usd(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn cli_definition_is_consistent() {

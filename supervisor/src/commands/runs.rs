@@ -90,6 +90,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                         "outcome": outcome_of(r),
                         "exit_code": r.exit_code(),
                         "counts": end.map(|e| e.counts.clone()),
+                        "usage": end.and_then(|e| e.usage.clone()),
                         "run_dir": r.dir,
                     })
                 }
@@ -120,7 +121,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
             .display()
             .to_string()
     };
-    let mut rows: Vec<[String; 9]> = vec![[
+    let mut rows: Vec<[String; 11]> = vec![[
         "RUN".into(),
         "FLOW".into(),
         "HARNESS".into(),
@@ -130,6 +131,8 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
         "ACTIONS".into(),
         "DENIED".into(),
         "VIOLATIONS".into(),
+        "TOKENS".into(),
+        "COST".into(),
     ]];
     let mut dirs = vec!["DIRECTORY".to_owned()];
     for e in &entries {
@@ -140,6 +143,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                     Some(c) => format!("{} ({c})", outcome_of(r)),
                     None => outcome_of(r),
                 };
+                let usage = end.and_then(|e| e.usage.as_ref());
                 let n = |f: fn(&state::Counts) -> u64| {
                     end.map_or_else(|| "-".to_owned(), |e| f(&e.counts).to_string())
                 };
@@ -153,6 +157,10 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                     n(|c| c.actions),
                     n(|c| c.denied),
                     n(|c| c.violations),
+                    usage.map_or_else(|| "-".into(), |u| crate::usage::grouped(u.tokens())),
+                    usage
+                        .and_then(|u| u.cost_usd)
+                        .map_or_else(|| "-".into(), crate::usage::dollars),
                 ]);
                 dirs.push(shown(r.dir.path()));
             }
@@ -172,12 +180,14 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                     "-".into(),
                     "-".into(),
                     "-".into(),
+                    "-".into(),
+                    "-".into(),
                 ]);
                 dirs.push(format!("{}  ({first})", shown(dir)));
             }
         }
     }
-    let mut widths = [0usize; 9];
+    let mut widths = [0usize; 11];
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r.iter()) {
             *w = (*w).max(c.chars().count());

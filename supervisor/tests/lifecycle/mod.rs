@@ -11,9 +11,11 @@
 //! - `model_key`: the model's credentials stay outside the box, filled in by the relay;
 //! - `limits`: the box's limits (processes, memory, scratch, records) and what it takes in;
 //! - `outcome`: findings, walls, `stuck`, a timeout's cause, quiet-run progress, `--json` stamps;
+//! - `budget`: usage recorded, `--max-tokens`, `--max-cost-usd`, `--max-turns`, `looping`;
 //! - `record`: the journal's hash-chain head in run.json, `run_ended`, the summary and replay.
 
 mod boxed;
+mod budget;
 mod concurrency;
 mod crash;
 mod disk;

@@ -134,7 +134,8 @@ pub(super) fn launch(
         &started.run_dir.journal(),
         &started.run_id,
         &plan.paths.events(),
-    )?;
+    )?
+    .with_model(plan.model.clone());
     // Without the box nothing holds the worker back from its model: the guard is proven before
     // it starts.
     if let Some(p) = proof {

@@ -16,6 +16,7 @@
 //!
 //! Each step is traced (`-v`, or `RUST_LOG=leopold=info`) with the time since the run started.
 
+mod budget;
 mod outcome;
 // `doctor` names what loosens a flow's bounds as a run does (`plan::loosened`).
 mod launch;
@@ -399,6 +400,7 @@ async fn lifecycle(
             gateway_mismatches,
             journal_hash: Some(observer.journal_hash()),
             gateway_hash,
+            usage: observer.usage().cloned(),
             ..RunEnd::new(c.outcome)
         },
         // An empty answer is no answer: there is nothing to save or show.

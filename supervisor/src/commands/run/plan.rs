@@ -46,6 +46,10 @@ pub struct Plan {
     /// Tripped by the model relay when the endpoint refuses the harness or cannot be reached
     /// (the cause, to say as it is); supervision stops the worker as `model_failed`.
     pub model_alarm: crate::sandbox::limits::Tripwire,
+    /// `--model` and the budgets (docs/reference.md#cost-and-budgets).
+    pub budget: crate::cli::BudgetArgs,
+    /// The model the run asks for, as far as Leopold knows it before the stream names one.
+    pub model: Option<String>,
 }
 
 /// Whether the run provisions its browser: `--browser`, or the flow's `browser` key.
@@ -152,6 +156,9 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     }
     let mut ctx = crate::commands::harness_context(&project)?;
     harness::probe_binary(kind, &mut ctx, &bin);
+    let model = super::budget::asked_model(kind, &args.budget, &ctx.codex_home);
+    let mut extra = args.extra.clone();
+    extra.extend(super::budget::harness_args(kind, &args.budget));
     Ok(Plan {
         paths: PersonaPaths::new(&project),
         flow,
@@ -160,7 +167,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         bin,
         mcp_servers,
         browser,
-        extra: args.extra.clone(),
+        extra,
         timeout: (!args.timeout.is_zero()).then_some(args.timeout),
         grace: grace(crate::knobs::var(GRACE_ENV).as_deref()),
         ctx,
@@ -180,6 +187,8 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         },
         tripwire: crate::sandbox::limits::Tripwire::default(),
         model_alarm: crate::sandbox::limits::Tripwire::default(),
+        budget: args.budget.clone(),
+        model,
     })
 }
 
@@ -240,7 +249,16 @@ mod tests {
             use std::os::unix::fs::PermissionsExt as _;
             std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        let mut a = args(&["--no-contain", "--timeout", "90s", "--", "--model", "x"]);
+        let mut a = args(&[
+            "--no-contain",
+            "--timeout",
+            "90s",
+            "--model",
+            "x",
+            "--",
+            "--disable",
+            "goals",
+        ]);
         a.flow = flow.clone();
         a.project.project = Some(dir.path().to_path_buf());
         a.harness_bin = Some(bin.clone());
@@ -267,7 +285,9 @@ mod tests {
             b.harness_bin = Some(bin.clone());
             assert_eq!(plan(&b).unwrap().timeout, want, "{given:?}");
         }
-        assert_eq!(p.extra, ["--model", "x"]);
+        // `--model` reaches Codex as `-m`, after what the user passed.
+        assert_eq!(p.extra, ["--disable", "goals", "-m", "x"]);
+        assert_eq!(p.model.as_deref(), Some("x"));
         assert!(p.browser.is_none() && p.mcp_servers.is_empty() && p.bwrap.is_none());
         assert_eq!(p.paths.project, std::fs::canonicalize(dir.path()).unwrap());
         // Nothing was touched: planning has no side effect.
