@@ -35,7 +35,9 @@ Exit codes (every command; docs/reference.md#exit-codes-and-output):
   3  the worker failed, timed out or was interrupted (run)
   4  another persona run is active in this project; nothing was touched (run, recover)
   5  the persona was stuck: denied `max_denials_in_a_row` times running; or the boxed worker
-     hit a limit (--max-procs, --max-memory, --max-scratch, --max-records); stopped (run)
+     hit a limit (--max-procs, --max-memory, --max-scratch, --max-records); or the run went
+     over budget (--max-tokens, --max-cost-usd, --max-turns); or the persona repeated one call
+     `max_repeats` times running (looping); stopped (run)
 
 The project (where `.leopold/` lives) is found like git finds a repository: the nearest
 ancestor of the current directory holding `.leopold/`, else the repository root (the nearest
@@ -106,7 +108,11 @@ pub enum PersonaCommand {
     /// persona run is active in this project (nothing touched); 5 stuck: the flow's
     /// `max_denials_in_a_row` denials with no allowed action between (the worker was stopped); or
     /// over a limit: the boxed worker hit `--max-procs`, `--max-memory`, `--max-scratch` or
-    /// `--max-records` (the worker was stopped).
+    /// `--max-records`; or over budget: `--max-tokens`, `--max-cost-usd`, `--max-turns` or the
+    /// harness's own turn limit (`over_budget`); or looping: the same allowed call the flow's
+    /// `max_repeats` times running (the worker was stopped). The model, turns, tokens and cost
+    /// go in run.json (`end.usage`), the summary, `persona runs` and JUnit
+    /// (docs/reference.md#cost-and-budgets).
     /// The persona's final answer is saved as `findings.md` in the run directory and printed
     /// after the summary. See docs/guide.md#running-a-persona, docs/guide.md#findings.
     ///
@@ -332,7 +338,9 @@ pub struct RunArgs {
     /// Extra arguments passed to the harness, refused (exit 2) if they would disable hooks or
     /// give the worker a tool besides the browser (Claude `--tools`, `--allowedTools`,
     /// `--permission-mode`, …; Codex `-s`, `--full-auto`, `-c features.…`, `-c mcp_servers.…`, …:
-    /// docs/reference.md#what-a-run-does, step 6).
+    /// docs/reference.md#what-a-run-does, step 6), or if they pick the model or a limit that
+    /// `--model`, `--max-turns` and `--max-cost-usd` set (Claude `--model`, `--max-turns`,
+    /// `--max-budget-usd`; Codex `-m`, `-c model=…`).
     #[arg(last = true, value_name = "HARNESS ARGS")]
     pub extra: Vec<String>,
 }
@@ -374,14 +382,16 @@ pub struct BudgetArgs {
     pub model: Option<String>,
     /// Stop the run after this many model turns: Claude stops itself (`--max-turns`); Codex has
     /// no such limit, and Leopold counts each call and message of its stream as a turn.
+    /// `over_budget`, exit 5.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_turns: Option<u64>,
     /// Stop the run once the tokens the harness reports (input, output, cache read and write)
-    /// pass N.
+    /// pass N: `over_budget`, exit 5.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_tokens: Option<u64>,
     /// Stop the run once its cost passes USD (e.g. `0.50`). Claude reports its cost and stops
     /// itself (`--max-budget-usd`); Codex reports none, so this flag does not bound it.
+    /// `over_budget`, exit 5.
     #[arg(long, value_name = "USD", value_parser = parse_usd)]
     pub max_cost_usd: Option<f64>,
 }
