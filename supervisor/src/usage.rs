@@ -193,7 +193,12 @@ pub fn grouped(n: u64) -> String {
 
 /// A cost as `$0.0123`: four decimals, since a short run costs cents.
 pub fn dollars(usd: f64) -> String {
-    format!("${usd:.4}")
+    if usd > 0.0 && usd < 0.0001 {
+        // Less than a hundredth of a cent still cost something: show it.
+        format!("${usd:.6}")
+    } else {
+        format!("${usd:.4}")
+    }
 }
 
 #[cfg(test)]
@@ -296,5 +301,7 @@ mod tests {
         );
         assert_eq!(grouped(999), "999");
         assert_eq!(grouped(1000), "1,000");
+        assert_eq!(dollars(0.000_048), "$0.000048");
+        assert_eq!(dollars(0.0), "$0.0000");
     }
 }

@@ -768,3 +768,37 @@ fn s5_claude_second_run_while_active_exits_4_and_changes_nothing() {
 fn s5_codex_second_run_while_active_exits_4_and_changes_nothing() {
     scenario_busy(Harness::Codex);
 }
+
+// Scenario: the turn limit. Claude stops itself at `--max-turns` (its `result` says
+// `error_max_turns` and it exits 1); Codex has no such limit and Leopold counts its turns. Either
+// way the run is `over_budget`, exit 5, not a worker failure.
+
+fn scenario_max_turns(h: Harness) {
+    let Some(w) = World::new(h, &checkout::script()) else {
+        return;
+    };
+    let mut cmd = w.persona_run(&w.leopold);
+    cmd.args(["--max-turns", "2"]);
+    let run = run_bounded(cmd, TIMEOUT);
+    assert_eq!(exit_code(&run), Some(5), "{run}");
+    let (_, run_json) = w.journal();
+    assert_eq!(run_json["end"]["outcome"], "over_budget", "{run_json:#}");
+    let reason = run_json["end"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("turns reached --max-turns 2 ("),
+        "{reason}"
+    );
+    // Claude's own stop, read from its `result`: Leopold's count never passed the limit first.
+    let by_harness = reason.ends_with(": the harness stopped)");
+    assert_eq!(by_harness, h == Harness::Claude, "{reason}\n{run}");
+}
+
+#[test]
+fn claude_stops_at_max_turns_and_the_run_is_over_budget() {
+    scenario_max_turns(Harness::Claude);
+}
+
+#[test]
+fn codex_turns_past_max_turns_stop_the_run_as_over_budget() {
+    scenario_max_turns(Harness::Codex);
+}

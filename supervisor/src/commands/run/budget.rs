@@ -9,8 +9,8 @@ use std::path::Path;
 use super::outcome::Stop;
 use crate::cli::BudgetArgs;
 use crate::harness::Harness;
-use crate::observe::{Batch, Observer};
-use crate::usage::{dollars, grouped, Usage};
+use crate::observe::Batch;
+use crate::usage::{dollars, grouped, Meter, Usage};
 
 /// What the harness is given for `--model`, `--max-turns` and `--max-cost-usd`: Claude
 /// `--model`, `--max-turns` and `--max-budget-usd` (it stops itself, and says so in its `result`);
@@ -70,7 +70,7 @@ impl Watch {
     }
 
     /// A batch's calls and the usage so far: the stop to make, the first time one is due.
-    pub fn check(&mut self, batch: &Batch, usage: Option<&Usage>) -> Option<Stop> {
+    pub fn check(&mut self, batch: &Batch, meter: &Meter) -> Option<Stop> {
         let mut stop = None;
         for a in &batch.actions {
             if let Some(why) = self
@@ -80,8 +80,12 @@ impl Watch {
                 stop.get_or_insert(Stop::Looping(why));
             }
         }
-        if !self.over {
-            if let Some(why) = usage.and_then(|u| over_budget(&self.budget, u)) {
+        // A harness that stopped at its own limit is ending by itself: [`Watch::at_end`] says so
+        // (Claude's `num_turns` after `error_max_turns` is one past the limit it stopped at,
+        // which is no reason of Leopold's to stop it).
+        let harness_stopped = meter.turn_limit_hit() || meter.budget_limit_hit();
+        if !self.over && !harness_stopped {
+            if let Some(why) = meter.usage().and_then(|u| over_budget(&self.budget, u)) {
                 self.over = true;
                 stop.get_or_insert(Stop::OverBudget(why));
             }
@@ -89,21 +93,23 @@ impl Watch {
         stop
     }
 
-    /// Once the stream has ended: a budget the final totals passed, or the harness's own stop
-    /// at its turn or spending limit (Claude's `error_max_turns`, `error_max_budget_usd`: it
-    /// exits 1, which is no failure of the worker).
-    pub fn at_end(&mut self, fin: &Batch, observer: &Observer) -> Option<Stop> {
-        let usage = observer.usage();
-        if let Some(stop) = self.check(fin, usage) {
-            return Some(stop);
-        }
-        let meter = observer.meter();
-        let turns = usage.map_or(0, |u| u.turns);
+    /// Once the stream has ended: the harness's own stop at its limit, else what
+    /// [`Watch::check`] finds in the last batch and the final totals.
+    pub fn at_end(&mut self, fin: &Batch, meter: &Meter) -> Option<Stop> {
+        let passed = self.check(fin, meter);
+        self.harness_stop(meter).map(Stop::OverBudget).or(passed)
+    }
+
+    /// The harness's own stop at its turn or spending limit (Claude's `error_max_turns`,
+    /// `error_max_budget_usd`: it exits 1, which is no failure of the worker).
+    fn harness_stop(&self, meter: &Meter) -> Option<String> {
+        let usage = meter.usage();
         if meter.turn_limit_hit() {
-            return Some(Stop::OverBudget(match self.budget.max_turns {
+            let turns = usage.map_or(0, |u| u.turns);
+            return Some(match self.budget.max_turns {
                 Some(n) => format!("turns reached --max-turns {n} ({turns}: the harness stopped)"),
                 None => format!("turns reached the harness's own limit ({turns})"),
-            }));
+            });
         }
         if meter.budget_limit_hit() {
             let spent = usage
@@ -111,10 +117,10 @@ impl Watch {
                 .map_or_else(String::new, |c| {
                     format!(" ({}: the harness stopped)", dollars(c))
                 });
-            return Some(Stop::OverBudget(match self.budget.max_cost_usd {
+            return Some(match self.budget.max_cost_usd {
                 Some(max) => format!("cost reached --max-cost-usd {max}{spent}"),
                 None => format!("cost reached the harness's own limit{spent}"),
-            }));
+            });
         }
         None
     }

@@ -297,7 +297,7 @@ pub async fn supervise(
                 if let Some((reason, n)) = walls.add(&batch, max_in_a_row) {
                     stopper.stuck(reason, n, out);
                 }
-                if let Some(why) = watch.check(&batch, observer.usage()) {
+                if let Some(why) = watch.check(&batch, observer.meter()) {
                     stopper.halt_for(why, out);
                 }
                 if !paused_mid_stream && counts.actions > 0 {
@@ -334,7 +334,7 @@ pub async fn supervise(
                 if let Some((reason, n)) = walls.add(&batch, max_in_a_row) {
                     stopper.stuck(reason, n, out);
                 }
-                if let Some(why) = watch.check(&batch, observer.usage()) {
+                if let Some(why) = watch.check(&batch, observer.meter()) {
                     stopper.halt_for(why, out);
                 }
             }
@@ -392,7 +392,7 @@ pub async fn supervise(
     }
     let _ = walls.add(&fin, max_in_a_row);
     // The harness's own stop at its turn or spending limit, or totals past a budget at the end.
-    if let Some(why) = watch.at_end(&fin, observer) {
+    if let Some(why) = watch.at_end(&fin, observer.meter()) {
         stop.get_or_insert(why);
     }
     if let Some(Stop::Stuck(reason, n)) = &stop {
