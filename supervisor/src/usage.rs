@@ -69,9 +69,14 @@ impl Meter {
     /// One report of the adapter's.
     pub fn report(&mut self, r: &leopold_journal::UsageReport) {
         use leopold_journal::UsageScope;
+        // Claude names its own error replies (`Not logged in`, an API error) `<synthetic>`: no
+        // model answered them, and they are no turn.
+        let synthetic = r.model.as_ref().is_some_and(|m| m.starts_with('<'));
+        if synthetic && matches!(r.scope, UsageScope::Message(_)) {
+            return;
+        }
         self.seen = true;
-        // Claude names its own error replies `<synthetic>`: no model answered them.
-        if let Some(m) = r.model.as_ref().filter(|m| !m.starts_with('<')) {
+        if let Some(m) = r.model.as_ref().filter(|_| !synthetic) {
             self.usage.model = Some(m.clone());
         }
         let tokens = Usage {
@@ -270,10 +275,13 @@ mod tests {
                 "usage": {"input_tokens": 10, "output_tokens": out}}})
             .to_string()
         };
-        let stream = [msg("a", 1), msg("a", 5), msg("b", 2)].join("\n");
+        let error = serde_json::json!({"type": "assistant", "message": {"id": "e",
+            "model": "<synthetic>", "usage": {"input_tokens": 0, "output_tokens": 0}}});
+        let stream = [msg("a", 1), msg("a", 5), msg("b", 2), error.to_string()].join("\n");
         let m = metered(Harness::Claude, None, &stream);
         let u = m.usage().unwrap();
         assert_eq!((u.turns, u.input_tokens, u.output_tokens), (2, 20, 7));
+        assert_eq!(u.model.as_deref(), Some("m"), "no model answered the error");
         assert!(metered(Harness::Claude, None, "").usage().is_none());
     }
 

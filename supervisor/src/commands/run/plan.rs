@@ -107,9 +107,13 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let (flow_path, flow) = crate::project::load_flow(&args.flow)?;
     let kind = args.harness;
     crate::harness::check_extra_args(kind, &args.extra).map_err(|why| {
-        anyhow::anyhow!(
-            "refused harness argument: {why}\n(hint: Leopold's guard must stay in force; remove it from after `--`)"
-        )
+        // The model and the limits have one source, Leopold's flags; the rest is the guard's.
+        let hint = if why.contains("before `--` instead") {
+            "the model and the limits are recorded and budgeted by Leopold: move it before `--`"
+        } else {
+            "Leopold's guard must stay in force; remove it from after `--`"
+        };
+        anyhow::anyhow!("refused harness argument: {why}\n(hint: {hint})")
     })?;
     let mcp_servers = match &args.mcp_config {
         Some(p) => {
