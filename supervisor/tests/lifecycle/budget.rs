@@ -264,6 +264,7 @@ fn the_model_and_the_turn_limit_are_given_one_way_only() {
             e.contains("before `--` instead"),
             "{harness} {extra:?}: {e}"
         );
+        assert!(e.contains("hint: the model and the limits"), "{e}");
     }
     assert!(sb.run_dirs().is_empty(), "nothing ran");
 }
