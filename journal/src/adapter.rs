@@ -47,6 +47,9 @@ pub enum AdapterEvent {
         /// The harness's error text, as it gave it.
         text: String,
     },
+    /// What the line says the model used (tokens, turns, cost, its name); only from an adapter
+    /// made [`Adapter::with_usage`].
+    Usage(crate::usage::UsageReport),
     /// A line that is not a JSON object.
     Malformed {
         /// 1-based line number in the stream.
@@ -136,6 +139,16 @@ impl Adapter {
         match &mut self {
             Adapter::Claude(a) => a.tool_results = true,
             Adapter::Codex(a) => a.tool_results = true,
+        }
+        self
+    }
+
+    /// Also yield [`AdapterEvent::Usage`]s (off by default: replay has no use for them).
+    #[must_use]
+    pub fn with_usage(mut self) -> Adapter {
+        match &mut self {
+            Adapter::Claude(a) => a.usage = true,
+            Adapter::Codex(a) => a.usage = true,
         }
         self
     }
@@ -230,6 +243,7 @@ pub struct ClaudeAdapter {
     pending: PendingCalls,
     refs: RefMap,
     tool_results: bool,
+    usage: bool,
     /// Counters so far.
     pub stats: AdapterStats,
 }
@@ -241,7 +255,13 @@ impl ClaudeAdapter {
             Ok(v) => v,
             Err(produced) => return produced,
         };
-        let mut out = Vec::new();
+        let mut out: Vec<AdapterEvent> = self
+            .usage
+            .then(|| crate::usage::claude(&v))
+            .flatten()
+            .map(AdapterEvent::Usage)
+            .into_iter()
+            .collect();
         match v.get("type").and_then(Value::as_str) {
             Some("assistant") => {
                 for block in content_blocks(&v) {
@@ -449,6 +469,7 @@ pub struct CodexAdapter {
     pending: PendingCalls,
     refs: RefMap,
     tool_results: bool,
+    usage: bool,
     /// Counters so far.
     pub stats: AdapterStats,
 }
@@ -460,7 +481,13 @@ impl CodexAdapter {
             Ok(v) => v,
             Err(produced) => return produced,
         };
-        let mut out = Vec::new();
+        let mut out: Vec<AdapterEvent> = self
+            .usage
+            .then(|| crate::usage::codex(&v))
+            .flatten()
+            .map(AdapterEvent::Usage)
+            .into_iter()
+            .collect();
         let ty = v.get("type").and_then(Value::as_str);
         match ty {
             Some(t @ ("item.started" | "item.updated" | "item.completed")) => {

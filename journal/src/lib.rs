@@ -50,6 +50,7 @@ pub mod classify;
 mod guard_events;
 pub mod lines;
 pub mod replay;
+pub mod usage;
 mod validate;
 mod writer;
 
@@ -60,6 +61,7 @@ pub use adapter::{Adapter, AdapterEvent, AdapterStats, ClaudeAdapter, CodexAdapt
 pub use chain::{JournalHash, GENESIS};
 pub use guard_events::{denial_from_line, guard_denials};
 pub use replay::{replay, ReplayError, ReplayEvent, ReplayOptions, ReplaySummary, RunInfo};
+pub use usage::{UsageReport, UsageScope};
 pub use validate::{validate, RULE_HOOK_FAILED_OPEN, RULE_LEFT_ALLOWLIST};
 pub use writer::{
     ChainedFile, JournalHeader, JournalWriter, PendingSync, WriteError, JOURNAL_VERSION,

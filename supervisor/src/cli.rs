@@ -109,16 +109,18 @@ pub enum PersonaCommand {
     /// error (nothing left wired; a flow that gives the persona no browser is one); 3 the worker
     /// failed, timed out or was interrupted, or its model failed (`model_failed`: the endpoint
     /// refused the key or the model, or could not be reached; stopped within seconds); 4 another
-    /// persona run is active in this project (nothing touched); 5 the worker was stopped: stuck (the flow's
-    /// `max_denials_in_a_row` denials with no allowed action between), looping, over a budget or
-    /// over a limit; 6 failed: the app did not meet the flow (an `[expect]` page never reached,
+    /// persona run is active in this project (nothing touched); 5 the worker was stopped: stuck
+    /// (the flow's `max_denials_in_a_row` denials with no allowed action between), looping (the
+    /// same allowed call `max_repeats` times running), over a budget (`--max-tokens`,
+    /// `--max-cost-usd`, `--max-turns` or the harness's own turn limit) or over a limit; 6 failed: the app did not meet the flow (an `[expect]` page never reached,
     /// a reported finding at or above `fail_on`, or `finish` with the goal not reached).
     ///
     /// Beside the browser's tools the persona gets Leopold's own: `report_finding` (a problem with
     /// the app, as data) and `finish` (whether it reached the goal). Its findings go into
     /// run.json, report.html, JUnit and `persona runs`; its final answer is saved as `findings.md`
-    /// and printed after the summary. See docs/guide.md#running-a-persona,
-    /// docs/reference.md#the-verdict.
+    /// and printed after the summary. The model, turns, tokens and cost go in run.json
+    /// (`end.usage`), the summary, `persona runs` and JUnit. See docs/guide.md#running-a-persona,
+    /// docs/reference.md#the-verdict, docs/reference.md#cost-and-budgets.
     ///
     /// The worker is offered the flow's browser tools and nothing else, whatever the user's or
     /// the project's harness settings say (Claude `--tools ""`, `--setting-sources project`,
@@ -353,10 +355,15 @@ pub struct RunArgs {
     /// The box's limits.
     #[command(flatten)]
     pub limits: Box<LimitArgs>,
+    /// The model and the run's budgets.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// Extra arguments passed to the harness, refused (exit 2) if they would disable hooks or
     /// give the worker a tool besides the browser (Claude `--tools`, `--allowedTools`,
     /// `--permission-mode`, …; Codex `-s`, `--full-auto`, `-c features.…`, `-c mcp_servers.…`, …:
-    /// docs/reference.md#what-a-run-does, step 6).
+    /// docs/reference.md#what-a-run-does, step 6), or if they pick the model or a limit that
+    /// `--model`, `--max-turns` and `--max-cost-usd` set (Claude `--model`, `--max-turns`,
+    /// `--max-budget-usd`; Codex `-m`, `-c model=…`).
     #[arg(last = true, value_name = "HARNESS ARGS")]
     pub extra: Vec<String>,
 }
@@ -386,6 +393,30 @@ pub struct LimitArgs {
     /// the run stops: `over_limit`, exit 5.
     #[arg(long, value_name = "SIZE", value_parser = crate::sandbox::limits::parse_size, default_value = "64MiB")]
     pub max_records: ::std::option::Option<u64>,
+}
+
+/// `persona run`'s model and budgets (docs/reference.md#cost-and-budgets): each over-budget stop
+/// is outcome `over_budget`, exit 5.
+#[derive(Debug, Clone, Args)]
+pub struct BudgetArgs {
+    /// The model the harness uses (Claude `--model`, an alias such as `sonnet` or a full name;
+    /// Codex `-m`). Default: the harness's own. Not to be given after `--` as well.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Stop the run after this many model turns: Claude stops itself (`--max-turns`); Codex has
+    /// no such limit, and Leopold counts each call and message of its stream as a turn.
+    /// `over_budget`, exit 5.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_turns: Option<u64>,
+    /// Stop the run once the tokens the harness reports (input, output, cache read and write)
+    /// pass N: `over_budget`, exit 5.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_tokens: Option<u64>,
+    /// Stop the run once its cost passes USD (e.g. `0.50`). Claude reports its cost and stops
+    /// itself (`--max-budget-usd`); Codex reports none, so this flag does not bound it.
+    /// `over_budget`, exit 5.
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    pub max_cost_usd: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -472,10 +503,29 @@ fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
         .map_err(|e| format!("{e} (e.g. `90s`, `10m`, `1h`; `0` for no limit)"))
 }
 
+/// `--max-cost-usd`: a positive amount in USD.
+fn parse_usd(s: &str) -> Result<f64, String> {
+    match s.trim().trim_start_matches('$').parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not an amount in USD above 0 (e.g. `0.50`, `2`)"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn an_amount_must_be_positive() {
+        assert_eq!(parse_usd("0.50"), Ok(0.5));
+        assert_eq!(parse_usd("$2"), Ok(2.0));
+        for bad in ["0", "-1", "x", "NaN", "inf"] {
+            assert!(parse_usd(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn cli_definition_is_consistent() {

@@ -35,6 +35,9 @@ pub struct Observed {
     pub finding: Option<Finding>,
     /// The journal line, for `--json`.
     pub json: Value,
+    /// What makes two calls the same call on the same target, for the loop watch: the tool, its
+    /// kind and its arguments as the guard reduces them ([`crate::looping::repeat_key`]).
+    pub repeat: Option<crate::looping::RepeatKey>,
 }
 
 /// Notes from the adapter that are not actions (unreadable lines, stream errors).
@@ -69,6 +72,8 @@ pub struct Observer {
     stream_calls: Vec<crate::gateway::StreamCall>,
     /// The journal's last sync, under way.
     pending_sync: Option<leopold_journal::PendingSync>,
+    /// The model's usage so far, from the stream (docs/reference.md#cost-and-budgets).
+    meter: crate::usage::Meter,
 }
 
 impl Observer {
@@ -93,7 +98,7 @@ impl Observer {
         Ok(Observer {
             flow: flow.clone(),
             harness,
-            adapter: Adapter::new(harness),
+            adapter: Adapter::new(harness).with_usage(),
             writer,
             events: crate::harness::denials_only_in_events(harness)
                 .then(|| (events_path.to_path_buf(), 0)),
@@ -103,6 +108,7 @@ impl Observer {
             gateway: None,
             stream_calls: Vec::new(),
             pending_sync: None,
+            meter: crate::usage::Meter::new(harness, None),
         })
     }
 
@@ -130,6 +136,23 @@ impl Observer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .compare(&self.stream_calls)
+    }
+
+    /// The model the run asked for (`--model`, or Codex's configuration): the usage names it
+    /// until the stream names its own.
+    pub fn with_model(mut self, model: Option<String>) -> Observer {
+        self.meter = crate::usage::Meter::new(self.harness, model);
+        self
+    }
+
+    /// The model's usage so far (`None` while the stream has reported none).
+    pub fn usage(&self) -> Option<&crate::usage::Usage> {
+        self.meter.usage()
+    }
+
+    /// The meter itself: whether the harness stopped at its own limit.
+    pub fn meter(&self) -> &crate::usage::Meter {
+        &self.meter
     }
 
     /// The journal's hash-chain head: the hash of the last line written (`journal_hash`).
@@ -239,6 +262,7 @@ impl Observer {
                 }
             }
         }
+        let repeat = crate::looping::repeat_key(&action);
         let verdict = validate(&self.flow, &action);
         let violation = match &verdict {
             Verdict::Violation { rule, detail } => Some(match detail {
@@ -279,7 +303,9 @@ impl Observer {
             finding: finding(&action),
             violation,
             json: serde_json::to_value(&action).unwrap_or_default(),
+            repeat,
         });
+        self.meter.response();
         Ok(())
     }
 
@@ -287,7 +313,11 @@ impl Observer {
         for ev in events {
             match ev {
                 AdapterEvent::Action(a) => self.record(a, batch)?,
-                AdapterEvent::Answer { text } => self.answer = Some(text),
+                AdapterEvent::Answer { text } => {
+                    self.meter.response();
+                    self.answer = Some(text);
+                }
+                AdapterEvent::Usage(r) => self.meter.report(&r),
                 AdapterEvent::HarnessFailed { text } => self.harness_failed = Some(text),
                 AdapterEvent::Malformed { line_no, error } => batch.notes.push(Note {
                     line_no,

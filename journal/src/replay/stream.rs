@@ -77,7 +77,8 @@ fn handle_adapter_events(
             }
             AdapterEvent::ToolResult { .. }
             | AdapterEvent::Answer { .. }
-            | AdapterEvent::HarnessFailed { .. } => {}
+            | AdapterEvent::HarnessFailed { .. }
+            | AdapterEvent::Usage(_) => {}
         }
     }
 }

@@ -91,6 +91,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                         "exit_code": r.exit_code(),
                         "counts": end.map(|e| e.counts.clone()),
                         "verdict": end.and_then(|e| e.verdict.as_ref()),
+                        "usage": end.and_then(|e| e.usage.clone()),
                         "run_dir": r.dir,
                     })
                 }
@@ -121,7 +122,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
             .display()
             .to_string()
     };
-    let mut rows: Vec<[String; 10]> = vec![[
+    let mut rows: Vec<[String; 12]> = vec![[
         "RUN".into(),
         "FLOW".into(),
         "HARNESS".into(),
@@ -132,6 +133,8 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
         "DENIED".into(),
         "VIOLATIONS".into(),
         "FINDINGS".into(),
+        "TOKENS".into(),
+        "COST".into(),
     ]];
     let mut dirs = vec!["DIRECTORY".to_owned()];
     for e in &entries {
@@ -142,6 +145,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                     Some(c) => format!("{} ({c})", outcome_of(r)),
                     None => outcome_of(r),
                 };
+                let usage = end.and_then(|e| e.usage.as_ref());
                 let n = |f: fn(&state::Counts) -> u64| {
                     end.map_or_else(|| "-".to_owned(), |e| f(&e.counts).to_string())
                 };
@@ -156,6 +160,10 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                     n(|c| c.denied),
                     n(|c| c.violations),
                     findings_cell(end.and_then(|e| e.verdict.as_ref())),
+                    usage.map_or_else(|| "-".into(), |u| crate::usage::grouped(u.tokens())),
+                    usage
+                        .and_then(|u| u.cost_usd)
+                        .map_or_else(|| "-".into(), crate::usage::dollars),
                 ]);
                 dirs.push(shown(r.dir.path()));
             }
@@ -165,23 +173,16 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 let first = error.lines().next().unwrap_or("").to_owned();
-                rows.push([
-                    name,
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "unreadable".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                ]);
+                // Nothing is known of it but its name: every other column is `-`.
+                let mut row: [String; 12] = std::array::from_fn(|_| "-".to_owned());
+                row[0] = name;
+                row[5] = "unreadable".into();
+                rows.push(row);
                 dirs.push(format!("{}  ({first})", shown(dir)));
             }
         }
     }
-    let mut widths = [0usize; 10];
+    let mut widths = [0usize; 12];
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r.iter()) {
             *w = (*w).max(c.chars().count());

@@ -67,6 +67,16 @@ pub fn check_extra_args(kind: Harness, extra: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// Leopold's own flag for a harness flag it passes itself (`--max-budget-usd` is
+/// `--max-cost-usd`), in backticks.
+pub fn leopold_flag(harness_flag: &str) -> &'static str {
+    match harness_flag {
+        "--max-turns" => "`--max-turns`",
+        "--max-budget-usd" => "`--max-cost-usd`",
+        _ => "`--model`",
+    }
+}
+
 /// The worker command: program, arguments, cwd = project, stdin closed, stdout/stderr piped, its
 /// own process group, dying with the supervisor, `LEOPOLD_RUN_ID` in its environment.
 pub fn worker_command(spec: &WorkerSpec<'_>, run_id: &str) -> Command {
@@ -103,9 +113,15 @@ mod tests {
         ] {
             assert!(check_extra_args(Harness::Claude, &bad).is_err(), "{bad:?}");
         }
-        assert!(
-            check_extra_args(Harness::Claude, &s(&["--model", "x", "--max-turns", "3"])).is_ok()
-        );
+        // The model and the limits are Leopold's flags, given one way only.
+        for (flag, ours) in [
+            ("--model", "`--model`"),
+            ("--max-turns", "`--max-turns`"),
+            ("--max-budget-usd", "`--max-cost-usd`"),
+        ] {
+            let e = check_extra_args(Harness::Claude, &s(&[flag, "3"])).unwrap_err();
+            assert!(e.contains(ours) && e.contains("before `--`"), "{e}");
+        }
         // Even a harmless-looking settings file: it could take the place of the guard's.
         let e = check_extra_args(Harness::Claude, &s(&["--settings", "{\"model\":\"x\"}"]))
             .unwrap_err();
@@ -134,7 +150,14 @@ mod tests {
         ] {
             assert!(check_extra_args(Harness::Codex, &bad).is_err(), "{bad:?}");
         }
-        assert!(check_extra_args(Harness::Codex, &s(&["-c", "model=\"x\"", "-m", "o3"])).is_ok());
+        for model in [
+            s(&["-c", "model=\"x\""]),
+            s(&["-m", "o3"]),
+            s(&["--model=o3"]),
+        ] {
+            let e = check_extra_args(Harness::Codex, &model).unwrap_err();
+            assert!(e.contains("`--model` before `--`"), "{model:?}: {e}");
+        }
     }
 
     #[test]
@@ -188,11 +211,7 @@ mod tests {
             &s(&["-c", "model_reasoning_effort=\"low\"", "--disable", "goals"])
         )
         .is_ok());
-        assert!(check_extra_args(
-            Harness::Claude,
-            &s(&["--disallowedTools", "Bash", "--model", "x"])
-        )
-        .is_ok());
+        assert!(check_extra_args(Harness::Claude, &s(&["--disallowedTools", "Bash"])).is_ok());
     }
 
     #[test]

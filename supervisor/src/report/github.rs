@@ -53,7 +53,7 @@ pub fn summary(rec: &RunRecord) -> String {
         }
     }
     if let Some(u) = end.and_then(|e| e.usage.as_ref()) {
-        md.push_str(&format!("{}\n\n", super::verdict_html::cost_line(u)));
+        md.push_str(&format!("Cost: {}\n\n", u.line()));
     }
     md.push_str(&format!(
         "Report: `{}`\n\n",

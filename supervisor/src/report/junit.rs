@@ -94,6 +94,7 @@ fn write(w: &mut Writer<Vec<u8>>, rec: &RunRecord) -> std::io::Result<()> {
                     if let Some(h) = end.and_then(|e| e.gateway_hash.as_deref()) {
                         props.push(("gateway_hash", clean(h)));
                     }
+                    props.extend(usage_properties(end.and_then(|e| e.usage.as_ref())));
                     for (k, v) in &props {
                         w.create_element("property")
                             .with_attribute(("name", *k))
@@ -135,6 +136,33 @@ enum CaseResult {
     Pass,
     Failure,
     Error,
+}
+
+/// The model, turns, tokens and cost as `leopold.*` properties (docs/reference.md#cost-and-budgets),
+/// the figures the harness did not report left out.
+fn usage_properties(u: Option<&crate::usage::Usage>) -> Vec<(&'static str, String)> {
+    let Some(u) = u else {
+        return Vec::new();
+    };
+    let mut p = Vec::new();
+    if let Some(m) = &u.model {
+        p.push(("leopold.model", clean(m)));
+    }
+    p.extend([
+        ("leopold.turns", u.turns.to_string()),
+        ("leopold.tokens.input", u.input_tokens.to_string()),
+        ("leopold.tokens.output", u.output_tokens.to_string()),
+        ("leopold.tokens.cache_read", u.cache_read_tokens.to_string()),
+        (
+            "leopold.tokens.cache_write",
+            u.cache_write_tokens.to_string(),
+        ),
+        ("leopold.tokens.total", u.tokens().to_string()),
+    ]);
+    if let Some(c) = u.cost_usd {
+        p.push(("leopold.cost_usd", c.to_string()));
+    }
+    p
 }
 
 impl CaseResult {

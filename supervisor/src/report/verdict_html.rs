@@ -69,7 +69,7 @@ pub fn verdict_section(rec: &RunRecord) -> Markup {
                 ul.plain #failed-by { @for c in &causes { li { (c) } } }
             }
             @if let Some(u) = usage {
-                p #cost { (cost_line(u)) }
+                p #cost { "Cost: " (u.line()) }
             }
             @if !v.expectations.is_empty() {
                 h3 { "Expectations" }
@@ -115,27 +115,6 @@ fn reported(v: &Verdict) -> Markup {
             p.muted #finish { "The persona never called " code { "finish" } "." }
         }
     }
-}
-
-/// `model · N turns · tokens in/out (cache) · $cost`.
-pub fn cost_line(u: &crate::usage::Usage) -> String {
-    let mut parts = Vec::new();
-    if let Some(m) = &u.model {
-        parts.push(m.clone());
-    }
-    parts.push(crate::output::count(u.turns, "turn"));
-    parts.push(format!(
-        "{} tokens ({} in, {} out, {} cache read, {} cache written)",
-        u.tokens(),
-        u.input_tokens,
-        u.output_tokens,
-        u.cache_read_tokens,
-        u.cache_write_tokens
-    ));
-    if let Some(c) = u.cost_usd {
-        parts.push(format!("${c:.4}"));
-    }
-    parts.join(" · ")
 }
 
 #[cfg(test)]

@@ -294,7 +294,7 @@ fn what_loosens_a_bound_is_said_by_doctor_and_by_every_run() {
     );
 
     let out = sb
-        .run_cmd("claude", &["--", "--model", "secret-model-name"])
+        .run_cmd("claude", &["--", "--fallback-model", "secret-model-name"])
         .output()
         .unwrap();
     assert_exit_code(&out, 0);
@@ -306,7 +306,7 @@ fn what_loosens_a_bound_is_said_by_doctor_and_by_every_run() {
     for want in [
         "--no-contain: the worker runs WITHOUT the box",
         "opts into dangerous browser tools (`allow_tools`): browser_evaluate",
-        "2 arguments passed to the harness after `--` (--model)",
+        "2 arguments passed to the harness after `--` (--fallback-model)",
     ] {
         assert!(warnings.iter().any(|w| w.contains(want)), "{want}: {e}");
     }

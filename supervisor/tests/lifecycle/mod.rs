@@ -12,9 +12,11 @@
 //! - `model_fail`: a model endpoint that refuses the harness or cannot be reached stops the run fast;
 //! - `limits`: the box's limits (processes, memory, scratch, records) and what it takes in;
 //! - `outcome`: findings, walls, `stuck`, a timeout's cause, quiet-run progress, `--json` stamps;
+//! - `budget`: usage recorded, `--max-tokens`, `--max-cost-usd`, `--max-turns`, `looping`;
 //! - `record`: the journal's hash-chain head in run.json, `run_ended`, the summary and replay.
 
 mod boxed;
+mod budget;
 mod concurrency;
 mod crash;
 mod disk;

@@ -233,7 +233,7 @@ fn claude_offers_exactly_the_browser_tools_whatever_the_model() {
             final_answer: "Walked the product page.".into(),
         };
         let w = World::new(Harness::Claude, script, "", "").unwrap();
-        let run = w.persona_run_env(&["--", "--model", alias], &[("ENABLE_TOOL_SEARCH", "true")]);
+        let run = w.persona_run_env(&["--model", alias], &[("ENABLE_TOOL_SEARCH", "true")]);
         assert_eq!(run.status.code(), Some(0), "--model {alias}\n{run}");
         let (model, tools) = first_request(&w.model);
         assert!(model.contains(alias), "--model {alias} asked {model}");
@@ -266,7 +266,7 @@ fn codex_catalog_models(cli: &Path) -> Vec<String> {
 /// Issue #22: on a catalog model, Codex offered `apply_patch` and `tool_search` with the browser
 /// hidden behind it (`gpt-5.5`), or a JavaScript `exec`, `wait` and sub-agent tools with the
 /// browser nested inside (`gpt-6.2-sol` and the other code-mode models). Every model of the
-/// catalog, chosen with `-m` after `--`, must be offered exactly what the scripted model's name
+/// catalog, chosen with Leopold's `--model` (Codex `-m`), must be offered exactly what the scripted model's name
 /// is offered, directly, and the browser call must reach the browser.
 #[test]
 fn codex_offers_exactly_the_browser_tools_on_every_catalog_model() {
@@ -286,7 +286,7 @@ fn codex_offers_exactly_the_browser_tools_on_every_catalog_model() {
             final_answer: "Walked the product page.".into(),
         };
         let w = World::new(Harness::Codex, script, "", "").unwrap();
-        let run = w.persona_run(&["--", "-m", slug]);
+        let run = w.persona_run(&["--model", slug]);
         assert_eq!(run.status.code(), Some(0), "-m {slug}\n{run}");
         let (model, tools) = first_request(&w.model);
         assert_eq!(&model, slug, "`-m {slug}` was not the model asked");

@@ -147,6 +147,39 @@ fn tools_and_outcomes(actions: &[Value]) -> Vec<(String, String)> {
 }
 
 // ---------------------------------------------------------------------------------------------
+/// The real CLI's usage, as the scripted model reported it (1 input and 1 output token per
+/// answer), reached run.json (docs/reference.md#cost-and-budgets).
+fn assert_usage_recorded(h: Harness, usage: &Value) {
+    let n = |k: &str| {
+        usage[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no {k}: {usage}"))
+    };
+    assert!(n("turns") >= 1, "{usage}");
+    assert!(n("input_tokens") >= 1 && n("output_tokens") >= 1, "{usage}");
+    match h {
+        Harness::Claude => {
+            // Claude names the model it asked and prices what it used.
+            assert!(
+                usage["model"].as_str().is_some_and(|m| !m.is_empty()),
+                "{usage}"
+            );
+            assert!(
+                usage["cost_usd"].as_f64().is_some_and(|c| c > 0.0),
+                "{usage}"
+            );
+            // One answer of the scripted model is one turn, 1 token in and 1 out.
+            assert_eq!(n("input_tokens"), n("turns"), "{usage}");
+            assert_eq!(n("output_tokens"), n("turns"), "{usage}");
+        }
+        Harness::Codex => {
+            // The sandbox's config.toml names the model; Codex reports no cost.
+            assert_eq!(usage["model"], "scripted", "{usage}");
+            assert!(usage.get("cost_usd").is_none(), "{usage}");
+        }
+    }
+}
+
 // Scenario 1: the checkout flow.
 
 fn scenario_checkout(h: Harness) {
@@ -194,6 +227,7 @@ fn scenario_checkout(h: Harness) {
     assert_eq!(tools_and_outcomes(&actions), expect, "{actions:#?}");
     assert_eq!(run_json["end"]["outcome"], "clean", "{run_json:#}");
     assert_eq!(run_json["end"]["counts"]["violations"], 0);
+    assert_usage_recorded(h, &run_json["end"]["usage"]);
     let journal_text = serde_json::to_string(&actions).unwrap();
     assert!(!journal_text.contains("://"), "the journal holds a URL");
 
@@ -701,4 +735,38 @@ per_harness! {
     scenario_busy =>
         s5_claude_second_run_while_active_exits_4_and_changes_nothing,
         s5_codex_second_run_while_active_exits_4_and_changes_nothing;
+}
+
+// Scenario: the turn limit. Claude stops itself at `--max-turns` (its `result` says
+// `error_max_turns` and it exits 1); Codex has no such limit and Leopold counts its turns. Either
+// way the run is `over_budget`, exit 5, not a worker failure.
+
+fn scenario_max_turns(h: Harness) {
+    let Some(w) = World::new(h, &checkout::script()) else {
+        return;
+    };
+    let mut cmd = w.persona_run(&w.leopold);
+    cmd.args(["--max-turns", "2"]);
+    let run = run_bounded(cmd, TIMEOUT);
+    assert_eq!(exit_code(&run), Some(5), "{run}");
+    let (_, run_json) = w.journal();
+    assert_eq!(run_json["end"]["outcome"], "over_budget", "{run_json:#}");
+    let reason = run_json["end"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("turns reached --max-turns 2 ("),
+        "{reason}"
+    );
+    // Claude's own stop, read from its `result`: Leopold's count never passed the limit first.
+    let by_harness = reason.ends_with(": the harness stopped)");
+    assert_eq!(by_harness, h == Harness::Claude, "{reason}\n{run}");
+}
+
+#[test]
+fn claude_stops_at_max_turns_and_the_run_is_over_budget() {
+    scenario_max_turns(Harness::Claude);
+}
+
+#[test]
+fn codex_turns_past_max_turns_stop_the_run_as_over_budget() {
+    scenario_max_turns(Harness::Codex);
 }

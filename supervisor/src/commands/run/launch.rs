@@ -134,7 +134,8 @@ pub(super) fn launch(
         &started.run_dir.journal(),
         &started.run_id,
         &plan.paths.events(),
-    )?;
+    )?
+    .with_model(plan.model.clone());
     // Without the box nothing holds the worker back from its model: the guard is proven before
     // it starts.
     if let Some(p) = proof {
@@ -252,4 +253,16 @@ pub(super) fn settle(
             .unwrap_or(0),
     );
     Ok(())
+}
+
+/// Chromium runs in a session of its own (Playwright starts it detached): whatever of the
+/// browser outlived the worker's group carries the run's id, and is stopped.
+pub(super) fn stop_browser_leftovers(run_id: &str, out: &super::progress::Reporter) {
+    let left = crate::os::kill_crashed_run(None, run_id);
+    if !left.is_empty() {
+        out.warn(&format!(
+            "{} outlived the worker; stopped",
+            crate::output::count(left.len() as u64, "browser process")
+        ));
+    }
 }

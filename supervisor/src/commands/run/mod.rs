@@ -16,6 +16,7 @@
 //!
 //! Each step is traced (`-v`, or `RUST_LOG=leopold=info`) with the time since the run started.
 
+mod budget;
 mod outcome;
 // `doctor` names what loosens a flow's bounds as a run does (`plan::loosened`).
 mod launch;
@@ -361,16 +362,8 @@ async fn lifecycle(
     drop(boxed);
     timings.mark("box_stopped");
 
-    // Chromium runs in a session of its own (Playwright starts it detached): whatever of the
-    // browser outlived the worker's group carries the run's id.
     if started.provisioned.is_some() {
-        let left = crate::os::kill_crashed_run(None, run_id);
-        if !left.is_empty() {
-            out.warn(&format!(
-                "{} outlived the worker; stopped",
-                crate::output::count(left.len() as u64, "browser process")
-            ));
-        }
+        launch::stop_browser_leftovers(run_id, out);
     }
 
     // 8. Outcome, then the undo. The model's failure is said whole, the harness's words in it.
@@ -411,6 +404,7 @@ async fn lifecycle(
             journal_hash: Some(observer.journal_hash()),
             gateway_hash,
             verdict: Some(verdict),
+            usage: observer.usage().cloned(),
             ..RunEnd::new(c.outcome)
         },
         // An empty answer is no answer: there is nothing to save or show. Nor is a run whose

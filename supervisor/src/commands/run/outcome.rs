@@ -25,7 +25,6 @@ impl Signal {
 
 /// Why the worker is being stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[allow(dead_code)] // OverBudget and Looping: stopped by the budgets' commits that follow (#24).
 pub enum Stop {
     /// The first violation, as `#<seq> <tool>: <rule>`.
     Violation(String),

@@ -46,6 +46,10 @@ pub struct Plan {
     /// Tripped by the model relay when the endpoint refuses the harness or cannot be reached
     /// (the cause, to say as it is); supervision stops the worker as `model_failed`.
     pub model_alarm: crate::sandbox::limits::Tripwire,
+    /// `--model` and the budgets (docs/reference.md#cost-and-budgets).
+    pub budget: crate::cli::BudgetArgs,
+    /// The model the run asks for, as far as Leopold knows it before the stream names one.
+    pub model: Option<String>,
 }
 
 /// Whether the run provisions its browser: `--browser`, or the flow's `browser` key.
@@ -103,9 +107,13 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let (flow_path, flow) = crate::project::load_flow(&args.flow)?;
     let kind = args.harness;
     crate::harness::check_extra_args(kind, &args.extra).map_err(|why| {
-        anyhow::anyhow!(
-            "refused harness argument: {why}\n(hint: Leopold's guard must stay in force; remove it from after `--`)"
-        )
+        // The model and the limits have one source, Leopold's flags; the rest is the guard's.
+        let hint = if why.contains("before `--` instead") {
+            "the model and the limits are recorded and budgeted by Leopold: move it before `--`"
+        } else {
+            "Leopold's guard must stay in force; remove it from after `--`"
+        };
+        anyhow::anyhow!("refused harness argument: {why}\n(hint: {hint})")
     })?;
     let mcp_servers = match &args.mcp_config {
         Some(p) => {
@@ -160,6 +168,9 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     }
     let mut ctx = crate::commands::harness_context(&project)?;
     harness::probe_binary(kind, &mut ctx, &bin);
+    let model = super::budget::asked_model(kind, &args.budget, &ctx.codex_home);
+    let mut extra = args.extra.clone();
+    extra.extend(super::budget::harness_args(kind, &args.budget));
     Ok(Plan {
         paths: PersonaPaths::new(&project),
         flow,
@@ -168,7 +179,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         bin,
         mcp_servers,
         browser,
-        extra: args.extra.clone(),
+        extra,
         timeout: (!args.timeout.is_zero()).then_some(args.timeout),
         grace: grace(crate::knobs::var(GRACE_ENV).as_deref()),
         ctx,
@@ -188,6 +199,8 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         },
         tripwire: crate::sandbox::limits::Tripwire::default(),
         model_alarm: crate::sandbox::limits::Tripwire::default(),
+        budget: args.budget.clone(),
+        model,
     })
 }
 
@@ -259,7 +272,16 @@ mod tests {
             use std::os::unix::fs::PermissionsExt as _;
             std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        let mut a = args(&["--no-contain", "--timeout", "90s", "--", "--model", "x"]);
+        let mut a = args(&[
+            "--no-contain",
+            "--timeout",
+            "90s",
+            "--model",
+            "x",
+            "--",
+            "--disable",
+            "goals",
+        ]);
         a.flow = flow.clone();
         a.project.project = Some(dir.path().to_path_buf());
         a.harness_bin = Some(bin.clone());
@@ -288,7 +310,9 @@ mod tests {
             b.mcp_config = a.mcp_config.clone();
             assert_eq!(plan(&b).unwrap().timeout, want, "{given:?}");
         }
-        assert_eq!(p.extra, ["--model", "x"]);
+        // `--model` reaches Codex as `-m`, after what the user passed.
+        assert_eq!(p.extra, ["--disable", "goals", "-m", "x"]);
+        assert_eq!(p.model.as_deref(), Some("x"));
         assert!(p.browser.is_none() && p.mcp_servers.len() == 1 && p.bwrap.is_none());
         assert_eq!(p.paths.project, std::fs::canonicalize(dir.path()).unwrap());
         // Nothing was touched: planning has no side effect.

@@ -185,6 +185,7 @@ mod tests {
             violation: violation.map(str::to_owned),
             finding: None,
             json: serde_json::Value::Null,
+            repeat: None,
         }
     }
 

@@ -217,6 +217,15 @@ impl Stopper {
         }
     }
 
+    /// A budget passed or a loop: stopped as [`Stopper::halt`] does, saying the reason.
+    fn halt_for(&mut self, why: Stop, out: &Reporter) {
+        let said = match &why {
+            Stop::OverBudget(w) | Stop::Looping(w) => w.clone(),
+            other => format!("{other:?}"),
+        };
+        self.halt(why, &said, out);
+    }
+
     fn begin(&mut self, why: Stop) {
         if self.stop.is_none() {
             self.stop = Some(why);
@@ -275,6 +284,7 @@ pub async fn supervise(
     let mut quiet_at = TInstant::now() + quiet;
     let mut walls = Walls::default();
     let max_in_a_row = plan.flow.max_denials_in_a_row;
+    let mut watch = super::budget::Watch::new(&plan.budget, plan.flow.max_repeats);
     let mut poll_at = TInstant::now() + POLL;
     let mut model_due: Option<TInstant> = None;
 
@@ -291,6 +301,9 @@ pub async fn supervise(
                 }
                 if let Some((reason, n)) = walls.add(&batch, max_in_a_row) {
                     stopper.stuck(reason, n, out);
+                }
+                if let Some(why) = watch.check(&batch, observer.meter()) {
+                    stopper.halt_for(why, out);
                 }
                 if !paused_mid_stream && counts.actions > 0 {
                     paused_mid_stream = true;
@@ -331,6 +344,9 @@ pub async fn supervise(
                 }
                 if let Some((reason, n)) = walls.add(&batch, max_in_a_row) {
                     stopper.stuck(reason, n, out);
+                }
+                if let Some(why) = watch.check(&batch, observer.meter()) {
+                    stopper.halt_for(why, out);
                 }
             }
             _ = sleep_until(quiet_at), if stopper.stop.is_none() && status.is_none() => {
@@ -386,6 +402,10 @@ pub async fn supervise(
         }
     }
     let _ = walls.add(&fin, max_in_a_row);
+    // The harness's own stop at its turn or spending limit, or totals past a budget at the end.
+    if let Some(why) = watch.at_end(&fin, observer.meter()) {
+        stop.get_or_insert(why);
+    }
     if let Some(Stop::Stuck(reason, n)) = &stop {
         walls.findings.push(Finding {
             kind: "stuck".into(),
@@ -485,6 +505,7 @@ mod tests {
             violation: None,
             finding: None,
             json: serde_json::Value::Null,
+            repeat: None,
         }
     }
 

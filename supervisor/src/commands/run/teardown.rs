@@ -182,6 +182,10 @@ impl Teardown<'_> {
             end.journal_hash.as_deref(),
             &rel,
         ));
+        // The model, turns, tokens and cost, on a line of their own (docs/reference.md#cost-and-budgets).
+        if let Some(u) = &end.usage {
+            self.out.summary(&format!("leopold: usage: {}", u.line()));
+        }
         // The findings after the summary, URLs shown as hosts (findings.md keeps them).
         let shown = answer
             .as_deref()

@@ -89,6 +89,10 @@ pub fn refusal(flag: &str, value: impl Fn() -> Option<String>) -> Option<String>
                 "`{flag}` would give the worker tools or permissions besides the browser: Leopold passes `--tools \"\"`, `--permission-mode default` and allows only the flow's MCP servers"
             ))
         }
+        "--model" | "--max-turns" | "--max-budget-usd" => Some(format!(
+            "`{flag}` after `--`: give Leopold's {} before `--` instead (Leopold records it and passes it on)",
+            crate::harness::launch::leopold_flag(flag)
+        )),
         "-p" | "--print" | "--output-format" | "--input-format" | "--mcp-config"
         | "--strict-mcp-config" => Some(format!(
             "`{flag}` is set by Leopold (use `--mcp-config` before `--`)"

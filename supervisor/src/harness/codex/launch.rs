@@ -112,6 +112,11 @@ pub fn refusal(arg: &str, flag: &str, value: impl Fn() -> Option<String>) -> Opt
                 "`-c {key}=…` overrides Codex hook settings: the guard could be switched off"
             ));
         }
+        if key_l == "model" {
+            return Some(
+                "`-c model=…` after `--`: give Leopold's `--model` before `--` instead (Leopold records it and passes it on)".into(),
+            );
+        }
         if key_widens(&key_l) {
             return Some(format!(
                 "`-c {key}=…` overrides Codex's sandbox, approvals, tools or MCP servers: Leopold sets them so that the worker has the browser and nothing else"
@@ -134,6 +139,9 @@ pub fn refusal(arg: &str, flag: &str, value: impl Fn() -> Option<String>) -> Opt
         | "--sandbox" | "-a" | "--ask-for-approval" | "--add-dir" | "-p" | "--profile"
         | "--search" => Some(format!(
             "`{flag}` would change Codex's sandbox, approvals or tools: Leopold runs it with `-s read-only`, `approval_policy=\"never\"` and only the browser"
+        )),
+        "-m" | "--model" => Some(format!(
+            "`{flag}` after `--`: give Leopold's `--model` before `--` instead (Leopold records it and passes it on)"
         )),
         "--json" | "--skip-git-repo-check" | "--dangerously-bypass-hook-trust" | "-C" | "--cd" => {
             Some(format!("`{flag}` is set by Leopold"))
