@@ -13,6 +13,7 @@ mod after_run;
 pub mod html;
 pub mod junit;
 mod read;
+pub mod steps;
 
 use std::path::PathBuf;
 

@@ -46,6 +46,8 @@ pub struct Plan {
     /// Tripped by the model relay when the endpoint refuses the harness or cannot be reached
     /// (the cause, to say as it is); supervision stops the worker as `model_failed`.
     pub model_alarm: crate::sandbox::limits::Tripwire,
+    /// `--evidence`: the gateway's screenshots and trace of the provisioned browser.
+    pub evidence: crate::gateway::Evidence,
 }
 
 /// Whether the run provisions its browser: `--browser`, or the flow's `browser` key.
@@ -180,6 +182,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         },
         tripwire: crate::sandbox::limits::Tripwire::default(),
         model_alarm: crate::sandbox::limits::Tripwire::default(),
+        evidence: args.evidence,
     })
 }
 
