@@ -67,6 +67,10 @@ pub struct Observer {
     stream_calls: Vec<crate::gateway::StreamCall>,
     /// The journal's last sync, under way.
     pending_sync: Option<leopold_journal::PendingSync>,
+    /// What the model wrote between its calls, kept apart from the journal, host-only.
+    narration: crate::report::narration::Narration,
+    /// The journal seq of the last action recorded.
+    last_seq: u64,
 }
 
 impl Observer {
@@ -91,7 +95,7 @@ impl Observer {
         Ok(Observer {
             flow: flow.clone(),
             harness,
-            adapter: Adapter::new(harness),
+            adapter: Adapter::new(harness).with_narration(),
             writer,
             events: crate::harness::denials_only_in_events(harness)
                 .then(|| (events_path.to_path_buf(), 0)),
@@ -100,6 +104,10 @@ impl Observer {
             gateway: None,
             stream_calls: Vec::new(),
             pending_sync: None,
+            narration: crate::report::narration::Narration::new(
+                journal.with_file_name(crate::run_dir::RunDir::NARRATION),
+            ),
+            last_seq: 0,
         })
     }
 
@@ -261,6 +269,7 @@ impl Observer {
             // The journal must say why before the worker is stopped.
             self.sync_journal()?;
         }
+        self.last_seq = action.seq;
         batch.actions.push(Observed {
             seq: action.seq,
             tool: action.tool.clone(),
@@ -278,7 +287,14 @@ impl Observer {
         for ev in events {
             match ev {
                 AdapterEvent::Action(a) => self.record(a, batch)?,
-                AdapterEvent::Answer { text } => self.answer = Some(text),
+                AdapterEvent::Narration { text } => self.narration.push(self.last_seq, &text),
+                AdapterEvent::Answer { text } => {
+                    // Codex's every `agent_message` is one; Claude's is its last text again.
+                    if self.harness == Harness::Codex {
+                        self.narration.push(self.last_seq, &text);
+                    }
+                    self.answer = Some(text);
+                }
                 AdapterEvent::Malformed { line_no, error } => batch.notes.push(Note {
                     line_no,
                     message: format!("unreadable stream line: {error}"),

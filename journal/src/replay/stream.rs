@@ -75,7 +75,9 @@ fn handle_adapter_events(
             AdapterEvent::Malformed { line_no, error } => {
                 report_malformed(s, line_no, &error, on_event);
             }
-            AdapterEvent::ToolResult { .. } | AdapterEvent::Answer { .. } => {}
+            AdapterEvent::ToolResult { .. }
+            | AdapterEvent::Answer { .. }
+            | AdapterEvent::Narration { .. } => {}
         }
     }
 }

@@ -27,7 +27,7 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}dt{font-weigh
 table{border-collapse:collapse;width:100%}th,td{border:1px solid #e1e4e8;padding:.3em .45em;vertical-align:top;text-align:left;overflow-wrap:anywhere}
 th{background:#f6f8fa}tr.violation td{background:#ffebe9}tr.denied td{background:#fff8c5}tr.refused td{background:#fff1e5}
 .tag{font-weight:700}.muted{color:#57606a}img.shot{max-width:100%;height:auto;border:1px solid #ccc;display:block}
-table.timeline{table-layout:fixed}table.timeline col.n{width:3.2em}table.timeline col.time{width:8.5em}table.timeline col.shot{width:24%}
+tr.narration td{background:#f6f8fa;white-space:pre-wrap;font-style:italic}table.timeline{table-layout:fixed}table.timeline col.n{width:3.2em}table.timeline col.time{width:8.5em}table.timeline col.shot{width:24%}
 ul.plain{margin:.2em 0;padding-left:1.2em}
 "#;
 
@@ -214,6 +214,7 @@ fn timeline(rec: &RunRecord) -> Markup {
                 p.muted { "The journal holds no action." }
             } @else {
                 @let steps = super::steps::steps(&rec.dir, &rec.actions);
+                @let said = super::narration::read(&rec.dir.path().join(crate::run_dir::RunDir::NARRATION));
                 // Fixed columns: a long tool name or label wraps in its cell, and the screenshot
                 // column keeps its share at any width (a page 1280 px wide shows it whole).
                 table.timeline {
@@ -225,8 +226,10 @@ fn timeline(rec: &RunRecord) -> Markup {
                         th { "Outcome" } th { "Reason" } th { "Page after" } th { "Screenshot" }
                     } }
                     tbody {
+                        (narration(said.get(&0)))
                         @for a in &rec.actions {
                             (row(rec, a, start, steps.get(&a.seq)))
+                            (narration(said.get(&a.seq)))
                         }
                     }
                 }
@@ -348,6 +351,15 @@ fn screenshot(rec: &RunRecord, a: &Action) -> Markup {
             }
         }
         None => html! { a href=(rel) { (rel) } span.muted { " (not embedded: over 4 MiB)" } },
+    }
+}
+
+/// What the model wrote between two calls, as a row of its own (`narration.jsonl`).
+fn narration(texts: Option<&Vec<String>>) -> Markup {
+    html! {
+        @for t in texts.into_iter().flatten() {
+            tr.narration { td colspan="9" { span.muted { "the persona: " } span.said { (t) } } }
+        }
     }
 }
 

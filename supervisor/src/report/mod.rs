@@ -12,6 +12,7 @@
 mod after_run;
 pub mod html;
 pub mod junit;
+pub mod narration;
 mod read;
 pub mod steps;
 

@@ -33,7 +33,8 @@ fn shop(h: Harness, extra: &[&str]) -> Option<(ShopRun, Run)> {
                 nav("/"),
             ]
         },
-        "Looked around.",
+        // The persona's last words, with a URL the narration keeps as its host only.
+        "Looked around https://staging.example.com/cart?t=s3cret and left.",
     )?;
     s.cmd.args(extra);
     let cmd = std::mem::replace(&mut s.cmd, std::process::Command::new("true"));
@@ -159,6 +160,17 @@ fn every_page_changing_step_leaves_a_screenshot_and_the_trace(h: Harness) {
         .as_str()
         .is_none_or(|t| !t.contains("screenshot") && !t.contains("tracing"))));
 
+    // What the model wrote, kept apart from the journal, host-only, shown in the timeline.
+    let said = std::fs::read_to_string(dir.join("narration.jsonl")).unwrap();
+    assert!(
+        said.contains("Looked around <staging.example.com> and left."),
+        "{said}"
+    );
+    assert!(!said.contains("s3cret"), "{said}");
+    assert!(!std::fs::read_to_string(dir.join("journal.jsonl"))
+        .unwrap()
+        .contains("Looked around"));
+
     renders_at_1280(&dir, &shots);
 }
 
@@ -213,6 +225,10 @@ fn renders_at_1280(dir: &Path, shots: &[(u64, String)]) {
     assert!(
         dom.contains("took "),
         "no step duration in the rendered page"
+    );
+    assert!(
+        dom.contains("Looked around &lt;staging.example.com&gt; and left."),
+        "no narration in the rendered page"
     );
 }
 
