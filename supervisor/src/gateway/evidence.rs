@@ -253,7 +253,12 @@ pub(super) async fn finish(ctx: &Ctx, srv: &Server) {
             Some(rx)
         }
     };
-    while srv.routes().evidence.holding > 0 && tokio::time::Instant::now() < until {
+    // A server gone answers nothing more: nothing to wait for.
+    while {
+        let r = srv.routes();
+        r.evidence.holding > 0 && !r.gone
+    } && tokio::time::Instant::now() < until
+    {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     let Some(rx) = stopped else { return };

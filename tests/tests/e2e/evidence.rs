@@ -75,6 +75,26 @@ fn zip_names(z: &[u8]) -> Vec<(String, u32)> {
     names
 }
 
+/// The steps that hit a wall, from the gateway's record: an errored answer, or one after a
+/// request the proxy refused (the answer that tells the persona of it).
+fn walled(record: &[Value]) -> Vec<u64> {
+    let mut walled = Vec::new();
+    let mut refused_since = false;
+    for l in record {
+        match l["event"].as_str() {
+            Some("request") if l["verdict"] == "denied" => refused_since = true,
+            Some("result") => {
+                if l["is_error"] == true || refused_since {
+                    walled.push(l["seq"].as_u64().unwrap());
+                }
+                refused_since = false;
+            }
+            _ => {}
+        }
+    }
+    walled
+}
+
 fn evidence_lines(dir: &Path) -> Vec<Value> {
     read_jsonl(&dir.join("gateway.jsonl"))
         .into_iter()
@@ -107,15 +127,21 @@ fn every_page_changing_step_leaves_a_screenshot_and_the_trace(h: Harness) {
             )
         })
         .collect();
+    // And any other step that hit a wall (Chromium's own background requests, refused by the
+    // allowlist, are told with whichever answer comes next: here, perhaps the snapshot's).
+    let mut want: Vec<u64> = navs.iter().copied().chain(walled(&record)).collect();
+    want.sort_unstable();
+    want.dedup();
     assert_eq!(
         shots.iter().map(|s| s.0).collect::<Vec<_>>(),
-        navs,
+        want,
         "{shots:?}"
     );
     let on_disk = std::fs::read_dir(dir.join("evidence")).unwrap().count();
-    assert_eq!(on_disk, 3);
+    assert_eq!(on_disk, want.len());
     let pngs: Vec<Vec<u8>> = shots
         .iter()
+        .filter(|(seq, _)| navs.contains(seq))
         .map(|(_, f)| std::fs::read(dir.join(f)).unwrap())
         .collect();
     for p in &pngs {
@@ -247,6 +273,33 @@ fn evidence_none_leaves_neither(h: Harness) {
     assert!(paths.contains(&"/cart".to_owned()), "{paths:?}");
 }
 
+/// `walls`: a screenshot only after a step that hit a wall: in this walk, an answer that
+/// carried the proxy's refusals (Chromium's own background requests, refused by the flow's
+/// allowlist, are told with the next answer) or an error; every other step has none, and there is
+/// no trace.
+fn walls_screenshots_only_the_steps_that_hit_a_wall(h: Harness) {
+    let Some((s, run)) = shop(h, &["--evidence", "walls"]) else {
+        return;
+    };
+    assert_eq!(run.status.code(), Some(0), "{run}");
+    let dir = s.sb.run_dir();
+    let record = read_jsonl(&dir.join("gateway.jsonl"));
+    let walled = walled(&record);
+    let shot: Vec<u64> = evidence_lines(&dir)
+        .iter()
+        .map(|l| l["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(shot, walled, "{record:#?}");
+    let navs = record
+        .iter()
+        .filter(|l| l["event"] == "call" && l["tool"] == "browser_navigate")
+        .count();
+    assert!(shot.len() < navs, "every navigation walled? {record:#?}");
+    assert!(!dir.join("trace.zip").exists());
+    let paths: Vec<String> = s.app.seen().into_iter().map(|(_, p, _)| p).collect();
+    assert!(paths.contains(&"/cart".to_owned()), "{paths:?}");
+}
+
 macro_rules! both {
     ($($name:ident;)*) => {$(
         mod $name {
@@ -266,4 +319,5 @@ macro_rules! both {
 both! {
     every_page_changing_step_leaves_a_screenshot_and_the_trace;
     evidence_none_leaves_neither;
+    walls_screenshots_only_the_steps_that_hit_a_wall;
 }
