@@ -4,6 +4,8 @@
 # alternating, medians and ratios as a Markdown table (BENCHMARKS.md, "The provisioned browser").
 #
 # Usage: ./scripts/bench-browser.sh [--rounds N] [--harness claude|codex|all]
+# With LEOPOLD_BENCH_EVIDENCE=1, also `persona run --evidence none` beside the default `steps`
+# (BENCHMARKS.md, "Evidence per step").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh

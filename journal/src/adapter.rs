@@ -50,6 +50,13 @@ pub enum AdapterEvent {
     /// What the line says the model used (tokens, turns, cost, its name); only from an adapter
     /// made [`Adapter::with_usage`].
     Usage(crate::usage::UsageReport),
+    /// What Claude's model wrote between its tool calls (an `assistant` message's `text` block),
+    /// verbatim; only from an adapter made [`Adapter::with_narration`]. Codex's is its
+    /// `agent_message`s, each an [`AdapterEvent::Answer`].
+    Narration {
+        /// The text, as the model wrote it.
+        text: String,
+    },
     /// A line that is not a JSON object.
     Malformed {
         /// 1-based line number in the stream.
@@ -131,6 +138,16 @@ impl Adapter {
             Adapter::Claude(a) => a.finish(),
             Adapter::Codex(a) => a.finish(),
         }
+    }
+
+    /// Also yield [`AdapterEvent::Narration`]s (off by default: the journal keeps no text the
+    /// model wrote; the run keeps it apart, host-only).
+    #[must_use]
+    pub fn with_narration(mut self) -> Adapter {
+        if let Adapter::Claude(a) = &mut self {
+            a.narration = true;
+        }
+        self
     }
 
     /// Also yield [`AdapterEvent::ToolResult`]s (off by default: replay has no use for them).
@@ -244,6 +261,7 @@ pub struct ClaudeAdapter {
     refs: RefMap,
     tool_results: bool,
     usage: bool,
+    narration: bool,
     /// Counters so far.
     pub stats: AdapterStats,
 }
@@ -265,7 +283,15 @@ impl ClaudeAdapter {
         match v.get("type").and_then(Value::as_str) {
             Some("assistant") => {
                 for block in content_blocks(&v) {
-                    if block.get("type").and_then(Value::as_str) != Some("tool_use") {
+                    let ty = block.get("type").and_then(Value::as_str);
+                    if ty == Some("text") && self.narration {
+                        if let Some(text) = block.get("text").and_then(Value::as_str) {
+                            out.push(AdapterEvent::Narration {
+                                text: text.to_owned(),
+                            });
+                        }
+                    }
+                    if ty != Some("tool_use") {
                         continue;
                     }
                     let (Some(id), Some(name)) = (
@@ -802,6 +828,17 @@ mod tests {
         assert_eq!(
             x.push_line(2, r#"{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"Done."}}"#),
             vec![AdapterEvent::Answer { text: "Done.".into() }]
+        );
+
+        // Claude's text between calls, only when asked for.
+        let line = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"Now the cart."},{"type":"tool_use","id":"t1","name":"mcp__b__click","input":{}}]}}"#;
+        assert!(ClaudeAdapter::default().push_line(1, line).is_empty());
+        let mut n = Adapter::new(Harness::Claude).with_narration();
+        assert_eq!(
+            n.push_line(1, line),
+            vec![AdapterEvent::Narration {
+                text: "Now the cart.".into()
+            }]
         );
     }
 

@@ -105,6 +105,9 @@ pub fn playwright_config(
         },
         "outputDir": browser_dir.join("output"),
         "imageResponses": "omit",
+        // The tracing tools, which the gateway alone calls (`--evidence steps`): the catalogue
+        // never offers them to the persona.
+        "capabilities": ["devtools"],
         // A page must not register tools of its own (`navigator.modelContext`,
         // docs/harness-facts.md#9-what-the-worker-can-do-besides-the-browser).
         "webmcp": false,

@@ -333,6 +333,13 @@ pub struct RunArgs {
     /// docs/security.md#the-browsers-network-path.
     #[arg(long, value_name = "FILE")]
     pub ca_cert: Vec<PathBuf>,
+    /// What the gateway keeps of the provisioned browser's pages, in the run directory
+    /// (docs/reference.md#evidence): `steps`, a screenshot after every call that can change the
+    /// page and the run's Playwright trace (`trace.zip`); `walls`, a screenshot only after a call
+    /// that was denied, errored or refused, and no trace; `none`, neither. Screenshots and
+    /// traces show what the pages showed, data included. The model never sees them.
+    #[arg(long, value_enum, value_name = "WHAT", default_value = "steps")]
+    pub evidence: crate::gateway::Evidence,
     /// Print only the final summary.
     #[arg(long, conflicts_with = "json")]
     pub quiet: bool,

@@ -74,6 +74,10 @@ pub struct Observer {
     pending_sync: Option<leopold_journal::PendingSync>,
     /// The model's usage so far, from the stream (docs/reference.md#cost-and-budgets).
     meter: crate::usage::Meter,
+    /// What the model wrote between its calls, kept apart from the journal, host-only.
+    narration: crate::report::narration::Narration,
+    /// The journal seq of the last action recorded.
+    last_seq: u64,
 }
 
 impl Observer {
@@ -98,7 +102,7 @@ impl Observer {
         Ok(Observer {
             flow: flow.clone(),
             harness,
-            adapter: Adapter::new(harness).with_usage(),
+            adapter: Adapter::new(harness).with_usage().with_narration(),
             writer,
             events: crate::harness::denials_only_in_events(harness)
                 .then(|| (events_path.to_path_buf(), 0)),
@@ -109,6 +113,10 @@ impl Observer {
             stream_calls: Vec::new(),
             pending_sync: None,
             meter: crate::usage::Meter::new(harness, None),
+            narration: crate::report::narration::Narration::new(
+                journal.with_file_name(crate::run_dir::RunDir::NARRATION),
+            ),
+            last_seq: 0,
         })
     }
 
@@ -294,6 +302,7 @@ impl Observer {
             // The journal must say why before the worker is stopped.
             self.sync_journal()?;
         }
+        self.last_seq = action.seq;
         batch.actions.push(Observed {
             seq: action.seq,
             tool: action.tool.clone(),
@@ -313,8 +322,13 @@ impl Observer {
         for ev in events {
             match ev {
                 AdapterEvent::Action(a) => self.record(a, batch)?,
+                AdapterEvent::Narration { text } => self.narration.push(self.last_seq, &text),
                 AdapterEvent::Answer { text } => {
                     self.meter.response();
+                    // Codex's every `agent_message` is one; Claude's is its last text again.
+                    if self.harness == Harness::Codex {
+                        self.narration.push(self.last_seq, &text);
+                    }
                     self.answer = Some(text);
                 }
                 AdapterEvent::Usage(r) => self.meter.report(&r),

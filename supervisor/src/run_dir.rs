@@ -23,6 +23,8 @@ impl RunDir {
     pub const FINDINGS: &'static str = "findings.md";
     /// The run's report page.
     pub const REPORT: &'static str = "report.html";
+    /// What the model wrote between its calls, host-only (`report::narration`).
+    pub const NARRATION: &'static str = "narration.jsonl";
 
     pub fn new(path: impl Into<PathBuf>) -> RunDir {
         RunDir(path.into())

@@ -78,7 +78,8 @@ fn handle_adapter_events(
             AdapterEvent::ToolResult { .. }
             | AdapterEvent::Answer { .. }
             | AdapterEvent::HarnessFailed { .. }
-            | AdapterEvent::Usage(_) => {}
+            | AdapterEvent::Usage(_)
+            | AdapterEvent::Narration { .. } => {}
         }
     }
 }

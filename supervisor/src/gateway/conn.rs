@@ -84,7 +84,8 @@ fn refuse(ctx: &Ctx, srv: &Server, conn: u64, msg: &Value, id: Option<&Value>, w
 }
 
 /// Passes a request on to the server under an id of the gateway's own.
-fn pass_on(srv: &Server, conn: u64, id: &Value, what: Pending, mut msg: Value) {
+fn pass_on(ctx: &Ctx, srv: &Server, conn: u64, id: &Value, what: Pending, mut msg: Value) {
+    let call = matches!(what, Pending::ToolsCall { .. });
     let gid = {
         let mut r = srv.routes();
         r.next_id += 1;
@@ -100,7 +101,11 @@ fn pass_on(srv: &Server, conn: u64, id: &Value, what: Pending, mut msg: Value) {
         gid
     };
     msg["id"] = json!(gid);
-    send(&srv.to_server, &msg);
+    if call {
+        super::evidence::send_call(ctx, srv, msg);
+    } else {
+        send(&srv.to_server, &msg);
+    }
 }
 
 /// Whether the connection has a request with this id in flight.
@@ -254,7 +259,7 @@ fn client_message(ctx: &Ctx, srv: &Server, conn: u64, line: &[u8]) {
                         });
                     match own_call {
                         Some(c) => answer_own(ctx, srv, conn, &id, &tool, seq, c),
-                        None => pass_on(srv, conn, &id, Pending::ToolsCall { seq, tool }, msg),
+                        None => pass_on(ctx, srv, conn, &id, Pending::ToolsCall { seq, tool }, msg),
                     }
                 }
                 Err((tool, denial)) => {
@@ -269,7 +274,8 @@ fn client_message(ctx: &Ctx, srv: &Server, conn: u64, line: &[u8]) {
                         .and_then(|p| p.get("arguments"))
                         .cloned()
                         .unwrap_or(Value::Null);
-                    {
+                    let own_denied = tool.as_deref().is_some_and(own::is_own);
+                    let seq = {
                         let mut rec = ctx.record.lock().unwrap_or_else(|e| e.into_inner());
                         let seq = rec.next_seq();
                         let tool = tool
@@ -278,7 +284,8 @@ fn client_message(ctx: &Ctx, srv: &Server, conn: u64, line: &[u8]) {
                         rec.line(json!({"event": "call", "seq": seq, "server": policy.server, "tool": tool,
                             "verdict": "denied", "reason": denial.reason.id(),
                             "call": leopold_guard::reduced_call(full.as_deref().unwrap_or(""), &args)}));
-                    }
+                        seq
+                    };
                     if let Some(full) = full {
                         // Before the answer: the observer must know by the time the harness
                         // prints the error result.
@@ -288,6 +295,10 @@ fn client_message(ctx: &Ctx, srv: &Server, conn: u64, line: &[u8]) {
                             tool: full,
                             reason: denial.reason.id().to_owned(),
                         });
+                    }
+                    // The page the persona was on when it hit the wall.
+                    if !own_denied {
+                        super::evidence::after(ctx, srv, seq, None, true);
                     }
                     srv.to_conn(conn, &policy::tool_error(&id, &text));
                 }
@@ -310,12 +321,12 @@ fn client_message(ctx: &Ctx, srv: &Server, conn: u64, line: &[u8]) {
                     r.init = Init::Waiting(Vec::new());
                     drop(r);
                     policy::rewrite_initialize(&mut msg);
-                    pass_on(srv, conn, &id, Pending::Initialize, msg);
+                    pass_on(ctx, srv, conn, &id, Pending::Initialize, msg);
                 }
             }
         }
-        "tools/list" => pass_on(srv, conn, &id, Pending::ToolsList, msg),
-        "ping" => pass_on(srv, conn, &id, Pending::Other, msg),
+        "tools/list" => pass_on(ctx, srv, conn, &id, Pending::ToolsList, msg),
+        "ping" => pass_on(ctx, srv, conn, &id, Pending::Other, msg),
         // A notification's method sent with an id: not a request the gateway passes on.
         _ => {
             record_refusal(ctx, "a method the gateway does not pass on", Some(m), None);
@@ -463,6 +474,7 @@ mod tests {
                 server: Mutex::new(None),
                 web: None,
                 own_tools: true,
+                evidence: None,
             };
             let (to_server, server_rx) = mpsc::unbounded_channel();
             let srv = Server::new(to_server);

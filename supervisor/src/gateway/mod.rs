@@ -27,21 +27,24 @@
 //!
 //! The parts, one file each so that each reads on its own: the worker's side of a connection
 //! (`conn`), the run's process of a server and its answers (`server`), the record (`record`),
-//! the comparison with the stream (`compare`), and the gateway as a run starts and stops it
-//! (`start`).
+//! the comparison with the stream (`compare`), the gateway's own screenshots and trace
+//! (`evidence`, `trace_zip`), and the gateway as a run starts and stops it (`start`).
 
 mod compare;
 mod conn;
+pub mod evidence;
 mod own;
 pub mod policy;
 mod record;
 pub mod relay;
 mod server;
 mod start;
+mod trace_zip;
 
 use std::path::{Path, PathBuf};
 
 pub use compare::{Disagreement, Shared, StreamCall};
+pub use evidence::Evidence;
 pub use own::{FINISH, REPORT_FINDING};
 pub use start::{start, Gateway, Start};
 

@@ -30,6 +30,8 @@ pub(super) enum Pending {
     },
     /// Passed back as it is (`ping`).
     Other,
+    /// The gateway's own request ([`super::evidence`]): its answer goes to no one.
+    Evidence(super::evidence::Own),
 }
 
 /// A request passed on to the server under an id of the gateway's own: whose it was.
@@ -64,6 +66,7 @@ pub(super) struct Routes {
     pub(super) initialized: bool,
     /// The server's process ended: no connection is served any more.
     pub(super) gone: bool,
+    pub(super) evidence: super::evidence::State,
 }
 
 /// The run's one process of a server ([`Ctx::server`]).
@@ -88,6 +91,7 @@ impl Server {
                 init: Init::NotSent,
                 initialized: false,
                 gone: false,
+                evidence: super::evidence::State::default(),
             }),
             child: Mutex::new(None),
             tasks: Mutex::new(Vec::new()),
@@ -401,18 +405,24 @@ pub(super) fn server_message(ctx: &Ctx, srv: &Server, line: &[u8]) {
                         },
                     );
                     drop(shared);
+                    let mut refused = false;
                     if let Some((w, told)) = &ctx.web {
                         let seen = w.lock().unwrap_or_else(|e| e.into_inner());
                         let mut told = told.lock().unwrap_or_else(|e| e.into_inner());
                         let new = &seen.refused[(*told).min(seen.refused.len())..];
                         if let Some(note) = crate::web::refusal_note(new) {
                             policy::append_text(&mut msg, &note);
+                            refused = true;
                         }
                         *told = seen.refused.len();
                     }
+                    // Sent to the server before the worker can see the answer, so the worker's
+                    // next call finds it already there (and waits for it).
+                    super::evidence::after(ctx, srv, seq, Some(&tool), is_error || refused);
                     srv.to_conn(route.conn, &msg);
                 }
                 Pending::Other => srv.to_conn(route.conn, &msg),
+                Pending::Evidence(own) => super::evidence::answered(ctx, srv, own, &msg),
             }
         }
         (None, None) => {}

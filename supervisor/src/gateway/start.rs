@@ -38,6 +38,8 @@ pub(super) struct Ctx {
     /// This server's `tools/list` carries Leopold's own tools ([`super::own`]), and its calls of
     /// them are answered here: the provisioned browser's, else the first server's.
     pub(super) own_tools: bool,
+    /// The provisioned browser's `--evidence` ([`super::evidence`]); `None` for other servers.
+    pub(super) evidence: Option<super::evidence::Config>,
 }
 
 impl Ctx {
@@ -74,6 +76,8 @@ pub struct Start<'a> {
     /// What the browser's proxy refused ([`crate::web`]): the provisioned browser's answers
     /// tell the persona about the requests its call caused that were refused.
     pub web: Option<Arc<Mutex<crate::web::Seen>>>,
+    /// `--evidence`: what the gateway keeps of the provisioned browser's pages.
+    pub evidence: super::Evidence,
 }
 
 /// The running gateway. Dropping it stops it, its servers and removes its sockets.
@@ -106,6 +110,18 @@ impl Gateway {
         let mut r = self.record.lock().unwrap_or_else(|e| e.into_inner());
         r.sealed = true;
         r.chain.head()
+    }
+
+    /// Stops the provisioned browser's trace into `trace.zip` and waits for the gateway's last
+    /// screenshots, once the worker is gone and before [`Gateway::seal`]: the server is still
+    /// running (dropping the gateway kills it, and an unstopped trace is not flushed).
+    pub async fn finish_evidence(&self) {
+        for c in &self.ctxs {
+            let server = c.server.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if let Some(s) = server {
+                super::evidence::finish(c, &s).await;
+            }
+        }
     }
 
     /// What the persona reported with Leopold's own tools and the `[expect]` pages reached.
@@ -192,6 +208,12 @@ pub fn start(s: Start<'_>) -> anyhow::Result<Gateway> {
                 None
             },
             own_tools: i == own_host,
+            evidence: (up_provisioned && s.evidence != super::Evidence::None).then(|| {
+                super::evidence::Config {
+                    mode: s.evidence,
+                    run_dir: s.run_dir.path().to_path_buf(),
+                }
+            }),
         });
         gw.ctxs.push(ctx.clone());
         gw.tasks.push(tokio::spawn(async move {

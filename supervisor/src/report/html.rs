@@ -24,9 +24,10 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f8fa;border:1px so
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}dt{font-weight:600;color:#444}dd{margin:0;overflow-wrap:anywhere}
 .outcome{display:inline-block;padding:.15em .6em;border-radius:3px;font-weight:700;color:#fff}
 .clean{background:#1a7f37}.violated{background:#cf222e}.other{background:#9a6700}
-table{border-collapse:collapse;width:100%}th,td{border:1px solid #e1e4e8;padding:.3em .45em;vertical-align:top;text-align:left;overflow-wrap:break-word}
-th{background:#f6f8fa}tr.violation td{background:#ffebe9}tr.denied td{background:#fff8c5}
-.tag{font-weight:700}.muted{color:#57606a}img.shot{max-width:360px;border:1px solid #ccc;display:block}
+table{border-collapse:collapse;width:100%}th,td{border:1px solid #e1e4e8;padding:.3em .45em;vertical-align:top;text-align:left;overflow-wrap:anywhere}
+th{background:#f6f8fa}tr.violation td{background:#ffebe9}tr.denied td{background:#fff8c5}tr.refused td{background:#fff1e5}
+.tag{font-weight:700}.muted{color:#57606a}img.shot{max-width:100%;height:auto;border:1px solid #ccc;display:block}
+tr.narration td{background:#f6f8fa;white-space:pre-wrap;font-style:italic}table.timeline{table-layout:fixed}table.timeline col.n{width:3.2em}table.timeline col.time{width:8.5em}table.timeline col.shot{width:24%}
 ul.plain{margin:.2em 0;padding-left:1.2em}
 .sev{display:inline-block;padding:0 .4em;border-radius:3px;font-size:.85em;font-weight:700;color:#fff;background:#57606a}
 .sev-blocker{background:#cf222e}.sev-major{background:#bc4c00}.sev-minor{background:#9a6700}
@@ -218,14 +219,23 @@ fn timeline(rec: &RunRecord) -> Markup {
             @if rec.actions.is_empty() {
                 p.muted { "The journal holds no action." }
             } @else {
-                table {
+                @let steps = super::steps::steps(&rec.dir, &rec.actions);
+                @let said = super::narration::read(&rec.dir.path().join(crate::run_dir::RunDir::NARRATION));
+                // Fixed columns: a long tool name or label wraps in its cell, and the screenshot
+                // column keeps its share at any width (a page 1280 px wide shows it whole).
+                table.timeline {
+                    colgroup {
+                        col.n; col.time; col; col; col; col; col; col; col.shot;
+                    }
                     thead { tr {
-                        th { "#" } th { "Time" } th { "Tool" } th { "Hosts" } th { "Label" }
+                        th { "#" } th { "Time, took" } th { "Tool" } th { "Hosts" } th { "Label" }
                         th { "Outcome" } th { "Reason" } th { "Page after" } th { "Screenshot" }
                     } }
                     tbody {
+                        (narration(said.get(&0)))
                         @for a in &rec.actions {
-                            (row(rec, a, start))
+                            (row(rec, a, start, steps.get(&a.seq)))
+                            (narration(said.get(&a.seq)))
                         }
                     }
                 }
@@ -239,7 +249,12 @@ fn timeline(rec: &RunRecord) -> Markup {
     }
 }
 
-fn row(rec: &RunRecord, a: &Action, start: Option<std::time::SystemTime>) -> Markup {
+fn row(
+    rec: &RunRecord,
+    a: &Action,
+    start: Option<std::time::SystemTime>,
+    step: Option<&super::steps::Step>,
+) -> Markup {
     let violation = match &a.verdict {
         Some(Verdict::Violation { rule, detail }) => Some((rule, detail)),
         _ => None,
@@ -248,6 +263,8 @@ fn row(rec: &RunRecord, a: &Action, start: Option<std::time::SystemTime>) -> Mar
         "violation"
     } else if a.outcome == Outcome::Denied {
         "denied"
+    } else if a.browser_blocked.is_some() {
+        "refused"
     } else {
         ""
     };
@@ -266,6 +283,7 @@ fn row(rec: &RunRecord, a: &Action, start: Option<std::time::SystemTime>) -> Mar
             td.mono title=(a.ts) {
                 (a.ts.split_once('T').map_or(a.ts.as_str(), |(_, t)| t))
                 @if let Some(o) = offset { br; span.muted { "+" (format_offset(o)) } }
+                @if let Some(t) = step.and_then(|s| s.took) { br; span.took { "took " (format_offset(t)) } }
             }
             td.mono { (a.tool) br; span.muted { (kind_name(a)) } }
             td { (a.hosts().join(", ")) }
@@ -278,6 +296,8 @@ fn row(rec: &RunRecord, a: &Action, start: Option<std::time::SystemTime>) -> Mar
                 span.tag {
                     @if violation.is_some() { "VIOLATION" }
                     @else if a.outcome == Outcome::Denied { "blocked" }
+                    // The call ran, but the browser refused to go where it led.
+                    @else if a.browser_blocked.is_some() { "refused" }
                     @else { (outcome_name(a.outcome)) }
                 }
                 @if violation.is_some() && a.outcome != Outcome::Completed { br; span.muted { (outcome_name(a.outcome)) } }
@@ -296,7 +316,10 @@ fn row(rec: &RunRecord, a: &Action, start: Option<std::time::SystemTime>) -> Mar
                 }
             }
             td { @if let Some(p) = page { (p) } }
-            td { (screenshot(rec, a)) }
+            td {
+                @if let Some(shot) = step.and_then(|s| s.shot.as_deref()) { (evidence_shot(rec, a, shot)) }
+                (screenshot(rec, a))
+            }
         }
     }
 }
@@ -334,6 +357,36 @@ fn screenshot(rec: &RunRecord, a: &Action) -> Markup {
             }
         }
         None => html! { a href=(rel) { (rel) } span.muted { " (not embedded: over 4 MiB)" } },
+    }
+}
+
+/// What the model wrote between two calls, as a row of its own (`narration.jsonl`).
+fn narration(texts: Option<&Vec<String>>) -> Markup {
+    html! {
+        @for t in texts.into_iter().flatten() {
+            tr.narration { td colspan="9" { span.muted { "the persona: " } span.said { (t) } } }
+        }
+    }
+}
+
+/// The gateway's screenshot after the step: a thumbnail linking to the file, which opens full
+/// size with no script (the page's policy allows images only as `data:`).
+fn evidence_shot(rec: &RunRecord, a: &Action, rel: &str) -> Markup {
+    let Some(path) = super::steps::shot_path(&rec.dir, rel) else {
+        return html! { span.muted { "screenshot " code { (rel) } " is gone" } };
+    };
+    let size = std::fs::metadata(&path).map_or(u64::MAX, |m| m.len());
+    let data = (size <= MAX_EMBED)
+        .then(|| std::fs::read(&path).ok())
+        .flatten()
+        .map(|b| base64::engine::general_purpose::STANDARD.encode(b));
+    html! {
+        a.evidence href=(rel) title="open full size" {
+            @match data {
+                Some(d) => img.shot src=(format!("data:image/png;base64,{d}")) alt=(format!("the page after #{}", a.seq));,
+                None => (rel),
+            }
+        }
     }
 }
 

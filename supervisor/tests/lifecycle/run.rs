@@ -144,9 +144,11 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
     assert_exit_code(&out, 0);
     assert_eq!(sb.snapshot(), before);
     // The capture's model ends with an answer ("Done."): the run saved it as findings.md.
-    // The gateway's record and the worker's MCP config (the relay) join the run's files.
+    // The gateway's record and the worker's MCP config (the relay) join the run's files, and
+    // the answer is also the model's last narration (Codex's every agent message is one).
     let mut listing = RUN_LISTING.to_vec();
     listing.insert(2, "runs/<run>/findings.md");
+    listing.insert(6, "runs/<run>/narration.jsonl");
     assert_eq!(sb.persona_listing(), listing);
     assert_eq!(
         std::fs::read_to_string(sb.run_dirs()[0].join("findings.md")).unwrap(),

@@ -19,6 +19,9 @@ use leopold_tests::{
     checkout, leopold_bin, median, require_cli, run_bounded, Harness, ModelServer, Sandbox,
 };
 
+/// One way of running: its name, its `leopold`, and each round's wall time and exit code.
+type Way<'a> = (&'a str, &'a Path, Vec<Duration>, Vec<Option<i32>>);
+
 /// One run against a fresh endpoint answering 401: its wall time and exit code.
 fn one(leopold: &Path, h: Harness, cli: &Path, timeout: &str) -> (Duration, Option<i32>) {
     let sb = Sandbox::new();
@@ -58,8 +61,7 @@ fn main() -> ExitCode {
         let Some(cli) = require_cli(h) else {
             continue;
         };
-        let mut ways: Vec<(&str, &Path, Vec<Duration>, Vec<Option<i32>>)> =
-            vec![("this one", current.as_path(), Vec::new(), Vec::new())];
+        let mut ways: Vec<Way<'_>> = vec![("this one", current.as_path(), Vec::new(), Vec::new())];
         if let Some(b) = &baseline {
             ways.push(("LEOPOLD_BASELINE_BIN", b.as_path(), Vec::new(), Vec::new()));
         }

@@ -7,7 +7,9 @@
 //!   provision, launch, guard on every call, ref map, every request through the browser's proxy
 //!   from the browser's own box, journal, unwire, archive);
 //! - with `LEOPOLD_BASELINE_BIN` set, the same `persona run` by that other `leopold` too (an
-//!   earlier commit's build), so a change is measured against the code before it in one run.
+//!   earlier commit's build), so a change is measured against the code before it in one run;
+//! - with `LEOPOLD_BENCH_EVIDENCE=1`, the same `persona run` with `--evidence none` too: the
+//!   default's screenshot after every page-changing step and its trace against neither.
 //!
 //! The peer's Chromium gets `--host-resolver-rules` mapping the shop instead of the run's proxy
 //! (which is gone with the run).
@@ -70,15 +72,29 @@ fn main() -> ExitCode {
     };
     let leopold = leopold_bin();
     let baseline = std::env::var_os("LEOPOLD_BASELINE_BIN").map(PathBuf::from);
+    let evidence = std::env::var_os("LEOPOLD_BENCH_EVIDENCE").is_some_and(|v| v == "1");
     println!("{BENCH_TABLE_HEAD}");
     for h in harnesses {
         let Some(cli) = h.bench_cli() else {
             return ExitCode::from(2);
         };
         let (mut bare, mut run, mut base) = (Vec::new(), Vec::new(), Vec::new());
+        let mut none = Vec::new();
         for _ in 0..rounds {
+            if evidence {
+                match round(h, &cli, &leopold, &pw, &["--evidence", "none"]) {
+                    Ok((r, b)) => {
+                        none.push(r);
+                        bare.push(b);
+                    }
+                    Err(e) => {
+                        eprintln!("{} (--evidence none): {e:#}", h.as_str());
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
             if let Some(b) = &baseline {
-                match round(h, &cli, b, &pw) {
+                match round(h, &cli, b, &pw, &[]) {
                     Ok((r, _)) => base.push(r),
                     Err(e) => {
                         eprintln!("{} (baseline): {e:#}", h.as_str());
@@ -86,7 +102,7 @@ fn main() -> ExitCode {
                     }
                 }
             }
-            match round(h, &cli, &leopold, &pw) {
+            match round(h, &cli, &leopold, &pw, &[]) {
                 Ok((r, b)) => {
                     run.push(r);
                     bare.push(b);
@@ -104,6 +120,9 @@ fn main() -> ExitCode {
         ];
         if !base.is_empty() {
             ways.push(("the same, by LEOPOLD_BASELINE_BIN", &mut base));
+        }
+        if !none.is_empty() {
+            ways.push(("the same, --evidence none", &mut none));
         }
         for (name, t) in ways {
             let m = median(t);
@@ -123,6 +142,13 @@ fn main() -> ExitCode {
                 median(&mut run).as_secs_f64() / median(&mut base).as_secs_f64()
             );
         }
+        if !none.is_empty() {
+            println!(
+                "| {} | --evidence steps / none (medians) | | | | **{:.2}x** |",
+                h.as_str(),
+                median(&mut run).as_secs_f64() / median(&mut none).as_secs_f64()
+            );
+        }
     }
     ExitCode::SUCCESS
 }
@@ -138,6 +164,7 @@ fn round(
     cli: &Path,
     leopold: &Path,
     pw: &Path,
+    extra: &[&str],
 ) -> anyhow::Result<(Duration, Duration)> {
     let sb = Sandbox::new();
     let app = StagingApp::start(&sb);
@@ -161,7 +188,8 @@ fn round(
         .args(["--quiet", "--harness-bin"])
         .arg(cli)
         .arg("--playwright-mcp")
-        .arg(pw);
+        .arg(pw)
+        .args(extra);
     sb.hermetic(&mut cmd, &model);
     let run = run_bounded(cmd, Duration::from_secs(120));
     anyhow::ensure!(run.status.success(), "persona run failed:\n{run}");

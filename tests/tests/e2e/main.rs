@@ -13,6 +13,8 @@
 //! - `contained`: issue #12 "Prove it": a persona trying every way out of the box, on both CLIs.
 //! - `contained_browser`: the same adversary with the real provisioned browser in the run:
 //!   nothing gets out, no byte changes, no browser process outlives the run or a SIGKILL.
+//! - `evidence`: issue #24: the gateway's screenshot after every page-changing step and the
+//!   run's trace.zip, linked from report.html (rendered at 1280 px), never seen by the model.
 //! - `harness_facts`: the fail-open and settings-skipping behaviours the design rests on.
 //! - `model_key`: issue #22: the model key stays outside the box; the relay fills it in.
 //! - `model_fail`: issue #24: a 401 from the model stops the run within 10 s as model_failed.
@@ -43,6 +45,7 @@ mod catalogue;
 mod contained;
 mod contained_browser;
 mod demo;
+mod evidence;
 mod fixtures;
 mod guard_wired;
 mod harness_facts;

@@ -193,6 +193,7 @@ pub(super) fn launch(
             max_record: plan.limits.records,
             tripwire: plan.tripwire.clone(),
             web: provisioned.map(|_| web_seen.clone()),
+            evidence: plan.evidence,
         })?;
         observer = observer.with_gateway(gw.shared.clone());
         Some(gw)

@@ -351,6 +351,9 @@ async fn lifecycle(
     if let Some(gw) = &gateway {
         gw.record_disagreements(&disagreements);
     }
+    if let Some(gw) = &gateway {
+        gw.finish_evidence().await;
+    }
     let seen = gateway.as_ref().map(crate::gateway::Gateway::seen);
     let verdict = crate::verdict::judge(&plan.flow, seen.unwrap_or_default());
     let gateway_hash = gateway

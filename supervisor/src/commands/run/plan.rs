@@ -50,6 +50,8 @@ pub struct Plan {
     pub budget: crate::cli::BudgetArgs,
     /// The model the run asks for, as far as Leopold knows it before the stream names one.
     pub model: Option<String>,
+    /// `--evidence`: the gateway's screenshots and trace of the provisioned browser.
+    pub evidence: crate::gateway::Evidence,
 }
 
 /// Whether the run provisions its browser: `--browser`, or the flow's `browser` key.
@@ -201,6 +203,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         model_alarm: crate::sandbox::limits::Tripwire::default(),
         budget: args.budget.clone(),
         model,
+        evidence: args.evidence,
     })
 }
 
