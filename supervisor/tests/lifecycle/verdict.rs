@@ -250,12 +250,7 @@ fn a_run_interrupted_after_two_findings_keeps_both() {
     let sb = Sandbox::with_user_files();
     let out = two_findings_then(&sb, "INT");
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    let end = &sb.run_json()["end"];
-    assert_eq!(end["outcome"], "interrupted");
-    assert_eq!(
-        leopold_tests::reported_titles(end),
-        ["Typo in header", "Logo blurry"]
-    );
+    assert_ended_with_both(&sb, "interrupted");
 }
 
 /// A supervisor killed (SIGKILL) after two findings judges nothing; `persona recover` reads
@@ -265,8 +260,13 @@ fn a_crashed_run_keeps_its_findings_through_recover() {
     let sb = Sandbox::with_user_files();
     two_findings_then(&sb, "KILL");
     assert_exit_code(&sb.recover(), 0);
+    assert_ended_with_both(&sb, "recovered");
+}
+
+/// The archived run ended as `outcome` and reports both of [`two_findings_then`]'s findings.
+fn assert_ended_with_both(sb: &Sandbox, outcome: &str) {
     let end = &sb.run_json()["end"];
-    assert_eq!(end["outcome"], "recovered", "{end}");
+    assert_eq!(end["outcome"], outcome, "{end}");
     assert_eq!(
         leopold_tests::reported_titles(end),
         ["Typo in header", "Logo blurry"]
