@@ -224,10 +224,34 @@ impl PendingCalls {
         evicted
     }
 
-    fn drain_in_order(&mut self) -> Vec<(String, Pending)> {
+    /// Empties the table: each call never answered, oldest first, as [`Outcome::Unfinished`].
+    fn finish(&mut self, harness: Harness, refs: &RefMap) -> Vec<AdapterEvent> {
         let mut all: Vec<_> = self.calls.drain().collect();
         all.sort_by_key(|(_, p)| p.order);
-        all
+        all.into_iter()
+            .map(|(id, call)| call.unfinished(harness, id, refs))
+            .collect()
+    }
+}
+
+impl Pending {
+    /// This call, never answered, as `harness`'s action (Codex items may have an empty id:
+    /// none).
+    fn unfinished(self, harness: Harness, id: String, refs: &RefMap) -> AdapterEvent {
+        let id = match harness {
+            Harness::Codex if id.is_empty() => None,
+            _ => Some(id),
+        };
+        AdapterEvent::Action(build_action(
+            harness,
+            &self.tool,
+            id,
+            &self.args,
+            Outcome::Unfinished,
+            None,
+            refs,
+            now_rfc3339(),
+        ))
     }
 }
 
@@ -278,7 +302,7 @@ impl ClaudeAdapter {
                     if let Some((old_id, old)) =
                         self.pending.insert(id.to_owned(), name.to_owned(), args)
                     {
-                        out.push(self.unfinished(old_id, old));
+                        out.push(old.unfinished(Harness::Claude, old_id, &self.refs));
                     }
                 }
             }
@@ -357,26 +381,9 @@ impl ClaudeAdapter {
         out
     }
 
-    fn unfinished(&self, id: String, call: Pending) -> AdapterEvent {
-        AdapterEvent::Action(build_action(
-            Harness::Claude,
-            &call.tool,
-            Some(id),
-            &call.args,
-            Outcome::Unfinished,
-            None,
-            &self.refs,
-            now_rfc3339(),
-        ))
-    }
-
     /// Ends the stream: calls never answered come out as [`Outcome::Unfinished`].
     pub fn finish(&mut self) -> Vec<AdapterEvent> {
-        self.pending
-            .drain_in_order()
-            .into_iter()
-            .map(|(id, call)| self.unfinished(id, call))
-            .collect()
+        self.pending.finish(Harness::Claude, &self.refs)
     }
 }
 
@@ -519,7 +526,7 @@ impl CodexAdapter {
                     .to_owned();
                 if t != "item.completed" {
                     if let Some((old_id, old)) = self.pending.insert(id, tool, args) {
-                        out.push(self.unfinished(old_id, old));
+                        out.push(old.unfinished(Harness::Codex, old_id, &self.refs));
                     }
                     return out;
                 }
@@ -587,26 +594,9 @@ impl CodexAdapter {
         out
     }
 
-    fn unfinished(&self, id: String, call: Pending) -> AdapterEvent {
-        AdapterEvent::Action(build_action(
-            Harness::Codex,
-            &call.tool,
-            (!id.is_empty()).then_some(id),
-            &call.args,
-            Outcome::Unfinished,
-            None,
-            &self.refs,
-            now_rfc3339(),
-        ))
-    }
-
     /// Ends the stream: calls never answered come out as [`Outcome::Unfinished`].
     pub fn finish(&mut self) -> Vec<AdapterEvent> {
-        self.pending
-            .drain_in_order()
-            .into_iter()
-            .map(|(id, call)| self.unfinished(id, call))
-            .collect()
+        self.pending.finish(Harness::Codex, &self.refs)
     }
 }
 

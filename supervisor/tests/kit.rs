@@ -31,6 +31,10 @@ pub trait Leopold {
     fn spawn_paused(&self, harness: &str, step: &str) -> Child;
     /// `leopold persona recover` of the sandbox's project.
     fn recover(&self) -> Output;
+    /// `leopold persona run` of the sandbox's flow with `bin` as `harness`, nothing added.
+    fn run_with_bin(&self, harness: &str, bin: &str, extra: &[&str]) -> Command;
+    /// `leopold persona runs --project <the sandbox's project> <extra…>`, run to completion.
+    fn runs(&self, extra: &[&str]) -> Output;
 }
 
 impl Leopold for Sandbox {
@@ -50,6 +54,15 @@ impl Leopold for Sandbox {
     }
     fn recover(&self) -> Output {
         self.run_recover(leopold_bin())
+    }
+    fn run_with_bin(&self, harness: &str, bin: &str, extra: &[&str]) -> Command {
+        self.persona_run_with_bin(leopold_bin(), harness, bin, extra)
+    }
+    fn runs(&self, extra: &[&str]) -> Output {
+        let project = self.project.display().to_string();
+        let mut args = vec!["persona", "runs", "--project", &project];
+        args.extend_from_slice(extra);
+        self.leopold(&args).output().unwrap()
     }
 }
 

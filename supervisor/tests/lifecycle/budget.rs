@@ -74,12 +74,7 @@ fn claude_usage_from_a_real_stream_is_recorded_everywhere() {
     let junit_cost: f64 = property(&xml, "leopold.cost_usd").unwrap().parse().unwrap();
     assert!((junit_cost - cost).abs() < 1e-12, "{xml}");
 
-    let project = sb.project.display().to_string();
-    let runs = sb
-        .leopold(&["persona", "runs", "--project", &project])
-        .output()
-        .unwrap();
-    let table = stdout(&runs);
+    let table = stdout(&sb.runs(&[]));
     let mut lines = table.lines();
     let header = lines.next().unwrap();
     assert!(
@@ -88,11 +83,7 @@ fn claude_usage_from_a_real_stream_is_recorded_everywhere() {
     );
     let row = lines.next().unwrap();
     assert!(row.contains(" 16 ") && row.contains("$0.0002"), "{table}");
-    let runs = sb
-        .leopold(&["persona", "runs", "--project", &project, "--json"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_str(&stdout(&runs)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&stdout(&sb.runs(&["--json"]))).unwrap();
     assert_eq!(&v["runs"][0]["usage"], usage);
 
     // The summary says it too, on its own line.

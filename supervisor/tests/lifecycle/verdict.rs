@@ -99,23 +99,14 @@ fn a_finding_at_fail_on_fails_the_run_with_exit_6_on_both_harnesses() {
         assert_has(&xml, "<failure");
         assert_has(&xml, "major finding: Cart count is wrong");
         // `persona runs`: the table counts the findings with the worst severity; --json has them.
-        let project = sb.project.display().to_string();
-        let table = sb
-            .leopold(&["persona", "runs", "--project", &project])
-            .output()
-            .unwrap();
-        let table = stdout(&table);
+        let table = stdout(&sb.runs(&[]));
         let header = table.lines().next().unwrap();
         let row = table.lines().nth(1).unwrap();
         assert!(
             header.contains("FINDINGS") && row.contains("failed (6)") && row.contains("1 (major)"),
             "{table}"
         );
-        let listed = sb
-            .leopold(&["persona", "runs", "--project", &project, "--json"])
-            .output()
-            .unwrap();
-        let listed: Value = serde_json::from_str(&stdout(&listed)).unwrap();
+        let listed: Value = serde_json::from_str(&stdout(&sb.runs(&["--json"]))).unwrap();
         assert_eq!(listed["runs"][0]["verdict"]["reported"], *reported);
     }
 }
