@@ -66,6 +66,21 @@ impl Leopold for Sandbox {
     }
 }
 
+/// The fake worker's `@mcp` script for `calls` (server `browser`), then a clean exit.
+pub fn mcp_script(calls: &[(&str, serde_json::Value)]) -> String {
+    let mut s = String::new();
+    for (tool, args) in calls {
+        s.push_str(&format!("@mcp browser {tool} {args}\n"));
+    }
+    s.push_str("@exit 0\n");
+    s
+}
+
+/// A `navigate` call to `url`, for [`mcp_script`].
+pub fn mcp_navigate(url: &str) -> (&'static str, serde_json::Value) {
+    ("navigate", serde_json::json!({ "url": url }))
+}
+
 /// A file of tests/fixtures/ (the real streams of the checkout script), copied into the kit
 /// folder, which the box lets the fake worker read.
 pub fn fixture_into_kit(sb: &Sandbox, name: &str) -> std::path::PathBuf {
