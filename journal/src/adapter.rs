@@ -255,6 +255,19 @@ impl Pending {
     }
 }
 
+/// The line's usage report as an event, when usage was asked for and the line has one.
+fn usage_events(
+    wanted: bool,
+    report: impl FnOnce() -> Option<crate::usage::UsageReport>,
+) -> Vec<AdapterEvent> {
+    wanted
+        .then(report)
+        .flatten()
+        .map(AdapterEvent::Usage)
+        .into_iter()
+        .collect()
+}
+
 /// Claude Code `-p --output-format stream-json --verbose`.
 ///
 /// `assistant` messages' `tool_use` blocks are paired with the `tool_result` blocks of the `user`
@@ -279,13 +292,7 @@ impl ClaudeAdapter {
             Ok(v) => v,
             Err(produced) => return produced,
         };
-        let mut out: Vec<AdapterEvent> = self
-            .usage
-            .then(|| crate::usage::claude(&v))
-            .flatten()
-            .map(AdapterEvent::Usage)
-            .into_iter()
-            .collect();
+        let mut out = usage_events(self.usage, || crate::usage::claude(&v));
         match v.get("type").and_then(Value::as_str) {
             Some("assistant") => {
                 for block in content_blocks(&v) {
@@ -488,13 +495,7 @@ impl CodexAdapter {
             Ok(v) => v,
             Err(produced) => return produced,
         };
-        let mut out: Vec<AdapterEvent> = self
-            .usage
-            .then(|| crate::usage::codex(&v))
-            .flatten()
-            .map(AdapterEvent::Usage)
-            .into_iter()
-            .collect();
+        let mut out = usage_events(self.usage, || crate::usage::codex(&v));
         let ty = v.get("type").and_then(Value::as_str);
         match ty {
             Some(t @ ("item.started" | "item.updated" | "item.completed")) => {
