@@ -190,21 +190,25 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Flow, FlowError> {
                 )
             })
     };
-    if let Some(n) = raw.max_denials_in_a_row {
-        flow.max_denials_in_a_row = count(
-            n,
+    for (given, slot, key, range, does) in [
+        (
+            raw.max_denials_in_a_row,
+            &mut flow.max_denials_in_a_row,
             "max_denials_in_a_row",
             1..=10_000,
             "the number of denials in a row after which the run stops as `stuck`",
-        )?;
-    }
-    if let Some(n) = raw.max_repeats {
-        flow.max_repeats = count(
-            n,
+        ),
+        (
+            raw.max_repeats,
+            &mut flow.max_repeats,
             "max_repeats",
             2..=10_000,
             "the number of times running the same allowed call on the same target stops the run as `looping`",
-        )?;
+        ),
+    ] {
+        if let Some(n) = given {
+            *slot = count(n, key, range, does)?;
+        }
     }
     for (i, entry) in raw.expect.reach.iter().enumerate() {
         let reach = crate::expect::parse_reach(entry)

@@ -241,11 +241,48 @@ impl PendingCalls {
         evicted
     }
 
-    fn drain_in_order(&mut self) -> Vec<(String, Pending)> {
+    /// Empties the table: each call never answered, oldest first, as [`Outcome::Unfinished`].
+    fn finish(&mut self, harness: Harness, refs: &RefMap) -> Vec<AdapterEvent> {
         let mut all: Vec<_> = self.calls.drain().collect();
         all.sort_by_key(|(_, p)| p.order);
-        all
+        all.into_iter()
+            .map(|(id, call)| call.unfinished(harness, id, refs))
+            .collect()
     }
+}
+
+impl Pending {
+    /// This call, never answered, as `harness`'s action (Codex items may have an empty id:
+    /// none).
+    fn unfinished(self, harness: Harness, id: String, refs: &RefMap) -> AdapterEvent {
+        let id = match harness {
+            Harness::Codex if id.is_empty() => None,
+            _ => Some(id),
+        };
+        AdapterEvent::Action(build_action(
+            harness,
+            &self.tool,
+            id,
+            &self.args,
+            Outcome::Unfinished,
+            None,
+            refs,
+            now_rfc3339(),
+        ))
+    }
+}
+
+/// The line's usage report as an event, when usage was asked for and the line has one.
+fn usage_events(
+    wanted: bool,
+    report: impl FnOnce() -> Option<crate::usage::UsageReport>,
+) -> Vec<AdapterEvent> {
+    wanted
+        .then(report)
+        .flatten()
+        .map(AdapterEvent::Usage)
+        .into_iter()
+        .collect()
 }
 
 /// Claude Code `-p --output-format stream-json --verbose`.
@@ -273,13 +310,7 @@ impl ClaudeAdapter {
             Ok(v) => v,
             Err(produced) => return produced,
         };
-        let mut out: Vec<AdapterEvent> = self
-            .usage
-            .then(|| crate::usage::claude(&v))
-            .flatten()
-            .map(AdapterEvent::Usage)
-            .into_iter()
-            .collect();
+        let mut out = usage_events(self.usage, || crate::usage::claude(&v));
         match v.get("type").and_then(Value::as_str) {
             Some("assistant") => {
                 for block in content_blocks(&v) {
@@ -304,7 +335,7 @@ impl ClaudeAdapter {
                     if let Some((old_id, old)) =
                         self.pending.insert(id.to_owned(), name.to_owned(), args)
                     {
-                        out.push(self.unfinished(old_id, old));
+                        out.push(old.unfinished(Harness::Claude, old_id, &self.refs));
                     }
                 }
             }
@@ -383,26 +414,9 @@ impl ClaudeAdapter {
         out
     }
 
-    fn unfinished(&self, id: String, call: Pending) -> AdapterEvent {
-        AdapterEvent::Action(build_action(
-            Harness::Claude,
-            &call.tool,
-            Some(id),
-            &call.args,
-            Outcome::Unfinished,
-            None,
-            &self.refs,
-            now_rfc3339(),
-        ))
-    }
-
     /// Ends the stream: calls never answered come out as [`Outcome::Unfinished`].
     pub fn finish(&mut self) -> Vec<AdapterEvent> {
-        self.pending
-            .drain_in_order()
-            .into_iter()
-            .map(|(id, call)| self.unfinished(id, call))
-            .collect()
+        self.pending.finish(Harness::Claude, &self.refs)
     }
 }
 
@@ -507,13 +521,7 @@ impl CodexAdapter {
             Ok(v) => v,
             Err(produced) => return produced,
         };
-        let mut out: Vec<AdapterEvent> = self
-            .usage
-            .then(|| crate::usage::codex(&v))
-            .flatten()
-            .map(AdapterEvent::Usage)
-            .into_iter()
-            .collect();
+        let mut out = usage_events(self.usage, || crate::usage::codex(&v));
         let ty = v.get("type").and_then(Value::as_str);
         match ty {
             Some(t @ ("item.started" | "item.updated" | "item.completed")) => {
@@ -545,7 +553,7 @@ impl CodexAdapter {
                     .to_owned();
                 if t != "item.completed" {
                     if let Some((old_id, old)) = self.pending.insert(id, tool, args) {
-                        out.push(self.unfinished(old_id, old));
+                        out.push(old.unfinished(Harness::Codex, old_id, &self.refs));
                     }
                     return out;
                 }
@@ -613,26 +621,9 @@ impl CodexAdapter {
         out
     }
 
-    fn unfinished(&self, id: String, call: Pending) -> AdapterEvent {
-        AdapterEvent::Action(build_action(
-            Harness::Codex,
-            &call.tool,
-            (!id.is_empty()).then_some(id),
-            &call.args,
-            Outcome::Unfinished,
-            None,
-            &self.refs,
-            now_rfc3339(),
-        ))
-    }
-
     /// Ends the stream: calls never answered come out as [`Outcome::Unfinished`].
     pub fn finish(&mut self) -> Vec<AdapterEvent> {
-        self.pending
-            .drain_in_order()
-            .into_iter()
-            .map(|(id, call)| self.unfinished(id, call))
-            .collect()
+        self.pending.finish(Harness::Codex, &self.refs)
     }
 }
 

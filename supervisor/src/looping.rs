@@ -90,15 +90,21 @@ mod tests {
         })
     }
 
+    /// Adds `calls` in turn, `rounds` times over, none of them a loop at a maximum of 5.
+    fn add_rounds(r: &mut Repeats, calls: &[(&Option<RepeatKey>, &str)], rounds: usize) {
+        for _ in 0..rounds {
+            for (k, tool) in calls {
+                assert_eq!(r.add(k.as_ref(), tool, 5), None, "{tool}");
+            }
+        }
+    }
+
     #[test]
     fn the_same_action_max_times_running_is_a_loop_and_looks_between_do_not_break_it() {
         let mut r = Repeats::default();
         let click = key(false, "click e5");
         let snap = key(true, "snapshot");
-        for _ in 0..4 {
-            assert_eq!(r.add(click.as_ref(), "click", 5), None);
-            assert_eq!(r.add(snap.as_ref(), "snapshot", 5), None);
-        }
+        add_rounds(&mut r, &[(&click, "click"), (&snap, "snapshot")], 4);
         let why = r.add(click.as_ref(), "click", 5).unwrap();
         assert!(
             why.starts_with("the same call 5 times running: click"),
@@ -111,10 +117,8 @@ mod tests {
     fn another_action_or_target_breaks_the_run_and_denials_do_not_count() {
         let mut r = Repeats::default();
         let nav = key(false, "navigate /cart");
-        for _ in 0..4 {
-            assert_eq!(r.add(nav.as_ref(), "navigate", 5), None);
-            assert_eq!(r.add(None, "navigate", 5), None, "a denial");
-        }
+        // Each followed by a denial (no key).
+        add_rounds(&mut r, &[(&nav, "navigate"), (&None, "navigate")], 4);
         assert_eq!(r.add(key(false, "navigate /shop").as_ref(), "n", 5), None);
         assert_eq!(r.add(nav.as_ref(), "navigate", 5), None);
     }
@@ -123,13 +127,9 @@ mod tests {
     fn looks_alone_max_times_running_are_a_loop_and_an_action_ends_them() {
         let mut r = Repeats::default();
         let snap = key(true, "snapshot");
-        for _ in 0..4 {
-            assert_eq!(r.add(snap.as_ref(), "snapshot", 5), None);
-        }
+        add_rounds(&mut r, &[(&snap, "snapshot")], 4);
         assert_eq!(r.add(key(false, "click e1").as_ref(), "click", 5), None);
-        for _ in 0..4 {
-            assert_eq!(r.add(snap.as_ref(), "snapshot", 5), None);
-        }
+        add_rounds(&mut r, &[(&snap, "snapshot")], 4);
         assert!(r.add(snap.as_ref(), "snapshot", 5).is_some());
     }
 }

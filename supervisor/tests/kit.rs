@@ -31,6 +31,10 @@ pub trait Leopold {
     fn spawn_paused(&self, harness: &str, step: &str) -> Child;
     /// `leopold persona recover` of the sandbox's project.
     fn recover(&self) -> Output;
+    /// `leopold persona run` of the sandbox's flow with `bin` as `harness`, nothing added.
+    fn run_with_bin(&self, harness: &str, bin: &str, extra: &[&str]) -> Command;
+    /// `leopold persona runs --project <the sandbox's project> <extra…>`, run to completion.
+    fn runs(&self, extra: &[&str]) -> Output;
 }
 
 impl Leopold for Sandbox {
@@ -51,6 +55,30 @@ impl Leopold for Sandbox {
     fn recover(&self) -> Output {
         self.run_recover(leopold_bin())
     }
+    fn run_with_bin(&self, harness: &str, bin: &str, extra: &[&str]) -> Command {
+        self.persona_run_with_bin(leopold_bin(), harness, bin, extra)
+    }
+    fn runs(&self, extra: &[&str]) -> Output {
+        let project = self.project.display().to_string();
+        let mut args = vec!["persona", "runs", "--project", &project];
+        args.extend_from_slice(extra);
+        self.leopold(&args).output().unwrap()
+    }
+}
+
+/// The fake worker's `@mcp` script for `calls` (server `browser`), then a clean exit.
+pub fn mcp_script(calls: &[(&str, serde_json::Value)]) -> String {
+    let mut s = String::new();
+    for (tool, args) in calls {
+        s.push_str(&format!("@mcp browser {tool} {args}\n"));
+    }
+    s.push_str("@exit 0\n");
+    s
+}
+
+/// A `navigate` call to `url`, for [`mcp_script`].
+pub fn mcp_navigate(url: &str) -> (&'static str, serde_json::Value) {
+    ("navigate", serde_json::json!({ "url": url }))
 }
 
 /// A file of tests/fixtures/ (the real streams of the checkout script), copied into the kit

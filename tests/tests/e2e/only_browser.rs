@@ -362,9 +362,7 @@ fn a_codex_whose_catalog_cannot_be_switched_off_is_refused() {
         let model = ModelServer::start(&sb, &script(&sb));
         let browser = sb.stub_browser(checkout::SERVER);
         let mcp_config = sb.write_claude_mcp_config(&browser);
-        let flows = sb.project.join("flows");
-        std::fs::create_dir_all(&flows).unwrap();
-        std::fs::copy(checkout::flow_path(), flows.join("checkout.md")).unwrap();
+        sb.add_checkout_flow();
         sb.write_codex_config(&model, "");
         let fake = sb.logs.join("codex");
         std::fs::write(

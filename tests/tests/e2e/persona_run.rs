@@ -47,9 +47,7 @@ impl World {
         let model = ModelServer::start(&sb, script);
         let browser = sb.stub_browser(checkout::SERVER);
         let mcp_config = sb.write_claude_mcp_config(&browser);
-        let flows = sb.project.join("flows");
-        std::fs::create_dir_all(&flows).unwrap();
-        std::fs::copy(checkout::flow_path(), flows.join("checkout.md")).unwrap();
+        sb.add_checkout_flow();
         let settings = match h {
             Harness::Claude => {
                 let dir = sb.project.join(".claude");

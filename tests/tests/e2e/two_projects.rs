@@ -50,9 +50,7 @@ fn two_codex_runs_in_two_projects_leave_the_shared_user_config_alone_and_both_gu
             let sb = Sandbox::new();
             let browser = sb.stub_browser(checkout::SERVER);
             let mcp = sb.write_claude_mcp_config(&browser);
-            let flows = sb.project.join("flows");
-            std::fs::create_dir_all(&flows).unwrap();
-            std::fs::copy(checkout::flow_path(), flows.join("checkout.md")).unwrap();
+            sb.add_checkout_flow();
             (sb, browser, mcp)
         })
         .collect();

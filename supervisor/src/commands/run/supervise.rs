@@ -285,6 +285,20 @@ pub async fn supervise(
     let mut walls = Walls::default();
     let max_in_a_row = plan.flow.max_denials_in_a_row;
     let mut watch = super::budget::Watch::new(&plan.budget, plan.flow.max_repeats);
+    // A batch of actions, shown and weighed: a broken bound, too many walls in a row, a budget
+    // passed or a loop stops the worker. Returns the actions counted so far.
+    let mut weigh = |batch: &Batch, meter: &crate::usage::Meter, stopper: &mut Stopper| {
+        if let Some(v) = out.batch(batch, &mut counts) {
+            stopper.violation(v, out);
+        }
+        if let Some((reason, n)) = walls.add(batch, max_in_a_row) {
+            stopper.stuck(reason, n, out);
+        }
+        if let Some(why) = watch.check(batch, meter) {
+            stopper.halt_for(why, out);
+        }
+        counts.actions
+    };
     let mut poll_at = TInstant::now() + POLL;
     let mut model_due: Option<TInstant> = None;
 
@@ -296,16 +310,8 @@ pub async fn supervise(
                     continue;
                 };
                 quiet_at = TInstant::now() + quiet;
-                if let Some(v) = out.batch(&batch, &mut counts) {
-                    stopper.violation(v, out);
-                }
-                if let Some((reason, n)) = walls.add(&batch, max_in_a_row) {
-                    stopper.stuck(reason, n, out);
-                }
-                if let Some(why) = watch.check(&batch, observer.meter()) {
-                    stopper.halt_for(why, out);
-                }
-                if !paused_mid_stream && counts.actions > 0 {
+                let actions = weigh(&batch, observer.meter(), &mut stopper);
+                if !paused_mid_stream && actions > 0 {
                     paused_mid_stream = true;
                     crate::commands::pause_point("mid-stream");
                 }
@@ -339,15 +345,7 @@ pub async fn supervise(
                 if !batch.actions.is_empty() {
                     quiet_at = TInstant::now() + quiet;
                 }
-                if let Some(v) = out.batch(&batch, &mut counts) {
-                    stopper.violation(v, out);
-                }
-                if let Some((reason, n)) = walls.add(&batch, max_in_a_row) {
-                    stopper.stuck(reason, n, out);
-                }
-                if let Some(why) = watch.check(&batch, observer.meter()) {
-                    stopper.halt_for(why, out);
-                }
+                weigh(&batch, observer.meter(), &mut stopper);
             }
             _ = sleep_until(quiet_at), if stopper.stop.is_none() && status.is_none() => {
                 quiet_at = TInstant::now() + quiet;

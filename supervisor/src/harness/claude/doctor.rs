@@ -101,26 +101,22 @@ pub fn credentials() -> (Option<String>, Option<crate::harness::doctor::Key>) {
         .unwrap_or_else(|| "https://api.anthropic.com".into());
     let set = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     let version = ("anthropic-version", "2023-06-01".to_owned());
+    let key = |name: &str, header: (&'static str, String)| {
+        let key = crate::harness::doctor::Key {
+            name: name.into(),
+            base: base.clone(),
+            models_path: "/v1/models".into(),
+            headers: vec![header, version.clone()],
+        };
+        (Some(format!("{name} is set")), Some(key))
+    };
     if let Some(v) = set("ANTHROPIC_API_KEY") {
-        return (
-            Some("ANTHROPIC_API_KEY is set".into()),
-            Some(crate::harness::doctor::Key {
-                name: "ANTHROPIC_API_KEY".into(),
-                base,
-                models_path: "/v1/models".into(),
-                headers: vec![("x-api-key", v), version],
-            }),
-        );
+        return key("ANTHROPIC_API_KEY", ("x-api-key", v));
     }
     if let Some(v) = set("ANTHROPIC_AUTH_TOKEN") {
-        return (
-            Some("ANTHROPIC_AUTH_TOKEN is set".into()),
-            Some(crate::harness::doctor::Key {
-                name: "ANTHROPIC_AUTH_TOKEN".into(),
-                base,
-                models_path: "/v1/models".into(),
-                headers: vec![("authorization", format!("Bearer {v}")), version],
-            }),
+        return key(
+            "ANTHROPIC_AUTH_TOKEN",
+            ("authorization", format!("Bearer {v}")),
         );
     }
     let file = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude/.credentials.json"));
