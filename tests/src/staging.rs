@@ -182,6 +182,14 @@ pub struct ShopRun {
 }
 
 impl ShopRun {
+    /// Runs the prepared command with `extra` arguments added, bounded by `timeout` (the command
+    /// is then spent).
+    pub fn run(&mut self, extra: &[&str], timeout: std::time::Duration) -> crate::Run {
+        self.cmd.args(extra);
+        let cmd = std::mem::replace(&mut self.cmd, Command::new("true"));
+        self.sb.run(cmd, timeout)
+    }
+
     /// Prepares the run of `leopold` under `harness`: the app as `app` says (https only with
     /// `tls`, its CA then given as `--ca-cert`), `flow` writes `flows/shop.md` for the app's port, and the
     /// model plays `turns` (given the app's port and the project), then says `final_answer`.

@@ -62,6 +62,12 @@ fn ask_model(path: &str) -> String {
     )
 }
 
+/// A sandbox whose worker makes a model call to each of `paths`, then follows `then`.
+fn asking(paths: &[&str], then: &str) -> Sandbox {
+    let calls: String = paths.iter().map(|p| ask_model(p)).collect();
+    Sandbox::scripted(&format!("{calls}{then}"))
+}
+
 /// What a Claude run's result line says, as the real CLI prints it.
 fn claude_result(text: &str, is_error: bool) -> String {
     serde_json::json!({"type":"result","subtype":"success","is_error":is_error,"result":text})
@@ -116,11 +122,13 @@ fn assert_model_failed(
 #[test]
 fn a_401_stops_the_run_within_10s_naming_the_host_and_the_key() {
     let port = endpoint(&[401]);
-    let sb = Sandbox::scripted(&format!(
-        "{}{}\n@sleep 60000\n",
-        ask_model("/v1/messages"),
-        claude_result("Invalid API key · Please run /login", true)
-    ));
+    let sb = asking(
+        &["/v1/messages"],
+        &format!(
+            "{}\n@sleep 60000\n",
+            claude_result("Invalid API key · Please run /login", true)
+        ),
+    );
     let (out, took) = run_against(&sb, port);
     let reason = assert_model_failed(
         &sb,
@@ -150,12 +158,8 @@ fn a_401_stops_the_run_within_10s_naming_the_host_and_the_key() {
 #[test]
 fn a_404_on_the_model_call_stops_the_run_as_no_such_model() {
     let port = endpoint(&[404]);
-    let sb = Sandbox::scripted(&format!("{}@sleep 60000\n", ask_model("/v1/messages")));
-    let (out, took) = run_against(&sb, port);
-    assert_model_failed(
-        &sb,
-        &out,
-        took,
+    a_model_call_fails_the_run(
+        port,
         &[
             &format!("127.0.0.1:{port}"),
             "404",
@@ -165,17 +169,21 @@ fn a_404_on_the_model_call_stops_the_run_as_no_such_model() {
     );
 }
 
+/// A worker that makes one model call to `port` and waits: the run ends `model_failed`, its
+/// reason holding each of `needles`.
+fn a_model_call_fails_the_run(port: u16, needles: &[&str]) {
+    let sb = asking(&["/v1/messages"], "@sleep 60000\n");
+    let (out, took) = run_against(&sb, port);
+    assert_model_failed(&sb, &out, took, needles);
+}
+
 /// An endpoint that refuses connections (a closed port), never reached: the run stops at the
 /// first failure, naming the host.
 #[test]
 fn an_endpoint_that_cannot_be_reached_stops_the_run() {
     let port = closed_port();
-    let sb = Sandbox::scripted(&format!("{}@sleep 60000\n", ask_model("/v1/messages")));
-    let (out, took) = run_against(&sb, port);
-    assert_model_failed(
-        &sb,
-        &out,
-        took,
+    a_model_call_fails_the_run(
+        port,
         &[
             &format!("cannot reach the model endpoint 127.0.0.1:{port}"),
             "ANTHROPIC_BASE_URL",
@@ -187,13 +195,13 @@ fn an_endpoint_that_cannot_be_reached_stops_the_run() {
 #[test]
 fn a_500_or_a_429_does_not_stop_the_run() {
     let port = endpoint(&[500, 429, 200]);
-    let sb = Sandbox::scripted(&format!(
-        "{}{}{}@sleep 2500\n{}\n@exit 0\n",
-        ask_model("/v1/messages"),
-        ask_model("/v1/messages"),
-        ask_model("/v1/messages"),
-        claude_result("Walked the shop.", false)
-    ));
+    let sb = asking(
+        &["/v1/messages"; 3],
+        &format!(
+            "@sleep 2500\n{}\n@exit 0\n",
+            claude_result("Walked the shop.", false)
+        ),
+    );
     let (out, _) = run_against(&sb, port);
     assert_exit_code(&out, 0);
     assert_eq!(sb.run_json()["end"]["outcome"], "clean");
@@ -216,11 +224,10 @@ fn a_500_or_a_429_does_not_stop_the_run() {
 #[test]
 fn a_401_on_a_side_request_does_not_stop_the_run() {
     let port = endpoint(&[401]);
-    let sb = Sandbox::scripted(&format!(
-        "{}@sleep 2500\n{}\n@exit 0\n",
-        ask_model("/api/oauth/profile"),
-        claude_result("Done.", false)
-    ));
+    let sb = asking(
+        &["/api/oauth/profile"],
+        &format!("@sleep 2500\n{}\n@exit 0\n", claude_result("Done.", false)),
+    );
     let (out, _) = run_against(&sb, port);
     assert_exit_code(&out, 0);
     assert_eq!(sb.run_json()["end"]["outcome"], "clean");

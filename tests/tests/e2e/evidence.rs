@@ -36,9 +36,7 @@ fn shop(h: Harness, extra: &[&str]) -> Option<(ShopRun, Run)> {
         // The persona's last words, with a URL the narration keeps as its host only.
         "Looked around https://staging.example.com/cart?t=s3cret and left.",
     )?;
-    s.cmd.args(extra);
-    let cmd = std::mem::replace(&mut s.cmd, std::process::Command::new("true"));
-    let run = s.sb.run(cmd, TIMEOUT);
+    let run = s.run(extra, TIMEOUT);
     Some((s, run))
 }
 
@@ -300,23 +298,7 @@ fn walls_screenshots_only_the_steps_that_hit_a_wall(h: Harness) {
     assert!(paths.contains(&"/cart".to_owned()), "{paths:?}");
 }
 
-macro_rules! both {
-    ($($name:ident;)*) => {$(
-        mod $name {
-            use super::*;
-            #[test]
-            fn claude() {
-                super::$name(Harness::Claude);
-            }
-            #[test]
-            fn codex() {
-                super::$name(Harness::Codex);
-            }
-        }
-    )*};
-}
-
-both! {
+both_harnesses! {
     every_page_changing_step_leaves_a_screenshot_and_the_trace;
     evidence_none_leaves_neither;
     walls_screenshots_only_the_steps_that_hit_a_wall;

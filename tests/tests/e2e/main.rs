@@ -40,6 +40,23 @@ macro_rules! per_harness {
     )*};
 }
 
+/// Each scenario `fn(Harness)` as a module of two tests, `<scenario>::claude` and
+/// `<scenario>::codex`.
+macro_rules! both_harnesses {
+    ($($name:ident;)*) => {$(
+        mod $name {
+            #[test]
+            fn claude() {
+                super::$name(leopold_tests::Harness::Claude);
+            }
+            #[test]
+            fn codex() {
+                super::$name(leopold_tests::Harness::Codex);
+            }
+        }
+    )*};
+}
+
 mod browser;
 mod catalogue;
 mod contained;

@@ -58,9 +58,7 @@ fn shop(
         |_, _| turns,
         "Done.",
     )?;
-    s.cmd.args(extra);
-    let cmd = std::mem::replace(&mut s.cmd, std::process::Command::new("true"));
-    let run = s.sb.run(cmd, TIMEOUT);
+    let run = s.run(extra, TIMEOUT);
     Some((s, run))
 }
 
@@ -211,23 +209,7 @@ fn an_interrupted_run_keeps_both_findings(h: Harness) {
     );
 }
 
-macro_rules! both {
-    ($($name:ident;)*) => {$(
-        mod $name {
-            use super::*;
-            #[test]
-            fn claude() {
-                super::$name(Harness::Claude);
-            }
-            #[test]
-            fn codex() {
-                super::$name(Harness::Codex);
-            }
-        }
-    )*};
-}
-
-both! {
+both_harnesses! {
     a_major_finding_fails_the_run_and_junit_names_it;
     an_unmet_reach_fails_even_though_finish_says_the_goal_was_reached;
     an_interrupted_run_keeps_both_findings;
