@@ -141,33 +141,32 @@ impl Adapter {
     }
 
     /// Also yield [`AdapterEvent::Narration`]s (off by default: the journal keeps no text the
-    /// model wrote; the run keeps it apart, host-only).
+    /// model wrote; the run keeps it apart, host-only). Codex's narration is its answers.
     #[must_use]
     pub fn with_narration(mut self) -> Adapter {
-        if let Adapter::Claude(a) = &mut self {
-            a.narration = true;
-        }
+        self.wants().narration = true;
         self
     }
 
     /// Also yield [`AdapterEvent::ToolResult`]s (off by default: replay has no use for them).
     #[must_use]
     pub fn with_tool_results(mut self) -> Adapter {
-        match &mut self {
-            Adapter::Claude(a) => a.tool_results = true,
-            Adapter::Codex(a) => a.tool_results = true,
-        }
+        self.wants().tool_results = true;
         self
     }
 
     /// Also yield [`AdapterEvent::Usage`]s (off by default: replay has no use for them).
     #[must_use]
     pub fn with_usage(mut self) -> Adapter {
-        match &mut self {
-            Adapter::Claude(a) => a.usage = true,
-            Adapter::Codex(a) => a.usage = true,
-        }
+        self.wants().usage = true;
         self
+    }
+
+    fn wants(&mut self) -> &mut Wants {
+        match self {
+            Adapter::Claude(a) => &mut a.wants,
+            Adapter::Codex(a) => &mut a.wants,
+        }
     }
 
     /// The tools of the calls issued and not yet answered, oldest first: what a silent run is
@@ -285,6 +284,15 @@ fn usage_events(
         .collect()
 }
 
+/// What an adapter yields beyond the actions, each off by default ([`Adapter::with_tool_results`],
+/// [`Adapter::with_usage`], [`Adapter::with_narration`]).
+#[derive(Debug, Default, Clone, Copy)]
+struct Wants {
+    tool_results: bool,
+    usage: bool,
+    narration: bool,
+}
+
 /// Claude Code `-p --output-format stream-json --verbose`.
 ///
 /// `assistant` messages' `tool_use` blocks are paired with the `tool_result` blocks of the `user`
@@ -296,9 +304,7 @@ fn usage_events(
 pub struct ClaudeAdapter {
     pending: PendingCalls,
     refs: RefMap,
-    tool_results: bool,
-    usage: bool,
-    narration: bool,
+    wants: Wants,
     /// Counters so far.
     pub stats: AdapterStats,
 }
@@ -310,12 +316,12 @@ impl ClaudeAdapter {
             Ok(v) => v,
             Err(produced) => return produced,
         };
-        let mut out = usage_events(self.usage, || crate::usage::claude(&v));
+        let mut out = usage_events(self.wants.usage, || crate::usage::claude(&v));
         match v.get("type").and_then(Value::as_str) {
             Some("assistant") => {
                 for block in content_blocks(&v) {
                     let ty = block.get("type").and_then(Value::as_str);
-                    if ty == Some("text") && self.narration {
+                    if ty == Some("text") && self.wants.narration {
                         if let Some(text) = block.get("text").and_then(Value::as_str) {
                             out.push(AdapterEvent::Narration {
                                 text: text.to_owned(),
@@ -387,7 +393,7 @@ impl ClaudeAdapter {
                     }
                     if let Some(t) = result {
                         self.refs.learn(t);
-                        if self.tool_results {
+                        if self.wants.tool_results {
                             out.push(AdapterEvent::ToolResult {
                                 tool: call.tool.clone(),
                                 text: t.to_owned(),
@@ -508,8 +514,7 @@ fn claude_denial_reason(text: Option<&str>) -> String {
 pub struct CodexAdapter {
     pending: PendingCalls,
     refs: RefMap,
-    tool_results: bool,
-    usage: bool,
+    wants: Wants,
     /// Counters so far.
     pub stats: AdapterStats,
 }
@@ -521,7 +526,7 @@ impl CodexAdapter {
             Ok(v) => v,
             Err(produced) => return produced,
         };
-        let mut out = usage_events(self.usage, || crate::usage::codex(&v));
+        let mut out = usage_events(self.wants.usage, || crate::usage::codex(&v));
         let ty = v.get("type").and_then(Value::as_str);
         match ty {
             Some(t @ ("item.started" | "item.updated" | "item.completed")) => {
@@ -598,7 +603,7 @@ impl CodexAdapter {
                     .map(Box::new);
                 if let Some(t) = result {
                     self.refs.learn(t);
-                    if self.tool_results {
+                    if self.wants.tool_results {
                         out.push(AdapterEvent::ToolResult {
                             tool,
                             text: t.to_owned(),
