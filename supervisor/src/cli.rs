@@ -339,7 +339,7 @@ pub struct RunArgs {
     /// that was denied, errored or refused, and no trace; `none`, neither. Screenshots and
     /// traces show what the pages showed, data included. The model never sees them.
     #[arg(long, value_enum, value_name = "WHAT", default_value = "steps")]
-    pub evidence: crate::gateway::Evidence,
+    pub evidence: crate::run_dir::Evidence,
     /// Print only the final summary.
     #[arg(long, conflicts_with = "json")]
     pub quiet: bool,

@@ -16,6 +16,8 @@ mod harness;
 mod knobs;
 mod looping;
 mod mcp;
+mod meter;
+mod narration;
 mod observe;
 #[cfg(unix)]
 #[path = "os/unix.rs"]

@@ -73,9 +73,9 @@ pub struct Observer {
     /// The journal's last sync, under way.
     pending_sync: Option<leopold_journal::PendingSync>,
     /// The model's usage so far, from the stream (docs/reference.md#cost-and-budgets).
-    meter: crate::usage::Meter,
+    meter: crate::meter::Meter,
     /// What the model wrote between its calls, kept apart from the journal, host-only.
-    narration: crate::report::narration::Narration,
+    narration: crate::narration::Narration,
     /// The journal seq of the last action recorded.
     last_seq: u64,
 }
@@ -112,8 +112,8 @@ impl Observer {
             gateway: None,
             stream_calls: Vec::new(),
             pending_sync: None,
-            meter: crate::usage::Meter::new(harness, None),
-            narration: crate::report::narration::Narration::new(
+            meter: crate::meter::Meter::new(harness, None),
+            narration: crate::narration::Narration::new(
                 journal.with_file_name(crate::run_dir::RunDir::NARRATION),
             ),
             last_seq: 0,
@@ -149,7 +149,7 @@ impl Observer {
     /// The model the run asked for (`--model`, or Codex's configuration): the usage names it
     /// until the stream names its own.
     pub fn with_model(mut self, model: Option<String>) -> Observer {
-        self.meter = crate::usage::Meter::new(self.harness, model);
+        self.meter = crate::meter::Meter::new(self.harness, model);
         self
     }
 
@@ -159,7 +159,7 @@ impl Observer {
     }
 
     /// The meter itself: whether the harness stopped at its own limit.
-    pub fn meter(&self) -> &crate::usage::Meter {
+    pub fn meter(&self) -> &crate::meter::Meter {
         &self.meter
     }
 

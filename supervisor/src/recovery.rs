@@ -156,8 +156,7 @@ pub fn recover_locked(
                 // What the persona reported before the crash, kept (the outcome stays
                 // `recovered`: no verdict of a run cut short is complete).
                 verdict: leopold_flows::Flow::load(&st.flow_path).ok().map(|flow| {
-                    let seen =
-                        crate::verdict::seen_from_record(&crashed_dir.gateway_record(), &flow);
+                    let seen = crate::gateway::seen_in(&crashed_dir.gateway_record(), &flow);
                     crate::verdict::judge(&flow, seen)
                 }),
                 ..RunEnd::new(RunOutcome::Recovered)

@@ -25,6 +25,10 @@ impl RunDir {
     pub const REPORT: &'static str = "report.html";
     /// What the model wrote between its calls, host-only (`report::narration`).
     pub const NARRATION: &'static str = "narration.jsonl";
+    /// The folder of the gateway's screenshots, one a step (`--evidence`).
+    pub const EVIDENCE: &'static str = "evidence";
+    /// The run's Playwright trace (`--evidence steps`).
+    pub const TRACE: &'static str = "trace.zip";
 
     pub fn new(path: impl Into<PathBuf>) -> RunDir {
         RunDir(path.into())
@@ -96,4 +100,18 @@ mod tests {
             leopold_journal::replay::GATEWAY_RECORD
         );
     }
+}
+
+/// `--evidence`: what the gateway keeps of the provisioned browser's pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Evidence {
+    /// A screenshot after every call that can change the page (and after every denied call),
+    /// and the run's Playwright trace (`trace.zip`).
+    #[default]
+    Steps,
+    /// A screenshot only after a call that was denied, errored, or whose requests the browser's
+    /// proxy refused: the walls the persona hit. No trace.
+    Walls,
+    /// No screenshot, no trace.
+    None,
 }

@@ -22,24 +22,11 @@ use serde_json::{json, Value};
 use super::server::{send, Pending, Route, Routes, Server};
 use super::start::Ctx;
 
-/// `--evidence`: what the gateway keeps of the provisioned browser's pages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Evidence {
-    /// A screenshot after every call that can change the page (and after every denied call),
-    /// and the run's Playwright trace (`trace.zip`).
-    #[default]
-    Steps,
-    /// A screenshot only after a call that was denied, errored, or whose requests the browser's
-    /// proxy refused: the walls the persona hit. No trace.
-    Walls,
-    /// No screenshot, no trace.
-    None,
-}
+pub use crate::run_dir::Evidence;
+use crate::run_dir::RunDir;
 
-/// The run directory's folder of the gateway's screenshots.
-pub const DIR: &str = "evidence";
-/// The run's Playwright trace, in the run directory.
-pub const TRACE: &str = "trace.zip";
+const DIR: &str = RunDir::EVIDENCE;
+const TRACE: &str = RunDir::TRACE;
 /// Where the server writes the gateway's screenshots, in its output folder, before they move.
 const STAGING: &str = "leopold-evidence";
 

@@ -46,6 +46,7 @@ use std::path::{Path, PathBuf};
 pub use compare::{Disagreement, Shared, StreamCall};
 pub use evidence::Evidence;
 pub use own::{FINISH, REPORT_FINDING};
+pub use record::seen_in;
 pub use start::{start, Gateway, Start};
 
 /// The socket the worker's relay connects to for `server`.

@@ -5,6 +5,8 @@
 use leopold_journal::{ChainedFile, JournalHash};
 use serde_json::{json, Value};
 
+use crate::verdict::{Finish, Reported, Seen, MAX_REPORTED};
+
 /// `gateway.jsonl`: one line per call, one per answer, and at the end one per disagreement with
 /// the harness's stream ([`Gateway::record_disagreements`](super::Gateway::record_disagreements)). Written as the journal is, apart from
 /// it ([`leopold_journal::ChainedFile`]: one `write` per line, `O_APPEND`, hash-chained): each
@@ -73,4 +75,62 @@ impl Record {
         self.seq += 1;
         self.seq
     }
+}
+
+/// What a run's record (`gateway.jsonl`) says was seen for the verdict: the findings, `finish` and the
+/// `[expect]` pages reached, for a run whose supervisor died before it could judge them itself
+/// (`persona recover`). Lines that cannot be read are passed over: the record's hash chain is
+/// `persona replay`'s to judge.
+pub fn seen_in(path: &std::path::Path, flow: &leopold_flows::Flow) -> Seen {
+    let mut seen = Seen::default();
+    let Ok(file) = std::fs::File::open(path) else {
+        return seen;
+    };
+    let mut lines =
+        leopold_journal::lines::LineReader::new(std::io::BufReader::new(file), 256 * 1024);
+    let text = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_owned();
+    while let Ok(Some(line)) = lines.next_line() {
+        let Some(v) = line
+            .bytes
+            .and_then(|b| serde_json::from_slice::<Value>(b).ok())
+        else {
+            continue;
+        };
+        let seq = v["seq"].as_u64().unwrap_or_default();
+        match v["event"].as_str() {
+            Some("finding") if seen.reported.len() < MAX_REPORTED => {
+                seen.reported.push(Reported {
+                    seq,
+                    severity: text(&v, "severity"),
+                    title: text(&v, "title"),
+                    detail: text(&v, "detail"),
+                    step: v["step"].as_u64(),
+                    at: text(&v, "ts"),
+                });
+            }
+            Some("finding") => seen.not_kept += 1,
+            Some("finish") => {
+                seen.finish = Some(Finish {
+                    seq,
+                    goal_reached: v["goal_reached"].as_bool().unwrap_or(false),
+                    summary: text(&v, "summary"),
+                });
+            }
+            Some("result") => {
+                for r in v["reached"].as_array().into_iter().flatten() {
+                    let i = flow
+                        .expect
+                        .reach
+                        .iter()
+                        .position(|e| Some(e.as_written().as_str()) == r.as_str());
+                    if let Some(i) = i {
+                        seen.reached.resize(flow.expect.reach.len(), None);
+                        seen.reached[i].get_or_insert(seq);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    seen
 }

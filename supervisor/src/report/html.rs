@@ -220,7 +220,7 @@ fn timeline(rec: &RunRecord) -> Markup {
                 p.muted { "The journal holds no action." }
             } @else {
                 @let steps = super::steps::steps(&rec.dir, &rec.actions);
-                @let said = super::narration::read(&rec.dir.path().join(crate::run_dir::RunDir::NARRATION));
+                @let said = crate::narration::read(&rec.dir.path().join(crate::run_dir::RunDir::NARRATION));
                 // Fixed columns: a long tool name or label wraps in its cell, and the screenshot
                 // column keeps its share at any width (a page 1280 px wide shows it whole).
                 table.timeline {

@@ -13,7 +13,6 @@ mod after_run;
 mod github;
 pub mod html;
 pub mod junit;
-pub mod narration;
 mod read;
 pub mod steps;
 mod verdict_html;

@@ -115,7 +115,7 @@ fn record_calls(dir: &RunDir) -> Vec<Call> {
 /// Only the names the gateway writes (`evidence/step-0003.png`): the record is read back, and a
 /// report follows no other path from it.
 fn shot_name_ok(f: &str) -> bool {
-    f.strip_prefix(crate::gateway::evidence::DIR)
+    f.strip_prefix(crate::run_dir::RunDir::EVIDENCE)
         .and_then(|r| r.strip_prefix("/step-"))
         .and_then(|r| r.strip_suffix(".png"))
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))

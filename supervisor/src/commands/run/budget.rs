@@ -9,8 +9,9 @@ use std::path::Path;
 use super::outcome::Stop;
 use crate::cli::BudgetArgs;
 use crate::harness::Harness;
+use crate::meter::Meter;
 use crate::observe::Batch;
-use crate::usage::{dollars, grouped, Meter, Usage};
+use crate::usage::{dollars, grouped, Usage};
 
 /// What the harness is given for `--model`, `--max-turns` and `--max-cost-usd`: Claude
 /// `--model`, `--max-turns` and `--max-budget-usd` (it stops itself, and says so in its `result`);

@@ -51,7 +51,7 @@ pub struct Plan {
     /// The model the run asks for, as far as Leopold knows it before the stream names one.
     pub model: Option<String>,
     /// `--evidence`: the gateway's screenshots and trace of the provisioned browser.
-    pub evidence: crate::gateway::Evidence,
+    pub evidence: crate::run_dir::Evidence,
 }
 
 /// Whether the run provisions its browser: `--browser`, or the flow's `browser` key.

@@ -287,7 +287,7 @@ pub async fn supervise(
     let mut watch = super::budget::Watch::new(&plan.budget, plan.flow.max_repeats);
     // A batch of actions, shown and weighed: a broken bound, too many walls in a row, a budget
     // passed or a loop stops the worker. Returns the actions counted so far.
-    let mut weigh = |batch: &Batch, meter: &crate::usage::Meter, stopper: &mut Stopper| {
+    let mut weigh = |batch: &Batch, meter: &crate::meter::Meter, stopper: &mut Stopper| {
         if let Some(v) = out.batch(batch, &mut counts) {
             stopper.violation(v, out);
         }
