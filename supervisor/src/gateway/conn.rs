@@ -86,20 +86,11 @@ fn refuse(ctx: &Ctx, srv: &Server, conn: u64, msg: &Value, id: Option<&Value>, w
 /// Passes a request on to the server under an id of the gateway's own.
 fn pass_on(ctx: &Ctx, srv: &Server, conn: u64, id: &Value, what: Pending, mut msg: Value) {
     let call = matches!(what, Pending::ToolsCall { .. });
-    let gid = {
-        let mut r = srv.routes();
-        r.next_id += 1;
-        let gid = r.next_id;
-        r.pending.insert(
-            gid,
-            Route {
-                conn,
-                id: id.clone(),
-                what,
-            },
-        );
-        gid
-    };
+    let gid = srv.routes().route(Route {
+        conn,
+        id: id.clone(),
+        what,
+    });
     msg["id"] = json!(gid);
     if call {
         super::evidence::send_call(ctx, srv, msg);

@@ -74,17 +74,12 @@ pub(super) fn changes_page(tool: &str) -> bool {
 
 /// Sends the gateway's own request, which holds the worker's calls until it is answered.
 fn own_request(srv: &Server, r: &mut Routes, what: Own, tool: &str, arguments: Value) {
-    r.next_id += 1;
-    let gid = r.next_id;
-    r.pending.insert(
-        gid,
-        Route {
-            // No connection is 0: the answer goes to no one.
-            conn: 0,
-            id: Value::Null,
-            what: Pending::Evidence(what),
-        },
-    );
+    let gid = r.route(Route {
+        // No connection is 0: the answer goes to no one.
+        conn: 0,
+        id: Value::Null,
+        what: Pending::Evidence(what),
+    });
     r.evidence.holding += 1;
     send(
         &srv.to_server,

@@ -69,6 +69,15 @@ pub(super) struct Routes {
     pub(super) evidence: super::evidence::State,
 }
 
+impl Routes {
+    /// Keeps `route` under a new id of the gateway's, the id the request goes to the server with.
+    pub(super) fn route(&mut self, route: Route) -> u64 {
+        self.next_id += 1;
+        self.pending.insert(self.next_id, route);
+        self.next_id
+    }
+}
+
 /// The run's one process of a server ([`Ctx::server`]).
 pub(super) struct Server {
     pub(super) to_server: mpsc::UnboundedSender<Vec<u8>>,
