@@ -28,6 +28,13 @@ pub struct Reported {
     pub at: String,
 }
 
+impl Reported {
+    /// Whether this finding is at or above `fail_on` (one of an unknown severity never is).
+    pub fn fails_at(&self, fail_on: Severity) -> bool {
+        Severity::from_name(&self.severity).is_some_and(|s| s >= fail_on)
+    }
+}
+
 /// The persona's `finish` call.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -69,13 +76,18 @@ impl Seen {
         if met.is_empty() {
             return Vec::new();
         }
-        self.reached.resize(flow.expect.reach.len(), None);
         met.into_iter()
             .map(|i| {
-                self.reached[i].get_or_insert(seq);
+                self.met(flow, i, seq);
                 flow.expect.reach[i].as_written()
             })
             .collect()
+    }
+
+    /// Notes that `reach` entry `i` of `flow` was met at record line `seq`, unless it was before.
+    pub fn met(&mut self, flow: &Flow, i: usize, seq: u64) {
+        self.reached.resize(flow.expect.reach.len(), None);
+        self.reached[i].get_or_insert(seq);
     }
 }
 
@@ -117,7 +129,7 @@ pub fn judge(flow: &Flow, seen: Seen) -> Verdict {
     let mut failed_by: Vec<String> = seen
         .reported
         .iter()
-        .filter(|f| Severity::from_name(&f.severity).is_some_and(|s| s >= flow.expect.fail_on))
+        .filter(|f| f.fails_at(flow.expect.fail_on))
         .map(|f| format!("{} finding: {}", f.severity, f.title))
         .collect();
     if let Some(f) = seen.finish.as_ref().filter(|f| !f.goal_reached) {

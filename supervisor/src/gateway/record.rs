@@ -124,8 +124,7 @@ pub fn seen_in(path: &std::path::Path, flow: &leopold_flows::Flow) -> Seen {
                         .iter()
                         .position(|e| Some(e.as_written().as_str()) == r.as_str());
                     if let Some(i) = i {
-                        seen.reached.resize(flow.expect.reach.len(), None);
-                        seen.reached[i].get_or_insert(seq);
+                        seen.met(flow, i, seq);
                     }
                 }
             }

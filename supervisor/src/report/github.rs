@@ -83,11 +83,7 @@ pub fn annotations(rec: &RunRecord) -> Vec<String> {
     let mut out: Vec<String> = v
         .reported
         .iter()
-        .filter(|f| {
-            leopold_flows::Severity::from_name(&f.severity)
-                .zip(fail_on)
-                .is_some_and(|(s, at)| s >= at)
-        })
+        .filter(|f| fail_on.is_some_and(|at| f.fails_at(at)))
         .map(|f| {
             let mut text = format!("{} finding: {}", f.severity, f.title);
             if !f.detail.is_empty() {
