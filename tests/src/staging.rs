@@ -241,15 +241,16 @@ impl ShopRun {
     }
 }
 
-/// The text headless Chromium renders for the HTML file `page` (its DOM after load, scripts as
-/// the page allows them: a report allows none), as a reader would see it.
-pub fn rendered_text(chromium: &Path, page: &Path) -> String {
+/// The DOM headless Chromium holds for the HTML file `page` once loaded, at 1280 × 900 (its
+/// scripts, where the page allows them, given 5 s of virtual time).
+pub fn dumped_dom(chromium: &Path, page: &Path) -> String {
     let out = Command::new(chromium)
         .args([
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
             "--window-size=1280,900",
+            "--virtual-time-budget=5000",
             "--dump-dom",
         ])
         .arg(format!("file://{}", page.display()))
@@ -260,7 +261,13 @@ pub fn rendered_text(chromium: &Path, page: &Path) -> String {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let dom = String::from_utf8_lossy(&out.stdout);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The text headless Chromium renders for the HTML file `page` ([`dumped_dom`]), as a reader
+/// would see it.
+pub fn rendered_text(chromium: &Path, page: &Path) -> String {
+    let dom = dumped_dom(chromium, page);
     // The DOM's text: tags dropped, entities of the escaped text read back.
     let mut text = String::new();
     let mut in_tag = false;

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use leopold_tests::staging::{call, nav, require_browser, ShopRun};
+use leopold_tests::staging::{call, dumped_dom, nav, require_browser, ShopRun};
 use leopold_tests::{leopold_bin, read_jsonl, Harness, Run};
 use serde_json::{json, Value};
 
@@ -220,25 +220,13 @@ fn renders_at_1280(dir: &Path, shots: &[(u64, String)]) {
     );
     let copy = dir.join("report-measure.html");
     std::fs::write(&copy, measured).unwrap();
-    let out = std::process::Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--window-size=1280,900",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-        ])
-        .arg(format!("file://{}", copy.display()))
-        .output()
-        .unwrap();
+    let dom = dumped_dom(&chromium, &copy);
     let _ = std::fs::remove_file(&copy);
-    let dom = String::from_utf8_lossy(&out.stdout);
     let m = dom
         .split("<p id=\"measure\">")
         .nth(1)
         .and_then(|r| r.split('<').next())
-        .unwrap_or_else(|| panic!("no measure: {}", String::from_utf8_lossy(&out.stderr)));
+        .unwrap_or_else(|| panic!("no measure in the DOM: {dom}"));
     let v: Vec<u32> = m.split(' ').map(|x| x.parse().unwrap()).collect();
     assert!(v[0] <= v[1], "report.html overflows at 1280 px: {m}");
     assert_eq!(
