@@ -6,6 +6,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::harness::Harness;
 
+pub mod suite;
+
 /// Leopold bounds an autonomous coding agent (Claude Code, Codex CLI) walking a user flow on a
 /// staging web app: a guard hook, a browser held to the flow's allowlist, and a supervisor that
 /// journals and validates every action.
@@ -24,6 +26,23 @@ pub struct Cli {
     /// output stays machine-readable.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+}
+
+impl Cli {
+    /// Parses the command line; `persona run` keeps clap's record of it, so that a suite gives
+    /// its runs the flags it was given ([`RunArgs::matches`]).
+    pub fn parse_keeping_matches() -> Result<Cli, clap::Error> {
+        use clap::{CommandFactory as _, FromArgMatches as _};
+        let matches = Cli::command().try_get_matches()?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        if let Command::Persona(PersonaCommand::Run(args)) = &mut cli.command {
+            args.matches = matches
+                .subcommand_matches("persona")
+                .and_then(|p| p.subcommand_matches("run"))
+                .cloned();
+        }
+        Ok(cli)
+    }
 }
 
 /// The exit codes every command shares (README.md#exit-codes).
@@ -223,7 +242,7 @@ fn harness_parser() -> impl clap::builder::TypedValueParser<Value = Harness> {
 
 /// `--harness claude|codex|all`: one harness, or every one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HarnessChoice(Option<Harness>);
+pub struct HarnessChoice(pub Option<Harness>);
 
 impl HarnessChoice {
     /// The harnesses chosen.
@@ -293,12 +312,21 @@ pub struct UnwireArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The flow file (Markdown with TOML front matter), e.g. `flows/checkout.md`.
-    #[arg(value_name = "FLOW")]
-    pub flow: PathBuf,
-    /// Which harness runs the persona.
-    #[arg(long, value_parser = harness_parser())]
-    pub harness: Harness,
+    /// The flow files (Markdown with TOML front matter), e.g. `flows/checkout.md`, or folders
+    /// of them (every `*.md` in the folder, by name). One flow under one harness is one run;
+    /// more flows, more harnesses, `--attempts` above 1 or `--partition` make a suite, each flow ×
+    /// harness pair its own boxed run (docs/reference.md#suites).
+    #[arg(value_name = "FLOW", required = true)]
+    pub flows: Vec<PathBuf>,
+    /// Which harness runs the persona: `claude`, `codex`, both as `claude,codex`, or `all`.
+    #[arg(long, value_parser = harness_choice_parser(), value_delimiter = ',', required = true)]
+    pub harness: Vec<HarnessChoice>,
+    /// Running several flows or harnesses: a suite.
+    #[command(flatten)]
+    pub suite: suite::SuiteArgs,
+    /// The command line as clap read it, for a suite's runs to be given the same flags.
+    #[arg(skip)]
+    pub matches: Option<clap::ArgMatches>,
     #[command(flatten)]
     pub project: ProjectArgs,
     /// The harness executable. Default: `claude` or `codex` on PATH.
@@ -349,7 +377,9 @@ pub struct RunArgs {
     pub json: bool,
     /// Also write the run as a JUnit XML report to FILE (one test suite for the run, one test
     /// case for the flow; a violation or a worker failure is a failure with its reason; the
-    /// findings go in `system-out`), for CI. See docs/guide.md#ci.
+    /// findings go in `system-out`), for CI. A suite writes one file: a test suite per flow, a
+    /// test case per harness, earlier attempts as `<flakyFailure>`/`<rerunFailure>`. See
+    /// docs/guide.md#ci.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
     /// Run the worker without the box (docs/security.md#the-box): no PID, network or file

@@ -23,6 +23,7 @@ mod observe;
 #[path = "os/unix.rs"]
 mod os;
 mod output;
+mod partition;
 mod process;
 mod project;
 mod recovery;
@@ -32,13 +33,12 @@ mod run_dir;
 #[cfg(unix)]
 mod sandbox;
 mod state;
+mod table;
 mod usage;
 mod verdict;
 mod web;
 
 use std::process::ExitCode;
-
-use clap::Parser as _;
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os();
@@ -57,7 +57,7 @@ fn main() -> ExitCode {
         return sandbox::init::main(&rest);
     }
 
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::Cli::parse_keeping_matches() {
         Ok(cli) => cli,
         Err(err) => return output::usage_error(&err),
     };

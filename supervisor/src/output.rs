@@ -76,6 +76,12 @@ pub fn eline(args: fmt::Arguments<'_>) {
     let _ = err.write_fmt(args).and_then(|()| err.write_all(b"\n"));
 }
 
+/// Text on stderr with no newline (a live count redrawn in place), never panicking.
+pub fn estr(text: &str) {
+    let mut err = io::stderr().lock();
+    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+}
+
 /// `println!` that survives a closed stdout.
 macro_rules! outln {
     ($($arg:tt)*) => { $crate::output::line(format_args!($($arg)*)) };

@@ -10,6 +10,7 @@ mod replay;
 mod report;
 mod run;
 mod runs;
+mod suite;
 mod wire;
 
 use std::path::Path;
@@ -25,7 +26,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Command::Persona(PersonaCommand::Guard) => Ok(ExitCode::from(leopold_guard::main_entry())),
         Command::Persona(PersonaCommand::Replay(args)) => replay::run(args),
-        Command::Persona(PersonaCommand::Run(args)) => run::run(*args),
+        Command::Persona(PersonaCommand::Run(args)) => suite::run(*args),
         Command::Persona(PersonaCommand::Recover(args)) => recover::recover(args),
         Command::Doctor(args) => Ok(doctor::doctor(args)?),
         Command::Persona(PersonaCommand::Wire(args)) => Ok(wire::wire(args)?),

@@ -182,19 +182,8 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let mut widths = [0usize; 12];
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r.iter()) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    for (r, d) in rows.iter().zip(dirs.iter()) {
-        let mut line = String::new();
-        for (c, w) in r.iter().zip(widths.iter()) {
-            line.push_str(&format!("{c:<w$}  "));
-        }
-        line.push_str(d);
-        outln!("{}", line.trim_end());
+    for line in crate::table::aligned(&rows, Some(&dirs)) {
+        outln!("{line}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -97,10 +97,19 @@ pub const RUN_ID_ENV: &str = "LEOPOLD_RUN_ID";
 pub fn configure_worker(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     cmd.process_group(0);
+    die_with_parent(cmd, libc::SIGKILL);
+}
+
+/// On Linux, has the kernel send `sig` to the command when this process dies: SIGKILL for a
+/// worker (nothing of it may outlive its supervisor), SIGTERM for a suite's run (its supervisor
+/// then stops its worker and unwires, as on Ctrl-C).
+pub fn die_with_parent(cmd: &mut Command, sig: libc::c_int) {
     #[cfg(target_os = "linux")]
     {
         use rustix::process::{getppid, set_parent_process_death_signal, Pid, Signal};
+        use std::os::unix::process::CommandExt;
         let parent = Pid::from_raw(std::process::id() as i32);
+        let signal = Signal::from_named_raw(sig).unwrap_or(Signal::KILL);
         // SAFETY: the closure runs in the forked child before exec. It makes two raw system calls
         // through rustix (prctl, getppid: no allocation, no lock, async-signal-safe) and builds
         // its errors from errno values (`io::Error::from_raw_os_error` does not allocate); it
@@ -108,7 +117,7 @@ pub fn configure_worker(cmd: &mut Command) {
         #[allow(unsafe_code)]
         unsafe {
             cmd.pre_exec(move || {
-                set_parent_process_death_signal(Some(Signal::KILL))
+                set_parent_process_death_signal(Some(signal))
                     .map_err(|e| io::Error::from_raw_os_error(e.raw_os_error()))?;
                 // The parent may have died between fork and prctl: then nobody would send the
                 // signal, so do not exec (spawn fails with ESRCH, reported to nobody).
@@ -119,6 +128,8 @@ pub fn configure_worker(cmd: &mut Command) {
             });
         }
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (cmd, sig);
 }
 
 /// Sends `sig` to process group `pgid`. `Ok(false)` if the group no longer exists.
@@ -187,8 +198,14 @@ fn proc_pids() -> Vec<u32> {
 
 /// SIGKILLs `pid`; one that is gone already is no error.
 pub fn kill(pid: u32) {
-    if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    signal_process(pid, libc::SIGKILL);
+}
+
+/// Sends `sig` to process `pid` alone; a process already gone is not an error.
+pub fn signal_process(pid: u32, sig: libc::c_int) {
+    let sig = rustix::process::Signal::from_named_raw(sig);
+    if let (Some(pid), Some(sig)) = (rustix::process::Pid::from_raw(pid as i32), sig) {
+        let _ = rustix::process::kill_process(pid, sig);
     }
 }
 

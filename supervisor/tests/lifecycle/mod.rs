@@ -29,4 +29,5 @@ mod outcome;
 mod record;
 mod run;
 mod stop;
+mod suite;
 mod verdict;

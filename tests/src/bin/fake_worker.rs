@@ -13,6 +13,8 @@
 //! - `@long N`: print one line of N bytes (no newline inside);
 //! - `@crash`: abort (SIGABRT), as a crashing harness would;
 //! - `@exit N`: exit with N at once;
+//! - `@fail-once FILE N`: if FILE does not exist, create it and exit with N; else go on (a
+//!   run that fails its first attempt only: a suite's `--attempts`);
 //! - `@guard TOOL URL`: act as Claude Code would for one tool call: run every PreToolUse hook
 //!   command from the `--settings` file we were given through `sh -c` with the hook payload, then
 //!   print the `tool_use` and its `tool_result` (an error result if a hook exited 2);
@@ -789,6 +791,17 @@ fn main() {
             "long" => out(&"x".repeat(arg.trim().parse().unwrap_or(0))),
             "crash" => std::process::abort(),
             "exit" => std::process::exit(arg.trim().parse().unwrap_or(1)),
+            "fail-once" => {
+                let (file, code) = arg.trim().rsplit_once(' ').unwrap_or((arg.trim(), "1"));
+                if std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(file)
+                    .is_ok()
+                {
+                    std::process::exit(code.parse().unwrap_or(1));
+                }
+            }
             "guard-codex" => {
                 let (tool, url) = arg.split_once(' ').unwrap_or((arg, ""));
                 guard_call_codex(&mut calls, tool.trim(), url.trim());

@@ -22,6 +22,7 @@ mod outcome;
 mod launch;
 pub(super) mod plan;
 mod progress;
+pub(in crate::commands) use progress::stamp;
 mod prompt;
 mod proof;
 mod supervise;
@@ -52,7 +53,7 @@ use supervise::Signals;
 use teardown::{Ending, Teardown};
 
 /// Benchmarks: write monotonic timings (microseconds since start) of the lifecycle to this file.
-const TIMINGS_ENV: &str = "__LEOPOLD_TIMINGS";
+pub(in crate::commands) const TIMINGS_ENV: &str = "__LEOPOLD_TIMINGS";
 
 /// Monotonic lifecycle timings: traced as each step ends, and written for BENCHMARKS.md.
 pub struct Timings {
@@ -103,7 +104,8 @@ impl Timings {
     }
 }
 
-pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
+/// One run: the flow file `flow` under `kind`.
+pub fn run(args: RunArgs, flow: &Path, kind: harness::Harness) -> Result<ExitCode, Failure> {
     let mut timings = Timings::new();
     let out = Reporter {
         mode: if args.json {
@@ -115,7 +117,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         },
     };
     // 1. Everything resolved before any side effect; errors here exit 2 via main.
-    let plan = plan::plan(&args)?;
+    let plan = plan::plan(&args, flow, kind)?;
     for w in plan::loosened(args.no_contain, &plan.flow, &args.extra) {
         out.warn(&w);
     }

@@ -104,10 +104,10 @@ pub fn loosened(no_contain: bool, flow: &Flow, extra: &[String]) -> Vec<String> 
     out
 }
 
-pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
+/// Plans the run of the flow file `flow` under `kind`, with the rest of `args`.
+pub fn plan(args: &RunArgs, flow: &std::path::Path, kind: Harness) -> anyhow::Result<Plan> {
     let project = state::resolve_project(args.project.project.as_deref())?;
-    let (flow_path, flow) = crate::project::load_flow(&args.flow)?;
-    let kind = args.harness;
+    let (flow_path, flow) = crate::project::load_flow(flow)?;
     crate::harness::check_extra_args(kind, &args.extra).map_err(|why| {
         // The model and the limits have one source, Leopold's flags; the rest is the guard's.
         let hint = if why.contains("before `--` instead") {
@@ -285,11 +285,10 @@ mod tests {
             "--disable",
             "goals",
         ]);
-        a.flow = flow.clone();
         a.project.project = Some(dir.path().to_path_buf());
         a.harness_bin = Some(bin.clone());
         a.mcp_config = mcp(dir.path());
-        let p = plan(&a).unwrap();
+        let p = plan(&a, &flow, Harness::Codex).unwrap();
         assert_eq!(p.flow.name, "checkout");
         assert_eq!(p.flow_path, flow);
         assert_eq!(p.kind, Harness::Codex);
@@ -307,11 +306,14 @@ mod tests {
             let mut extra = vec!["--no-contain"];
             extra.extend(given.map(|g| ["--timeout", g]).into_iter().flatten());
             let mut b = args(&extra);
-            b.flow = flow.clone();
             b.project.project = Some(dir.path().to_path_buf());
             b.harness_bin = Some(bin.clone());
             b.mcp_config = a.mcp_config.clone();
-            assert_eq!(plan(&b).unwrap().timeout, want, "{given:?}");
+            assert_eq!(
+                plan(&b, &flow, Harness::Codex).unwrap().timeout,
+                want,
+                "{given:?}"
+            );
         }
         // `--model` reaches Codex as `-m`, after what the user passed.
         assert_eq!(p.extra, ["--disable", "goals", "-m", "x"]);
@@ -327,20 +329,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let flow = write_flow(dir.path(), "");
         let mut a = args(&["--", "-c", "features.codex_hooks=false"]);
-        a.flow = flow.clone();
         a.project.project = Some(dir.path().to_path_buf());
-        let err = format!("{:#}", plan(&a).err().unwrap());
+        let err = format!("{:#}", plan(&a, &flow, Harness::Codex).err().unwrap());
         assert!(err.starts_with("refused harness argument"), "{err}");
         let mut a = args(&[]);
-        a.flow = flow.clone();
         a.project.project = Some(dir.path().to_path_buf());
         a.harness_bin = Some(dir.path().join("no-such-codex"));
         a.mcp_config = mcp(dir.path());
-        let err = format!("{:#}", plan(&a).err().unwrap());
+        let err = format!("{:#}", plan(&a, &flow, Harness::Codex).err().unwrap());
         assert!(err.contains("no-such-codex` not found"), "{err}");
         // No browser: no `browser` key, no --browser, no --mcp-config.
         a.mcp_config = None;
-        let err = format!("{:#}", plan(&a).err().unwrap());
+        let err = format!("{:#}", plan(&a, &flow, Harness::Codex).err().unwrap());
         assert!(
             err.starts_with("flow `checkout` gives the persona no browser\n(hint: "),
             "{err}"
@@ -348,8 +348,7 @@ mod tests {
         assert!(!dir.path().join(".leopold").exists());
         // A flow that provisions its browser cannot also take --mcp-config.
         let f = write_flow(dir.path(), "browser = \"playwright\"\n");
-        let mut a = args(&["--mcp-config", "m.json"]);
-        a.flow = f;
-        assert!(provisions_browser(&a, &Flow::load(&a.flow).unwrap()));
+        let a = args(&["--mcp-config", "m.json"]);
+        assert!(provisions_browser(&a, &Flow::load(&f).unwrap()));
     }
 }
