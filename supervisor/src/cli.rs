@@ -329,9 +329,11 @@ pub struct RunArgs {
     pub matches: Option<clap::ArgMatches>,
     #[command(flatten)]
     pub project: ProjectArgs,
-    /// The harness executable. Default: `claude` or `codex` on PATH.
-    #[arg(long, value_name = "PATH")]
-    pub harness_bin: Option<PathBuf>,
+    /// The harness executable: `PATH` for every harness of the run, or `HARNESS=PATH` for one
+    /// (repeatable: `--harness-bin claude=/opt/claude --harness-bin codex=/opt/codex`).
+    /// Default: `claude` or `codex` on PATH.
+    #[arg(long, value_name = "[HARNESS=]PATH", value_parser = suite::parse_harness_bin)]
+    pub harness_bin: Vec<suite::HarnessBin>,
     /// Stop the worker after this long (e.g. `90s`, `10m`; `0` for no limit). Exit code 3;
     /// run.json and the summary say what the run was waiting for when time ran out.
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout, default_value = "30m")]

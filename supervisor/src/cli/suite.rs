@@ -41,3 +41,66 @@ fn parse_member(s: &str) -> Result<(String, u32), String> {
     }
     Ok((id.to_owned(), attempt))
 }
+
+/// One `--harness-bin`: the executable for `harness`, or for any harness of the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HarnessBin {
+    pub harness: Option<crate::harness::Harness>,
+    pub path: std::path::PathBuf,
+}
+
+/// `--harness-bin [HARNESS=]PATH`.
+pub fn parse_harness_bin(s: &str) -> Result<HarnessBin, String> {
+    let named = s
+        .split_once('=')
+        .and_then(|(h, p)| Some((h.parse().ok()?, p)));
+    let (harness, path) = match named {
+        Some((h, p)) => (Some(h), p),
+        None => (None, s),
+    };
+    if path.is_empty() {
+        return Err(format!("`{s}` names no executable"));
+    }
+    Ok(HarnessBin {
+        harness,
+        path: path.into(),
+    })
+}
+
+/// The executable `--harness-bin` gives `harness`: its own, else the one for every harness.
+pub fn harness_bin(
+    given: &[HarnessBin],
+    harness: crate::harness::Harness,
+) -> Option<&std::path::Path> {
+    given
+        .iter()
+        .rev()
+        .find(|b| b.harness == Some(harness))
+        .or_else(|| given.iter().rev().find(|b| b.harness.is_none()))
+        .map(|b| b.path.as_path())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::Harness;
+
+    #[test]
+    fn a_harness_bin_is_for_one_harness_or_for_every_one() {
+        let given: Vec<HarnessBin> = ["/any", "claude=/opt/claude", "codex=/opt/codex"]
+            .iter()
+            .map(|s| parse_harness_bin(s).unwrap())
+            .collect();
+        let bin = |h| harness_bin(&given, h).map(|p| p.display().to_string());
+        assert_eq!(bin(Harness::Claude).as_deref(), Some("/opt/claude"));
+        assert_eq!(bin(Harness::Codex).as_deref(), Some("/opt/codex"));
+        assert_eq!(
+            harness_bin(&given[..1], Harness::Codex),
+            Some(std::path::Path::new("/any"))
+        );
+        assert_eq!(harness_bin(&given[1..2], Harness::Codex), None);
+        assert!(parse_harness_bin("codex=").is_err());
+        assert_eq!(parse_member("suite-1-2:3"), Ok(("suite-1-2".into(), 3)));
+        assert!(parse_member("x:0").is_err() && parse_member("a b:1").is_err());
+    }
+}

@@ -148,11 +148,9 @@ pub fn plan(args: &RunArgs, flow: &std::path::Path, kind: Harness) -> anyhow::Re
     } else {
         None
     };
-    let wanted = args
-        .harness_bin
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(kind.as_str()));
-    let bin = crate::os::harness_executable(&wanted, args.harness_bin.is_some())?;
+    let given = crate::cli::suite::harness_bin(&args.harness_bin, kind);
+    let wanted = given.map_or_else(|| PathBuf::from(kind.as_str()), PathBuf::from);
+    let bin = crate::os::harness_executable(&wanted, given.is_some())?;
     // Before any side effect: a catalog that cannot be made leaves tools Leopold cannot switch
     // off, so the run refuses (exit 2).
     let codex_catalog = harness::model_catalog(kind, &bin).map_err(|why| {
@@ -286,7 +284,7 @@ mod tests {
             "goals",
         ]);
         a.project.project = Some(dir.path().to_path_buf());
-        a.harness_bin = Some(bin.clone());
+        a.harness_bin = vec![crate::cli::suite::parse_harness_bin(bin.to_str().unwrap()).unwrap()];
         a.mcp_config = mcp(dir.path());
         let p = plan(&a, &flow, Harness::Codex).unwrap();
         assert_eq!(p.flow.name, "checkout");
@@ -307,7 +305,7 @@ mod tests {
             extra.extend(given.map(|g| ["--timeout", g]).into_iter().flatten());
             let mut b = args(&extra);
             b.project.project = Some(dir.path().to_path_buf());
-            b.harness_bin = Some(bin.clone());
+            b.harness_bin.clone_from(&a.harness_bin);
             b.mcp_config = a.mcp_config.clone();
             assert_eq!(
                 plan(&b, &flow, Harness::Codex).unwrap().timeout,
@@ -334,7 +332,11 @@ mod tests {
         assert!(err.starts_with("refused harness argument"), "{err}");
         let mut a = args(&[]);
         a.project.project = Some(dir.path().to_path_buf());
-        a.harness_bin = Some(dir.path().join("no-such-codex"));
+        a.harness_bin = vec![crate::cli::suite::parse_harness_bin(&format!(
+            "codex={}",
+            dir.path().join("no-such-codex").display()
+        ))
+        .unwrap()];
         a.mcp_config = mcp(dir.path());
         let err = format!("{:#}", plan(&a, &flow, Harness::Codex).err().unwrap());
         assert!(err.contains("no-such-codex` not found"), "{err}");
