@@ -395,6 +395,16 @@ pub fn signal(pid: u32, sig: &str) {
         .status();
 }
 
+/// The pids of `pid`'s live children (a suite's runs' supervisors).
+pub fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .filter(|p| alive(*p))
+        .collect()
+}
+
 /// Whether a process is alive (zombies count as gone: they run nothing).
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -17,13 +17,15 @@ pub struct AppOpts {
     pub tls: bool,
     /// `/checkout/review` redirects to an error page.
     pub seeded_bug: bool,
+    /// `/checkout/review` redirects to an error page the first time only.
+    pub seeded_bug_once: bool,
 }
 
 impl From<bool> for AppOpts {
     fn from(tls: bool) -> AppOpts {
         AppOpts {
             tls,
-            seeded_bug: false,
+            ..AppOpts::default()
         }
     }
 }
@@ -50,8 +52,13 @@ impl StagingApp {
         StagingApp::start_with(sb, true)
     }
 
-    fn start_with(sb: &Sandbox, opts: impl Into<AppOpts>) -> StagingApp {
-        let AppOpts { tls, seeded_bug } = opts.into();
+    /// Starts the app as `opts` says (https only, a seeded bug).
+    pub fn start_with(sb: &Sandbox, opts: impl Into<AppOpts>) -> StagingApp {
+        let AppOpts {
+            tls,
+            seeded_bug,
+            seeded_bug_once,
+        } = opts.into();
         let log = sb.logs.join("staging-requests.jsonl");
         let port_file = sb.logs.join("staging-port.json");
         let mut args: Vec<&std::ffi::OsStr> = vec!["--log".as_ref(), log.as_os_str()];
@@ -60,6 +67,9 @@ impl StagingApp {
         }
         if seeded_bug {
             args.push("--seeded-bug".as_ref());
+        }
+        if seeded_bug_once {
+            args.push("--seeded-bug-once".as_ref());
         }
         let (child, v) = start_serving("leopold-staging-app", args, &port_file);
         let port = v["port"]

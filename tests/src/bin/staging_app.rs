@@ -30,6 +30,8 @@
 //! And a flow to judge (issue #24): `/cart`, whose "Review order" link leads to
 //! `/checkout/review`. With `--seeded-bug` the review page is broken: it redirects to
 //! `/checkout/error` ("Something went wrong"), so a persona never reaches it, whatever it says.
+//! With `--seeded-bug-once` it is broken for the first request only (a flaky app: a suite's
+//! `--attempts`).
 //!
 //! With `--tls DIR` it speaks https only, with a certificate for `staging.example.com` from a CA
 //! it makes and writes to `DIR/ca.pem` (what `persona run --ca-cert` is given).
@@ -39,7 +41,7 @@
 //! `staging.example.com` through Chromium's resolver rules, so `host` shows the name the
 //! browser used, and a request for any other name would show it.
 //!
-//! Usage: `leopold-staging-app --log FILE --port-file FILE [--port N] [--tls DIR] [--seeded-bug]`; the port file gets
+//! Usage: `leopold-staging-app --log FILE --port-file FILE [--port N] [--tls DIR] [--seeded-bug|--seeded-bug-once]`; the port file gets
 //! `{"port": N}` once it listens.
 #![allow(clippy::print_stderr)]
 
@@ -52,6 +54,16 @@ use tokio::net::TcpListener;
 
 /// `--seeded-bug`: the review page is broken.
 static SEEDED_BUG: OnceLock<bool> = OnceLock::new();
+/// `--seeded-bug-once`: the review page is broken once; set when that once has been.
+static SEEDED_ONCE: OnceLock<bool> = OnceLock::new();
+static SEEDED_ONCE_SPENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this request for the review page meets the seeded bug.
+fn review_broken() -> bool {
+    SEEDED_BUG.get() == Some(&true)
+        || (SEEDED_ONCE.get() == Some(&true)
+            && !SEEDED_ONCE_SPENT.swap(true, std::sync::atomic::Ordering::SeqCst))
+}
 
 fn page(title: &str, body: &str) -> String {
     format!(
@@ -104,7 +116,7 @@ fn respond(
             "Cart",
             "<h1>Cart</h1><p>1 hat, 12.00</p><a href=\"/checkout/review\">Review order</a>",
         )),
-        ("GET", "/checkout/review") if SEEDED_BUG.get() == Some(&true) => (
+        ("GET", "/checkout/review") if review_broken() => (
             302,
             vec![("Location", "/checkout/error".into())],
             String::new(),
@@ -311,6 +323,7 @@ fn arg(args: &[String], name: &str) -> Option<String> {
 async fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let _ = SEEDED_BUG.set(args.iter().any(|a| a == "--seeded-bug"));
+    let _ = SEEDED_ONCE.set(args.iter().any(|a| a == "--seeded-bug-once"));
     let (Some(log), Some(port_file)) = (arg(&args, "--log"), arg(&args, "--port-file")) else {
         eprintln!("usage: leopold-staging-app --log FILE --port-file FILE [--port N] [--tls DIR]");
         return std::process::ExitCode::from(2);

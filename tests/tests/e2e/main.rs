@@ -22,6 +22,8 @@
 //! - `requests`: issue #22: every gesture and page script that places an order, refused as a
 //!   request by the browser's proxy; https staging; WebRTC's UDP kept in the browser's box.
 //! - `report`: a screenshot in real Chromium lands, embedded, in the run's report.html.
+//! - `suite`: issue #25: four flows × both CLIs side by side, attempts and flaky, shards merged,
+//!   a suite SIGKILLed and recovered.
 //! - `two_projects`: two Codex runs in two projects sharing one user `CODEX_HOME` (issue #12).
 
 /// A test per harness, each calling one scenario with its harness: `scenario => claude_test,
@@ -72,5 +74,6 @@ mod only_browser;
 mod persona_run;
 mod report;
 mod requests;
+mod suite;
 mod two_projects;
 mod verdict;

@@ -53,6 +53,7 @@ fn shop(
         AppOpts {
             tls: false,
             seeded_bug,
+            ..AppOpts::default()
         },
         |port| flow(port, expect),
         |_, _| turns,

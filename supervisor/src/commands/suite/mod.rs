@@ -21,6 +21,7 @@ mod jobs;
 mod list;
 mod progress;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Mutex;
 
@@ -107,6 +108,7 @@ fn suite(args: &RunArgs, pairs: Vec<Pair>, listed: usize) -> Result<ExitCode, Fa
             jobs::default_jobs(pairs.len(), cores, available)
         }
     };
+    warm_harnesses(args, &pairs).map_err(Failure::config)?;
     let out = Progress::new(args.json, args.quiet, pairs.len());
     out.started(&pairs, listed, args.suite.partition.as_ref(), jobs, &why);
     let passthrough = args
@@ -135,6 +137,26 @@ fn suite(args: &RunArgs, pairs: Vec<Pair>, listed: usize) -> Result<ExitCode, Fa
 }
 
 mod results;
+
+/// Finds each harness of the suite and learns what its runs would each learn the same way
+/// (Codex's model catalog, cached by `crate::cache`): once, before any run, so that runs
+/// started together do not all probe at once, and a harness that cannot run stops the suite
+/// here (exit 2) rather than failing every one of its runs.
+fn warm_harnesses(args: &RunArgs, pairs: &[Pair]) -> anyhow::Result<()> {
+    let mut done = Vec::new();
+    for kind in pairs.iter().map(|p| p.harness) {
+        if done.contains(&kind) {
+            continue;
+        }
+        done.push(kind);
+        let given = crate::cli::suite::harness_bin(&args.harness_bin, kind);
+        let wanted = given.map_or_else(|| PathBuf::from(kind.as_str()), PathBuf::from);
+        let bin = crate::os::harness_executable(&wanted, given.is_some())?;
+        crate::harness::model_catalog(kind, &bin)
+            .map_err(|why| anyhow::anyhow!("refused: {why}"))?;
+    }
+    Ok(())
+}
 
 /// A suite's id: like a run's, the start time and this process's pid.
 fn new_suite_id() -> String {
@@ -218,7 +240,6 @@ async fn schedule(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
     #[test]
     fn the_worst_run_decides_the_exit_code() {

@@ -39,7 +39,8 @@ pub const TOOL_FIELDS: &[(&str, &str)] = &[
 /// What the run refuses with when the catalog cannot be made: the tools it would leave on.
 const WOULD_LEAVE: &str = "without it, Codex's catalog models are offered `tool_search` (the browser hidden behind it), `apply_patch`, a JavaScript `exec` and sub-agents";
 
-const CATALOG_TIMEOUT: Duration = Duration::from_secs(20);
+/// Generous: the answer is cached, so a slow first probe costs once, and a refusal stops the run.
+const CATALOG_TIMEOUT: Duration = Duration::from_secs(45);
 /// Codex 0.171.0's catalog is about 0.9 MB.
 const MAX_CATALOG: u64 = 32 * 1024 * 1024;
 
@@ -48,7 +49,17 @@ const MAX_CATALOG: u64 = 32 * 1024 * 1024;
 /// # Errors
 /// One line naming what failed and the tools it would leave on: the run refuses to start.
 pub fn catalog_without_tools(bin: &Path) -> Result<String, String> {
-    let raw = read_catalog(bin).map_err(|e| {
+    // Cached for the binary as it is (crate::cache's key: path, inode, size, times): the probe
+    // starts a node process that takes seconds on a loaded machine, and a suite starts several
+    // Codex runs at once (seen: 20 s passed with a suite and a build sharing two cores).
+    let raw = crate::cache::cached_answer(
+        crate::cache::cache_file_named("codex-catalog.json").as_deref(),
+        bin,
+        "debug models",
+        std::time::SystemTime::now(),
+        read_catalog,
+    )
+    .map_err(|e| {
         format!(
             "cannot read the model catalog of {} (`codex debug models`): {e}; {WOULD_LEAVE}",
             bin.display()
