@@ -50,6 +50,7 @@ mod links;
 pub mod offered;
 pub mod script;
 pub mod staging;
+pub mod suite;
 pub mod witness;
 pub mod world;
 

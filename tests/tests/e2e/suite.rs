@@ -6,91 +6,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
-use leopold_tests::script::{Script, Turn};
-use leopold_tests::staging::{browser_args, call, nav, require_browser, AppOpts, StagingApp};
-use leopold_tests::{leopold_bin, require_cli, Harness, ModelServer, Run, Sandbox};
-use serde_json::{json, Value};
-
-const TIMEOUT: Duration = Duration::from_secs(300);
-
-/// The shop, the model, the flows and both CLIs, in one project.
-struct Suite {
-    sb: Sandbox,
-    app: StagingApp,
-    model: ModelServer,
-    /// Both CLIs and the browser's programs, as `persona run` arguments.
-    args: Vec<std::ffi::OsString>,
-}
-
-fn flow(name: &str, port: u16, expect: &str) -> String {
-    format!(
-        "+++\nname = \"{name}\"\nallowlist = [\"staging.example.com\"]\n\
-         [hosts]\n\"staging.example.com\" = \"127.0.0.1:{port}\"\n{expect}\n+++\n\
-         Walk the shop as a first-time buyer.\n"
-    )
-}
-
-fn finish() -> Turn {
-    call(
-        "finish",
-        json!({"goal_reached": true, "summary": "Walked the shop."}),
-    )
-}
-
-impl Suite {
-    /// `flows/<name>.md` for each name, `turns` for every run; `None` where a CLI or the
-    /// browser is missing (a panic in CI).
-    fn new(app: AppOpts, names: &[&str], expect: &str, turns: Vec<Turn>) -> Option<Suite> {
-        let claude = require_cli(Harness::Claude)?;
-        let codex = require_cli(Harness::Codex)?;
-        let (chromium, playwright_mcp) = require_browser()?;
-        let sb = Sandbox::new();
-        let app = StagingApp::start_with(&sb, app);
-        let model = ModelServer::start(
-            &sb,
-            &Script {
-                turns,
-                final_answer: "Done.".into(),
-            },
-        );
-        sb.write_codex_config(&model, "");
-        let dir = sb.project.join("flows");
-        std::fs::create_dir_all(&dir).unwrap();
-        for n in names {
-            std::fs::write(dir.join(format!("{n}.md")), flow(n, app.port, expect)).unwrap();
-        }
-        let mut bins = Command::new("unused");
-        bins.arg(format!("--harness-bin=claude={}", claude.display()))
-            .arg(format!("--harness-bin=codex={}", codex.display()));
-        browser_args(&mut bins, &chromium, &playwright_mcp);
-        let args = bins.get_args().map(ToOwned::to_owned).collect();
-        Some(Suite {
-            sb,
-            app,
-            model,
-            args,
-        })
-    }
-
-    /// `persona run <args…>` with both CLIs and the browser, in the project, hermetic.
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(leopold_bin());
-        cmd.args(["persona", "run"]).args(args).args(&self.args);
-        self.sb.hermetic(&mut cmd, &self.model);
-        cmd
-    }
-
-    /// [`Suite::cmd`], run to its end.
-    fn run(&self, args: &[&str]) -> Run {
-        self.sb.run(self.cmd(args), TIMEOUT)
-    }
-
-    fn runs_dir(&self) -> PathBuf {
-        self.sb.project.join(".leopold/persona/runs")
-    }
-}
+use leopold_tests::script::Turn;
+use leopold_tests::staging::{nav, AppOpts};
+use leopold_tests::suite::{finish, Suite};
+use leopold_tests::{leopold_bin, Harness};
+use serde_json::Value;
 
 /// Every run directory under `runs` with its run.json.
 fn run_dirs(runs: &Path) -> Vec<(PathBuf, Value)> {
