@@ -553,3 +553,15 @@ fn run_merges_the_shards_runs_folders_it_is_given() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert_eq!(argv, None);
 }
+
+/// The guide shows the example workflow as the repository keeps it (the file actionlint checks).
+#[test]
+fn the_guide_shows_the_example_workflow_as_it_is() {
+    let example =
+        std::fs::read_to_string(repo().join("docs/examples/github-workflow.yml")).unwrap();
+    let guide = std::fs::read_to_string(repo().join("docs/guide.md")).unwrap();
+    assert!(
+        guide.contains(&format!("```yaml\n{example}```\n")),
+        "docs/guide.md#ci differs from docs/examples/github-workflow.yml"
+    );
+}
