@@ -205,6 +205,19 @@ fn shellcheck_passes_on_the_action_script() {
     assert!(out.status.success(), "{}", text(&out));
 }
 
+/// The JSON that Python program `py` prints about the repository's file `rel` (PyYAML from the
+/// lint folder).
+fn python_json(lint: &Path, py: &str, rel: &str) -> serde_json::Value {
+    let out = Command::new("python3")
+        .args(["-c", py])
+        .arg(repo().join(rel))
+        .env("PYTHONPATH", lint)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// The Kubernetes manifests parse (PyYAML), and the Job's partition names its own completions.
 #[test]
 fn the_indexed_job_parses_and_its_partition_matches_its_completions() {
@@ -222,14 +235,7 @@ print(json.dumps({"mode": spec["completionMode"], "completions": spec["completio
     "parallelism": spec["parallelism"], "hostUsers": pod["hostUsers"],
     "partition": env["INPUT_PARTITION"], "kinds": [d["kind"] for d in docs]}))
 "#;
-    let out = Command::new("python3")
-        .args(["-c", py])
-        .arg(repo().join("deploy/k8s/indexed-job.yaml"))
-        .env("PYTHONPATH", &lint)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = python_json(&lint, py, "deploy/k8s/indexed-job.yaml");
     assert_eq!(v["mode"], "Indexed", "{v}");
     assert_eq!(v["hostUsers"], false, "{v}");
     assert!(v["parallelism"].as_u64().unwrap() >= 1, "{v}");
@@ -563,5 +569,67 @@ fn the_guide_shows_the_example_workflow_as_it_is() {
     assert!(
         guide.contains(&format!("```yaml\n{example}```\n")),
         "docs/guide.md#ci differs from docs/examples/github-workflow.yml"
+    );
+}
+
+/// action.yml passes every input the script reads, each as `INPUT_<NAME>` from its own input,
+/// and uploads the folder the script names: the tests' `INPUT_*` are then the Action's.
+#[test]
+fn action_yml_passes_the_script_the_inputs_it_reads() {
+    let Some(lint) = lint_dir() else {
+        return;
+    };
+    let py = r#"
+import json, sys, yaml
+a = yaml.safe_load(open(sys.argv[1]))
+steps = a["runs"]["steps"]
+run = next(s for s in steps if s.get("id") == "run")
+up = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
+print(json.dumps({"inputs": sorted(a["inputs"]), "env": run["env"], "run": run["run"],
+    "calls": [s.get("run") for s in steps if "run" in s], "upload": up["with"]}))
+"#;
+    let v = python_json(&lint, py, "action.yml");
+    let env = v["env"].as_object().unwrap();
+    for (var, value) in env {
+        let input = var.strip_prefix("INPUT_").unwrap().to_lowercase();
+        assert_eq!(
+            value.as_str().unwrap(),
+            format!("${{{{ inputs.{} }}}}", input.replace('_', "-")),
+            "{var}"
+        );
+    }
+    // Every input but the two that steer action.yml's own steps reaches the script.
+    let passed: Vec<String> = env
+        .keys()
+        .map(|k| k["INPUT_".len()..].to_lowercase().replace('_', "-"))
+        .collect();
+    for input in v["inputs"].as_array().unwrap() {
+        let input = input.as_str().unwrap();
+        assert!(
+            passed.iter().any(|p| p == input) || ["install", "upload"].contains(&input),
+            "input {input} never reaches scripts/action.sh"
+        );
+    }
+    // And every INPUT_ the script reads is passed.
+    let script_text = std::fs::read_to_string(script()).unwrap();
+    for word in script_text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        if word.starts_with("INPUT_") && word.len() > "INPUT_".len() {
+            assert!(
+                env.contains_key(word),
+                "scripts/action.sh reads {word}, action.yml never sets it"
+            );
+        }
+    }
+    for call in v["calls"].as_array().unwrap() {
+        let call = call.as_str().unwrap();
+        assert!(
+            call.starts_with("\"$GITHUB_ACTION_PATH/scripts/action.sh\" ") && !call.contains('\n'),
+            "a shell step is one call of scripts/action.sh: {call}"
+        );
+    }
+    assert_eq!(v["upload"]["path"], "${{ steps.run.outputs.runs-dir }}");
+    assert_eq!(
+        v["upload"]["name"],
+        "${{ steps.run.outputs.artifact-name }}"
     );
 }
