@@ -14,7 +14,8 @@ export_browser
 ./scripts/install-box.sh >/dev/null
 
 # The linters the Action's tests run (actionlint, ShellCheck, PyYAML; pip, pinned).
-export LEOPOLD_LINT_DIR="$(./scripts/install-lint.sh)"
+lint_dir="$(./scripts/install-lint.sh)"
+export LEOPOLD_LINT_DIR="$lint_dir"
 
 target_dir="$(target_dir)"
 # `leopold` as `cargo build --release` builds it, without the test knobs (supervisor/src/knobs.rs),
