@@ -77,7 +77,7 @@ installed_version() {
 }
 
 install() {
-    local want have bin
+    local want have bin pw
     want="$(checkout_version)"
     [[ -n "$want" ]] || { say "no version in $root/Cargo.toml"; exit 1; }
     have="$(installed_version)"
@@ -93,7 +93,9 @@ install() {
         [[ "$have" == "$want" ]] || { say "cargo install finished but leopold --version says '${have}', want $want"; exit 1; }
     fi
     "$here/install-box.sh" >/dev/null
-    gh_file GITHUB_ENV "LEOPOLD_PLAYWRIGHT_MCP=$("$here/install-browser.sh")"
+    # Assigned first: a failed install stops the step (a substitution inside an argument would not).
+    pw="$("$here/install-browser.sh")"
+    gh_file GITHUB_ENV "LEOPOLD_PLAYWRIGHT_MCP=$pw"
     bin="$("$here/install-clis.sh")"
     add_path "$bin"
     say "ready: leopold $want, $(command -v bwrap), Chromium, Playwright MCP, claude and codex in $bin"
