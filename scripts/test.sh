@@ -13,6 +13,10 @@ export_browser
 # The worker's box (Debian's bubblewrap): `persona run` refuses without it (docs/security.md#the-box).
 ./scripts/install-box.sh >/dev/null
 
+# The linters the Action's tests run (actionlint, ShellCheck, PyYAML; pip, pinned).
+lint_dir="$(./scripts/install-lint.sh)"
+export LEOPOLD_LINT_DIR="$lint_dir"
+
 target_dir="$(target_dir)"
 # `leopold` as `cargo build --release` builds it, without the test knobs (supervisor/src/knobs.rs),
 # kept under its own name: a test proves that such a build reads none of them.

@@ -4,6 +4,8 @@
 //! Each test runs one harness in its own sandbox and its own ports, so they can run in any order
 //! or in parallel; `.config/nextest.toml` still runs them one at a time (2 cores).
 //!
+//! - `action`: issue #25: the GitHub Action's and the Kubernetes Job's steps (`scripts/action.sh`)
+//!   with the inputs action.yml passes; actionlint on action.yml and the example workflow.
 //! - `guard_wired`: the guard wired straight into the harness's settings/config (no supervisor),
 //!   proving the hook level on both harnesses.
 //! - `browser`: `persona run --browser playwright` in real Chromium against the staging app.
@@ -59,6 +61,7 @@ macro_rules! both_harnesses {
     )*};
 }
 
+mod action;
 mod browser;
 mod catalogue;
 mod contained;
