@@ -75,9 +75,24 @@ pub struct ActiveFile<E> {
     /// dangerous browser tools off and judges clicks by the ref map ([`crate::browser`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub browser: Option<BrowserState>,
+    /// Present when the run is one attempt of a suite (`persona run` of several flows or
+    /// harnesses, or with `--attempts`): the supervisor's results group runs by it; the guard
+    /// ignores it. Absent: a run of its own, attempt 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<SuiteMember>,
     /// Present only in `run.json`: how the run ended.
     #[serde(default = "none", skip_serializing_if = "Option::is_none")]
     pub end: Option<E>,
+}
+
+/// Which suite a run belongs to, and which of its case's attempts it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteMember {
+    /// The suite's id: the same for every run one `persona run` started.
+    pub id: String,
+    /// Which attempt of its flow and harness this run is, from 1.
+    pub attempt: u32,
 }
 
 fn none<E>() -> Option<E> {
@@ -231,6 +246,7 @@ mod tests {
                 server: "browser".into(),
                 ref_map: "/p/.leopold/persona/runs/r1/browser/refs.json".into(),
             }),
+            suite: None,
             end: None,
         }
     }

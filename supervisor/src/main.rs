@@ -32,6 +32,7 @@ mod run_dir;
 #[cfg(unix)]
 mod sandbox;
 mod state;
+mod suite;
 mod usage;
 mod verdict;
 mod web;
