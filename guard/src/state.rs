@@ -277,6 +277,32 @@ mod tests {
     }
 
     #[test]
+    fn suite_membership_is_written_only_when_there_is_one_and_the_guard_ignores_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let alone = serde_json::to_value(file(true)).unwrap();
+        assert!(alone.get("suite").is_none(), "{alone}");
+        let mut f = file(true);
+        f.suite = Some(SuiteMember {
+            id: "s1".into(),
+            attempt: 2,
+        });
+        write(dir.path(), &f);
+        let v: Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join(ACTIVE_PATH)).unwrap()).unwrap();
+        assert_eq!(v["suite"], serde_json::json!({"id": "s1", "attempt": 2}));
+        let back: ActiveFile<Value> = serde_json::from_value(v).unwrap();
+        assert_eq!(back.suite, f.suite);
+        assert_eq!(
+            read_active(dir.path()).unwrap(),
+            ActiveState::Active {
+                flow: "checkout".into(),
+                flow_path: f.flow_path.clone(),
+                browser: f.browser.clone(),
+            }
+        );
+    }
+
+    #[test]
     fn unknown_keys_are_the_supervisors_to_refuse_and_the_guards_to_ignore() {
         let dir = tempfile::tempdir().unwrap();
         let mut v = serde_json::to_value(file(true)).unwrap();
