@@ -483,7 +483,7 @@ pub struct ReportArgs {
     /// Merge runs from several jobs (shards) into one suite: copy every run directory of each
     /// DIR (a run directory, or a folder of them such as a downloaded runs folder) into
     /// `--out DIR/<run_id>/`, then write `DIR/suite.html` and `DIR/junit.xml` for them all.
-    /// Refuses, writing nothing, when two runs share an id. Exits with the worst case's code
+    /// Refuses, writing nothing, when two different runs share an id. Exits with the worst case's code
     /// (0 when every case passed or was flaky). See docs/reference.md#merging-shards.
     #[arg(long, value_name = "DIR", num_args = 1.., conflicts_with = "run_dir", requires = "out")]
     pub merge: Vec<PathBuf>,

@@ -13,7 +13,7 @@ use crate::suite;
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let Some(run_dir) = &args.run_dir else {
-        let out = args.out.as_deref().unwrap_or(std::path::Path::new("."));
+        let out = args.out.as_deref().unwrap_or(Path::new("."));
         return merge(&args.merge, out);
     };
     let rec = report::read_run(run_dir)?;

@@ -106,7 +106,7 @@ pub fn exit_code(cases: &[Case]) -> u8 {
 }
 
 /// Reads every run of `paths`, each a run directory (it holds `run.json` or `journal.jsonl`) or
-/// a folder of run directories (its other entries are skipped).
+/// a folder of run directories (its other entries, and hidden folders, are skipped).
 ///
 /// # Errors
 ///
@@ -143,6 +143,8 @@ pub fn run_dirs(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
     let mut dirs: Vec<PathBuf> = entries
         .flatten()
+        // A hidden folder is not a run's (a merge cut short leaves `.<run_id>.merging`).
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .map(|e| e.path())
         .filter(|p| p.is_dir() && is_run_dir(p))
         .collect();
