@@ -257,19 +257,21 @@ mod tests {
         std::fs::write(&path, serde_json::to_vec_pretty(f).unwrap()).unwrap();
     }
 
+    /// What the guard should read of `f`.
+    fn active_of(f: &ActiveFile<Value>) -> ActiveState {
+        ActiveState::Active {
+            flow: f.flow.clone(),
+            flow_path: f.flow_path.clone(),
+            browser: f.browser.clone(),
+        }
+    }
+
     #[test]
     fn the_guard_reads_what_the_supervisor_writes() {
         let dir = tempfile::tempdir().unwrap();
         let f = file(true);
         write(dir.path(), &f);
-        assert_eq!(
-            read_active(dir.path()).unwrap(),
-            ActiveState::Active {
-                flow: "checkout".into(),
-                flow_path: f.flow_path.clone(),
-                browser: f.browser.clone(),
-            }
-        );
+        assert_eq!(read_active(dir.path()).unwrap(), active_of(&f));
         let text = std::fs::read_to_string(dir.path().join(ACTIVE_PATH)).unwrap();
         assert!(text.contains("\"harness\": \"codex\""), "{text}");
         write(dir.path(), &file(false));
@@ -292,14 +294,7 @@ mod tests {
         assert_eq!(v["suite"], serde_json::json!({"id": "s1", "attempt": 2}));
         let back: ActiveFile<Value> = serde_json::from_value(v).unwrap();
         assert_eq!(back.suite, f.suite);
-        assert_eq!(
-            read_active(dir.path()).unwrap(),
-            ActiveState::Active {
-                flow: "checkout".into(),
-                flow_path: f.flow_path.clone(),
-                browser: f.browser.clone(),
-            }
-        );
+        assert_eq!(read_active(dir.path()).unwrap(), active_of(&f));
     }
 
     #[test]
