@@ -46,8 +46,8 @@ pub use events::{EventName, GuardEvent};
 pub use harness::{Harness, UnknownHarness};
 pub use reason::{message, safe_text, Denial, Reason, Verdict, PREFIX};
 pub use state::{
-    find_root, load_flow, read_active, ActiveFile, ActiveState, WiringEntry, ACTIVE_PATH,
-    ACTIVE_VERSION, EVENTS_PATH,
+    find_root, load_flow, read_active, ActiveFile, ActiveState, SuiteMember, WiringEntry,
+    ACTIVE_PATH, ACTIVE_VERSION, EVENTS_PATH,
 };
 
 /// The largest payload the guard judges; anything bigger denies (`payload_too_large`) while a

@@ -75,9 +75,24 @@ pub struct ActiveFile<E> {
     /// dangerous browser tools off and judges clicks by the ref map ([`crate::browser`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub browser: Option<BrowserState>,
+    /// Present when the run is one attempt of a suite (`persona run` of several flows or
+    /// harnesses, or with `--attempts`): the supervisor's results group runs by it; the guard
+    /// ignores it. Absent: a run of its own, attempt 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<SuiteMember>,
     /// Present only in `run.json`: how the run ended.
     #[serde(default = "none", skip_serializing_if = "Option::is_none")]
     pub end: Option<E>,
+}
+
+/// Which suite a run belongs to, and which of its case's attempts it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteMember {
+    /// The suite's id: the same for every run one `persona run` started.
+    pub id: String,
+    /// Which attempt of its flow and harness this run is, from 1.
+    pub attempt: u32,
 }
 
 fn none<E>() -> Option<E> {
@@ -231,6 +246,7 @@ mod tests {
                 server: "browser".into(),
                 ref_map: "/p/.leopold/persona/runs/r1/browser/refs.json".into(),
             }),
+            suite: None,
             end: None,
         }
     }
@@ -241,23 +257,44 @@ mod tests {
         std::fs::write(&path, serde_json::to_vec_pretty(f).unwrap()).unwrap();
     }
 
+    /// What the guard should read of `f`.
+    fn active_of(f: &ActiveFile<Value>) -> ActiveState {
+        ActiveState::Active {
+            flow: f.flow.clone(),
+            flow_path: f.flow_path.clone(),
+            browser: f.browser.clone(),
+        }
+    }
+
     #[test]
     fn the_guard_reads_what_the_supervisor_writes() {
         let dir = tempfile::tempdir().unwrap();
         let f = file(true);
         write(dir.path(), &f);
-        assert_eq!(
-            read_active(dir.path()).unwrap(),
-            ActiveState::Active {
-                flow: "checkout".into(),
-                flow_path: f.flow_path.clone(),
-                browser: f.browser.clone(),
-            }
-        );
+        assert_eq!(read_active(dir.path()).unwrap(), active_of(&f));
         let text = std::fs::read_to_string(dir.path().join(ACTIVE_PATH)).unwrap();
         assert!(text.contains("\"harness\": \"codex\""), "{text}");
         write(dir.path(), &file(false));
         assert_eq!(read_active(dir.path()).unwrap(), ActiveState::Inactive);
+    }
+
+    #[test]
+    fn suite_membership_is_written_only_when_there_is_one_and_the_guard_ignores_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let alone = serde_json::to_value(file(true)).unwrap();
+        assert!(alone.get("suite").is_none(), "{alone}");
+        let mut f = file(true);
+        f.suite = Some(SuiteMember {
+            id: "s1".into(),
+            attempt: 2,
+        });
+        write(dir.path(), &f);
+        let v: Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join(ACTIVE_PATH)).unwrap()).unwrap();
+        assert_eq!(v["suite"], serde_json::json!({"id": "s1", "attempt": 2}));
+        let back: ActiveFile<Value> = serde_json::from_value(v).unwrap();
+        assert_eq!(back.suite, f.suite);
+        assert_eq!(read_active(dir.path()).unwrap(), active_of(&f));
     }
 
     #[test]

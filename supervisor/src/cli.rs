@@ -207,6 +207,10 @@ pub enum PersonaCommand {
     /// replay` checks them: a run whose records were changed after it ended (a line edited,
     /// removed or moved, lines cut, a head other than run.json's) is rendered `tampered`, never
     /// clean, and the command exits 1. See docs/reference.md#reports.
+    ///
+    /// With `--merge DIR... --out DIR`: gathers the run directories of several jobs into one
+    /// folder and writes the suite's `suite.html` and `junit.xml` there
+    /// (docs/reference.md#merging-shards).
     Report(ReportArgs),
     /// List the project's persona runs, newest first.
     ///
@@ -498,15 +502,23 @@ fn parse_hash(s: &str) -> Result<leopold_journal::JournalHash, String> {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// The run directory, `.leopold/persona/runs/<run_id>`.
-    #[arg(value_name = "RUN_DIR")]
-    pub run_dir: PathBuf,
-    /// Write the page here instead of `<RUN_DIR>/report.html`.
-    #[arg(long, value_name = "FILE")]
+    #[arg(value_name = "RUN_DIR", required_unless_present = "merge")]
+    pub run_dir: Option<PathBuf>,
+    /// Write the page here instead of `<RUN_DIR>/report.html`; with `--merge`, the folder to
+    /// merge into.
+    #[arg(long, value_name = "FILE|DIR")]
     pub out: Option<PathBuf>,
     /// Also write the run as a JUnit XML report to FILE, as `persona run --junit` does (a
     /// `tampered` run is a failure). See docs/guide.md#ci.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "merge")]
     pub junit: Option<PathBuf>,
+    /// Merge runs from several jobs (shards) into one suite: copy every run directory of each
+    /// DIR (a run directory, or a folder of them such as a downloaded runs folder) into
+    /// `--out DIR/<run_id>/`, then write `DIR/suite.html` and `DIR/junit.xml` for them all.
+    /// Refuses, writing nothing, when two different runs share an id. Exits with the worst case's code
+    /// (0 when every case passed or was flaky). See docs/reference.md#merging-shards.
+    #[arg(long, value_name = "DIR", num_args = 1.., conflicts_with = "run_dir", requires = "out")]
+    pub merge: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

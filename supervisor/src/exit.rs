@@ -42,6 +42,42 @@ impl RunExit {
     pub const FAILED: u8 = 6;
 }
 
+impl RunExit {
+    /// A suite's exit codes from worst to least bad: a violation first (a bound broken), then
+    /// the app failing its flow (what a suite is run to find), then the supervisor's stops (a
+    /// persona stuck, looping, over a budget or a limit), then what kept the persona from
+    /// judging the app (the worker, the model, the setup), then a busy project.
+    pub const WORST_FIRST: [u8; 6] = [
+        RunExit::VIOLATIONS,
+        RunExit::FAILED,
+        RunExit::STUCK,
+        RunExit::WORKER_FAILED,
+        RunExit::CONFIG,
+        RunExit::BUSY,
+    ];
+
+    /// The worst of `codes` ([`RunExit::WORST_FIRST`]; a code not listed counts as a worker
+    /// failure), 0 when there is none but 0.
+    pub fn worst(codes: impl IntoIterator<Item = u8>) -> u8 {
+        let rank = |c: u8| {
+            RunExit::WORST_FIRST
+                .iter()
+                .position(|&w| w == c)
+                .or_else(|| {
+                    RunExit::WORST_FIRST
+                        .iter()
+                        .position(|&w| w == RunExit::WORKER_FAILED)
+                })
+                .expect("listed")
+        };
+        codes
+            .into_iter()
+            .filter(|&c| c != RunExit::CLEAN)
+            .min_by_key(|&c| rank(c))
+            .unwrap_or(RunExit::CLEAN)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::RunExit;
@@ -68,5 +104,16 @@ mod tests {
         assert_eq!(RunExit::LOOPING, RunExit::STUCK);
         // The persona never got to judge the app, like a worker failure.
         assert_eq!(RunExit::MODEL_FAILED, RunExit::WORKER_FAILED);
+    }
+
+    #[test]
+    fn the_worst_code_decides_a_suite() {
+        assert_eq!(RunExit::worst([0, 0]), 0);
+        assert_eq!(RunExit::worst([0, 6, 3]), 6);
+        assert_eq!(RunExit::worst([5, 1, 6]), 1);
+        assert_eq!(RunExit::worst([4, 2]), 2);
+        assert_eq!(RunExit::worst([3, 5]), 5);
+        assert_eq!(RunExit::worst([4, 99]), 99);
+        assert_eq!(RunExit::worst([]), 0);
     }
 }

@@ -33,6 +33,7 @@ mod run_dir;
 #[cfg(unix)]
 mod sandbox;
 mod state;
+mod suite;
 mod table;
 mod usage;
 mod verdict;

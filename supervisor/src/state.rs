@@ -583,6 +583,7 @@ mod tests {
             }],
             guard_settings: None,
             browser: None,
+            suite: None,
             end: None,
         };
         s.write_atomic(&p).unwrap();

@@ -13,5 +13,7 @@ mod lifecycle;
 mod replay_cli;
 /// `report.html`, `persona report`, `persona runs`, `--junit`.
 mod report;
+/// `persona report --merge`: shards of a suite merged as one folder of their runs.
+mod suite;
 /// `leopold persona wire` / `unwire`, and the wired command as a harness runs it.
 mod wiring_cli;

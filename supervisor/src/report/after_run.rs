@@ -48,16 +48,8 @@ pub fn after_run(run_dir: &RunDir, flow: &leopold_flows::Flow, junit: Option<&Pa
     let mut annotations = Vec::new();
     if super::github::in_actions() {
         annotations = super::github::annotations(&rec);
-        if let Some(file) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|f| !f.is_empty()) {
-            use std::io::Write as _;
-            let appended = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&file)
-                .and_then(|mut f| f.write_all(super::github::summary(&rec).as_bytes()));
-            if let Err(e) = appended {
-                warnings.push(format!("cannot append to $GITHUB_STEP_SUMMARY: {e}"));
-            }
+        if let Err(e) = super::github::append_summary(&super::github::summary(&rec)) {
+            warnings.push(format!("cannot append to $GITHUB_STEP_SUMMARY: {e}"));
         }
     }
     let page = html::render(&rec, &FlowSource::Given(flow));

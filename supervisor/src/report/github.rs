@@ -14,6 +14,21 @@ pub fn in_actions() -> bool {
     std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| v == "true")
 }
 
+/// Appends `md` to the job summary, `$GITHUB_STEP_SUMMARY`, when it is set; `Ok(false)` when
+/// it is not.
+pub fn append_summary(md: &str) -> std::io::Result<bool> {
+    use std::io::Write as _;
+    let Some(file) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|f| !f.is_empty()) else {
+        return Ok(false);
+    };
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&file)
+        .and_then(|mut f| f.write_all(md.as_bytes()))?;
+    Ok(true)
+}
+
 /// The job summary's Markdown for one run.
 pub fn summary(rec: &RunRecord) -> String {
     let outcome = rec.outcome();
@@ -115,7 +130,7 @@ fn property(s: &str) -> String {
 }
 
 /// Text for one line of a Markdown table: no line break, no `|`.
-fn cell(s: &str) -> String {
+pub(crate) fn cell(s: &str) -> String {
     s.replace(['\r', '\n'], " ").replace('|', "\\|")
 }
 

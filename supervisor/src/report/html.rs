@@ -16,6 +16,7 @@ use super::{denial_reason, FlowSource, RunRecord};
 /// Largest screenshot embedded; a larger one is linked by its relative path instead.
 const MAX_EMBED: u64 = 4 << 20;
 
+/// The stylesheet of Leopold's pages (a run's report, a suite's page).
 const CSS: &str = r#"
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1200px;padding:1.5em;color:#1b1f23;background:#fff}
 h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd;padding-bottom:.2em}
@@ -23,7 +24,7 @@ code,pre,td.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospac
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f8fa;border:1px solid #e1e4e8;padding:.8em;border-radius:4px}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}dt{font-weight:600;color:#444}dd{margin:0;overflow-wrap:anywhere}
 .outcome{display:inline-block;padding:.15em .6em;border-radius:3px;font-weight:700;color:#fff}
-.clean{background:#1a7f37}.violated{background:#cf222e}.other{background:#9a6700}
+.clean{background:#1a7f37}.violated{background:#cf222e}.other{background:#9a6700}.flaky{background:#8250df}
 table{border-collapse:collapse;width:100%}th,td{border:1px solid #e1e4e8;padding:.3em .45em;vertical-align:top;text-align:left;overflow-wrap:anywhere}
 th{background:#f6f8fa}tr.violation td{background:#ffebe9}tr.denied td{background:#fff8c5}tr.refused td{background:#fff1e5}
 .tag{font-weight:700}.muted{color:#57606a}img.shot{max-width:100%;height:auto;border:1px solid #ccc;display:block}
@@ -37,13 +38,7 @@ li.unmet{color:#cf222e}li.finding{margin:.4em 0}.md p{margin:.3em 0}.md pre{marg
 /// Renders the report page.
 pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
     let outcome = rec.outcome();
-    let class = match outcome.as_str() {
-        "clean" => "clean",
-        "violated" | "stuck" | "tampered" | "over_limit" | "over_budget" | "looping" | "failed" => {
-            "violated"
-        }
-        _ => "other",
-    };
+    let class = outcome_class(&outcome);
     let title = format!(
         "Leopold run {} — flow {} — {outcome}",
         rec.run_id(),
@@ -53,13 +48,7 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
     let page = html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (title) }
-                style { (PreEscaped(CSS)) }
-            }
+            (head(&title))
             body {
                 header {
                     h1 { "Persona run " code { (rec.run_id()) } }
@@ -155,6 +144,32 @@ pub fn render(rec: &RunRecord, flow: &FlowSource<'_>) -> String {
         }
     };
     page.into_string()
+}
+
+/// The badge class of an outcome: `clean`, `violated` (the run went wrong in a way the persona
+/// or its records show) or `other` (it never judged the app).
+pub(crate) fn outcome_class(outcome: &str) -> &'static str {
+    match outcome {
+        "clean" => "clean",
+        "violated" | "stuck" | "tampered" | "over_limit" | "over_budget" | "looping" | "failed" => {
+            "violated"
+        }
+        _ => "other",
+    }
+}
+
+/// The `<head>` of Leopold's pages: a policy that allows no script and no request, the
+/// stylesheet, `title`.
+pub(crate) fn head(title: &str) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'";
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            title { (title) }
+            style { (PreEscaped(CSS)) }
+        }
+    }
 }
 
 fn flow_section(rec: &RunRecord, flow: &FlowSource<'_>) -> Markup {

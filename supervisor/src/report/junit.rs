@@ -32,29 +32,15 @@ pub fn render(rec: &RunRecord) -> String {
 }
 
 fn write(w: &mut Writer<Vec<u8>>, rec: &RunRecord) -> std::io::Result<()> {
-    let outcome = rec.outcome();
-    let end = rec.state.as_ref().and_then(|s| s.end.as_ref());
-    let time = rec
-        .duration()
-        .map(|d| format!("{:.3}", d.as_secs_f64()))
-        .unwrap_or_else(|| "0".into());
-    let verdict = CaseResult::of(&outcome);
-    let (failures, errors) = match verdict {
-        CaseResult::Pass => ("0", "0"),
-        CaseResult::Failure => ("1", "0"),
-        CaseResult::Error => ("0", "1"),
-    };
+    let time = time_of(rec);
+    let (failures, errors) = CaseResult::of(&rec.outcome()).counts();
     let flow = clean(&rec.flow());
     let harness = clean(&rec.harness());
-    let run_id = clean(&rec.run_id());
-    let suite = format!("leopold persona {flow} ({harness}) {run_id}");
+    let suite = format!(
+        "leopold persona {flow} ({harness}) {}",
+        clean(&rec.run_id())
+    );
     let started = rec.started_at().map(|s| clean(&s)).unwrap_or_default();
-    let reason = rec
-        .tampered
-        .first()
-        .or(end.and_then(|e| e.reason.as_ref()))
-        .map(|r| clean(r))
-        .unwrap_or_else(|| outcome.clone());
 
     w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))?;
     w.create_element("testsuites")
@@ -76,63 +62,142 @@ fn write(w: &mut Writer<Vec<u8>>, rec: &RunRecord) -> std::io::Result<()> {
                 suite_el = suite_el.with_attribute(("timestamp", started.as_str()));
             }
             suite_el.write_inner_content(|w| {
-                w.create_element("properties").write_inner_content(|w| {
-                    let mut props: Vec<(&str, String)> = vec![
-                        ("run_id", run_id.clone()),
-                        ("flow", flow.clone()),
-                        ("harness", harness.clone()),
-                        ("outcome", clean(&outcome)),
-                        ("run_dir", clean(&rec.dir.path().display().to_string())),
-                        ("report", clean(&rec.dir.report().display().to_string())),
-                    ];
-                    if let Some(code) = rec.exit_code() {
-                        props.push(("exit_code", code.to_string()));
-                    }
-                    if let Some(h) = &rec.journal_hash {
-                        props.push(("journal_hash", clean(h)));
-                    }
-                    if let Some(h) = end.and_then(|e| e.gateway_hash.as_deref()) {
-                        props.push(("gateway_hash", clean(h)));
-                    }
-                    props.extend(usage_properties(end.and_then(|e| e.usage.as_ref())));
-                    for (k, v) in &props {
-                        w.create_element("property")
-                            .with_attribute(("name", *k))
-                            .with_attribute(("value", v.as_str()))
-                            .write_empty()?;
-                    }
-                    Ok(())
-                })?;
-                w.create_element("testcase")
-                    .with_attribute(("name", flow.as_str()))
-                    .with_attribute(("classname", format!("leopold.persona.{harness}").as_str()))
-                    .with_attribute(("time", time.as_str()))
-                    .write_inner_content(|w| {
-                        let tag = match verdict {
-                            CaseResult::Pass => None,
-                            CaseResult::Failure => Some("failure"),
-                            CaseResult::Error => Some("error"),
-                        };
-                        if let Some(tag) = tag {
-                            let body = failure_text(rec, &outcome);
-                            w.create_element(tag)
-                                .with_attribute(("message", reason.as_str()))
-                                .with_attribute(("type", outcome.as_str()))
-                                .write_text_content(BytesText::new(&body))?;
-                        }
-                        w.create_element("system-out")
-                            .write_text_content(BytesText::new(&system_out(rec)))?;
-                        Ok(())
-                    })?;
-                Ok(())
+                properties(w, rec)?;
+                let classname = format!("leopold.persona.{harness}");
+                write_testcase(w, &flow, &classname, &[rec], false)
             })?;
             Ok(())
         })?;
     Ok(())
 }
 
+/// Writes one `<testcase>`: the last of `attempts` decides it (a `<failure>` or `<error>` when
+/// it is not clean), and each earlier attempt that was not clean is a rerun, as nextest writes
+/// retries: `<flakyFailure>`/`<flakyError>` when the last passed, `<rerunFailure>`/`<rerunError>`
+/// when it did not, each with its time, reason, text and `<system-out>`. `properties_inside` puts
+/// the last attempt's properties in the test case (a suite's test suite holds several runs).
+pub(crate) fn write_testcase(
+    w: &mut Writer<Vec<u8>>,
+    name: &str,
+    classname: &str,
+    attempts: &[&RunRecord],
+    properties_inside: bool,
+) -> std::io::Result<()> {
+    let Some((last, earlier)) = attempts.split_last() else {
+        return Ok(());
+    };
+    let outcome = last.outcome();
+    let verdict = CaseResult::of(&outcome);
+    w.create_element("testcase")
+        .with_attribute(("name", name))
+        .with_attribute(("classname", classname))
+        .with_attribute(("time", time_of(last).as_str()))
+        .write_inner_content(|w| {
+            if properties_inside {
+                properties(w, last)?;
+            }
+            if let Some(tag) = verdict.tag() {
+                w.create_element(tag)
+                    .with_attribute(("message", reason_of(last).as_str()))
+                    .with_attribute(("type", outcome.as_str()))
+                    .write_text_content(BytesText::new(&failure_text(last, &outcome)))?;
+            }
+            for rec in earlier.iter().filter(|r| r.outcome() != "clean") {
+                rerun(w, rec, verdict == CaseResult::Pass)?;
+            }
+            w.create_element("system-out")
+                .write_text_content(BytesText::new(&system_out(last)))?;
+            Ok(())
+        })?;
+    Ok(())
+}
+
+/// An earlier attempt that did not pass: `<flakyFailure>` (the case passed in the end) or
+/// `<rerunFailure>`, `…Error` for an attempt that never judged the app.
+fn rerun(w: &mut Writer<Vec<u8>>, rec: &RunRecord, flaky: bool) -> std::io::Result<()> {
+    let outcome = rec.outcome();
+    let tag = match (flaky, CaseResult::of(&outcome)) {
+        (true, CaseResult::Error) => "flakyError",
+        (true, _) => "flakyFailure",
+        (false, CaseResult::Error) => "rerunError",
+        (false, _) => "rerunFailure",
+    };
+    let mut el = w.create_element(tag);
+    if let Some(s) = rec.started_at() {
+        el = el.with_attribute(("timestamp", clean(&s).as_str()));
+    }
+    el.with_attribute(("time", time_of(rec).as_str()))
+        .with_attribute(("message", reason_of(rec).as_str()))
+        .with_attribute(("type", outcome.as_str()))
+        .write_inner_content(|w| {
+            w.write_event(Event::Text(BytesText::new(&failure_text(rec, &outcome))))?;
+            w.write_indent()?;
+            w.create_element("system-out")
+                .write_text_content(BytesText::new(&system_out(rec)))?;
+            Ok(())
+        })?;
+    Ok(())
+}
+
+/// The run's `<properties>`: its id, flow, harness, outcome, folder, report, exit code, hashes
+/// and usage.
+fn properties(w: &mut Writer<Vec<u8>>, rec: &RunRecord) -> std::io::Result<()> {
+    let end = rec.state.as_ref().and_then(|s| s.end.as_ref());
+    w.create_element("properties").write_inner_content(|w| {
+        let mut props: Vec<(&str, String)> = vec![
+            ("run_id", clean(&rec.run_id())),
+            ("flow", clean(&rec.flow())),
+            ("harness", clean(&rec.harness())),
+            ("outcome", clean(&rec.outcome())),
+            ("run_dir", clean(&rec.dir.path().display().to_string())),
+            ("report", clean(&rec.dir.report().display().to_string())),
+        ];
+        if let Some(code) = rec.exit_code() {
+            props.push(("exit_code", code.to_string()));
+        }
+        if let Some(h) = &rec.journal_hash {
+            props.push(("journal_hash", clean(h)));
+        }
+        if let Some(h) = end.and_then(|e| e.gateway_hash.as_deref()) {
+            props.push(("gateway_hash", clean(h)));
+        }
+        props.extend(usage_properties(end.and_then(|e| e.usage.as_ref())));
+        for (k, v) in &props {
+            w.create_element("property")
+                .with_attribute(("name", *k))
+                .with_attribute(("value", v.as_str()))
+                .write_empty()?;
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// The run's duration in seconds, as JUnit writes it (`0` when it did not end).
+fn time_of(rec: &RunRecord) -> String {
+    rec.duration()
+        .map(|d| format!("{:.3}", d.as_secs_f64()))
+        .unwrap_or_else(|| "0".into())
+}
+
+/// Why the run did not pass, in a line: the first break of a hash chain, else the run's reason,
+/// else its outcome.
+fn reason_of(rec: &RunRecord) -> String {
+    rec.tampered
+        .first()
+        .or(rec
+            .state
+            .as_ref()
+            .and_then(|s| s.end.as_ref())
+            .and_then(|e| e.reason.as_ref()))
+        .map(|r| clean(r))
+        .unwrap_or_else(|| rec.outcome())
+}
+
+/// How JUnit counts a run: passed, failed (the persona judged, and the run did not pass), or an
+/// error (it never got to judge the app).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CaseResult {
+pub(crate) enum CaseResult {
     Pass,
     Failure,
     Error,
@@ -166,7 +231,25 @@ fn usage_properties(u: Option<&crate::usage::Usage>) -> Vec<(&'static str, Strin
 }
 
 impl CaseResult {
-    fn of(outcome: &str) -> CaseResult {
+    /// The `failures` and `errors` counts of one case with this result.
+    pub(crate) fn counts(self) -> (&'static str, &'static str) {
+        match self {
+            CaseResult::Pass => ("0", "0"),
+            CaseResult::Failure => ("1", "0"),
+            CaseResult::Error => ("0", "1"),
+        }
+    }
+
+    /// The element naming why the case did not pass, if it did not.
+    fn tag(self) -> Option<&'static str> {
+        match self {
+            CaseResult::Pass => None,
+            CaseResult::Failure => Some("failure"),
+            CaseResult::Error => Some("error"),
+        }
+    }
+
+    pub(crate) fn of(outcome: &str) -> CaseResult {
         match outcome {
             "clean" => CaseResult::Pass,
             "violated" | "worker_failed" | "timed_out" | "interrupted" | "stuck" | "tampered"
@@ -251,7 +334,7 @@ fn system_out(rec: &RunRecord) -> String {
 
 /// Replaces what XML 1.0 cannot carry, even escaped (control characters other than tab, line
 /// feed and carriage return; U+FFFE and U+FFFF), with U+FFFD.
-fn clean(s: &str) -> String {
+pub(crate) fn clean(s: &str) -> String {
     s.chars()
         .map(|c| match c {
             '\t' | '\n' | '\r' => c,

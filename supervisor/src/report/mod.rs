@@ -10,7 +10,7 @@
 //! after-run hook with the flow a report shows in `after_run`.
 
 mod after_run;
-mod github;
+pub(crate) mod github;
 pub mod html;
 pub mod junit;
 mod read;

@@ -181,6 +181,7 @@ fn active_state(
             .collect(),
         guard_settings,
         browser: browser.map(|p| p.state.clone()),
+        suite: None,
         end: None,
     }
 }

@@ -83,15 +83,6 @@ impl PairResult {
     }
 }
 
-/// The suite's exit code: its worst run's. A violation is worst, then the app failing the flow,
-/// then a run stopped by the supervisor, a worker or model failure, a setup error, a busy
-/// project, and last a clean run.
-pub fn worst(codes: impl IntoIterator<Item = u8>) -> u8 {
-    const ORDER: [u8; 7] = [0, 4, 2, 3, 5, 6, 1];
-    let rank = |c: u8| ORDER.iter().position(|o| *o == c).unwrap_or(ORDER.len());
-    codes.into_iter().max_by_key(|c| rank(*c)).unwrap_or(0)
-}
-
 fn suite(args: &RunArgs, pairs: Vec<Pair>, listed: usize) -> Result<ExitCode, Failure> {
     let project = crate::state::resolve_project(args.project.project.as_deref())?;
     let paths = crate::state::PersonaPaths::new(&project);
@@ -130,7 +121,7 @@ fn suite(args: &RunArgs, pairs: Vec<Pair>, listed: usize) -> Result<ExitCode, Fa
         args.suite.attempts,
         &out,
     ))?;
-    let code = worst(results.iter().map(PairResult::exit_code));
+    let code = crate::exit::RunExit::worst(results.iter().map(PairResult::exit_code));
     let written = results::write(&paths, args.junit.as_deref(), &results, &out);
     out.finished(&results, started.elapsed(), &written);
     Ok(ExitCode::from(code))
@@ -240,16 +231,6 @@ async fn schedule(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_worst_run_decides_the_exit_code() {
-        assert_eq!(worst([0, 0]), 0);
-        assert_eq!(worst([0, 6, 3]), 6);
-        assert_eq!(worst([5, 1, 6]), 1);
-        assert_eq!(worst([4, 2]), 2);
-        assert_eq!(worst([3, 5]), 5);
-        assert_eq!(worst([]), 0);
-    }
 
     fn attempt(outcome: &str, code: u8) -> Attempt {
         Attempt {

@@ -191,7 +191,7 @@ impl Progress {
                         "run_dirs":r.attempts.iter().map(|a| a.run_dir.clone()).collect::<Vec<_>>()})
                 })
                 .collect();
-            let code = super::worst(results.iter().map(PairResult::exit_code));
+            let code = crate::exit::RunExit::worst(results.iter().map(PairResult::exit_code));
             self.event(json!({"event":"suite_ended","exit_code":code,"duration_ms":elapsed.as_millis() as u64,
                 "runs":runs,"suite_html":written.html,"junit":written.junit}));
             return;
