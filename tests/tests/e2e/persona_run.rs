@@ -87,8 +87,9 @@ impl World {
         std::fs::read(&self.settings).unwrap()
     }
 
+    /// The run's state file: ACTIVE.json, or a boxed run's `active/<run_id>.json`.
     fn active_json(&self) -> PathBuf {
-        self.sb.persona_dir().join("ACTIVE.json")
+        self.sb.active()
     }
 
     /// The single run directory's journal actions (header line skipped) and `run.json`.
