@@ -51,12 +51,12 @@ fn states(sb: &Sandbox) -> Vec<(String, String, Option<u32>)> {
         .chain(sb.boxed_states())
         .filter_map(|p| std::fs::read_to_string(p).ok())
         .filter_map(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .map(|v| {
-            (
-                v["run_id"].as_str().unwrap().to_owned(),
-                v["flow"].as_str().unwrap().to_owned(),
+        .filter_map(|v| {
+            Some((
+                v["run_id"].as_str()?.to_owned(),
+                v["flow"].as_str()?.to_owned(),
                 v["worker_pid"].as_u64().map(|p| p as u32),
-            )
+            ))
         })
         .collect()
 }
@@ -99,9 +99,12 @@ fn two_boxed_runs_of_two_flows_run_side_by_side_each_judged_by_its_own_flow() {
     let before = sb.snapshot();
     let go = sb.kit().join("go");
     // The witness: one call that checkout allows and billing does not, made by both guards
-    // only once both runs are live.
+    // only once both runs are live. Before it, each worker looks at the project's state in its
+    // box: its own run's ACTIVE.json is there, nothing of the other run's nor the project's lock.
+    let p = sb.persona_dir().display().to_string();
     let script = format!(
-        "{}@guard mcp__browser__navigate https://staging.example.com/cart\n@exit 0\n",
+        "{}@sh test -s '{p}/ACTIVE.json' && test ! -e '{p}/active' && test ! -e '{p}/run.lock'\n\
+         @guard mcp__browser__navigate https://staging.example.com/cart\n@exit 0\n",
         wait_for_go(&go)
     );
     let a = spawn(run_named(&sb, &sb.flow(), "a", &script, &[]));
@@ -121,6 +124,11 @@ fn two_boxed_runs_of_two_flows_run_side_by_side_each_judged_by_its_own_flow() {
         assert_has(&stdout(&out), &format!("flow `{name}`"));
     }
 
+    let looked = sb.results_lines();
+    let looked = results_for(&looked, "sh");
+    // The waits for `go` are `sh` lines too: every one ran, and every look found only its own.
+    assert_eq!(looked.len(), 4, "{looked:?}");
+    assert!(looked.iter().all(|r| r["ok"] == true), "{looked:?}");
     let (checkout_dir, rj) = run_of_flow(&sb, "checkout");
     assert_eq!(rj["end"]["outcome"], "clean", "{rj}");
     assert_eq!(outcomes(&checkout_dir), ["\"completed\""]);
@@ -296,6 +304,33 @@ fn a_crashed_run_is_recovered_while_another_boxed_run_lives_on() {
     let live = both.iter().find(|s| s.0 != crashed.0).unwrap().clone();
     kill_run(&mut crashing, crashed.2.unwrap());
 
+    // Doctor: the live run is named active, the crashed one is a problem recovery fixes.
+    let project = sb.project.display().to_string();
+    let doc = sb
+        .leopold(&["doctor", "--project", &project, "--json"])
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(stdout(&doc).trim()).unwrap();
+    let of = |check: &str| -> Vec<String> {
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["check"] == check)
+            .map(|f| format!("{} {}", f["status"], f["message"]))
+            .collect()
+    };
+    let (lock, stale) = (of("lock"), of("stale_active"));
+    assert!(
+        lock.len() == 1 && lock[0].contains(&live.0) && !lock[0].contains(&crashed.0),
+        "{lock:?}"
+    );
+    assert!(
+        stale.len() == 1 && stale[0].contains(&crashed.0) && stale[0].starts_with("\"problem\""),
+        "{stale:?}"
+    );
+
     let out = sb.recover();
     assert_exit_code(&out, 0);
     let said = stdout(&out);
@@ -329,4 +364,36 @@ fn a_crashed_run_is_recovered_while_another_boxed_run_lives_on() {
     )
     .unwrap();
     assert_eq!(rj["end"]["outcome"], "clean", "{rj}");
+}
+
+#[test]
+fn a_malformed_state_file_is_refused_and_left_while_the_others_are_recovered() {
+    let sb = Sandbox::with_user_files();
+    let mut a = spawn(run_named(&sb, &sb.flow(), "a", "@sleep 60000\n", &[]));
+    let crashed = wait_for_workers(&sb, 1).remove(0);
+    kill_run(&mut a, crashed.2.unwrap());
+    let bad = sb.persona_dir().join("active/20261203T000000Z-1.json");
+    std::fs::write(&bad, "{\"version\": 99}").unwrap();
+
+    let out = sb.recover();
+    assert_exit_code(&out, 2);
+    assert_has(
+        &stdout(&out),
+        &format!("crashed run {} archived", crashed.0),
+    );
+    let e = stderr(&out);
+    assert!(
+        e.contains("20261203T000000Z-1.json") && e.contains("aside"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(&bad).unwrap(), b"{\"version\": 99}");
+    assert_recovered(&sb, &crashed.0);
+    // A run refuses to start over it, as over an unreadable ACTIVE.json, and touches nothing.
+    let before = sb.snapshot();
+    let out = run_named(&sb, &sb.flow(), "b", "@exit 0\n", &[])
+        .output()
+        .unwrap();
+    assert_exit_code(&out, 2);
+    assert_eq!(std::fs::read(&bad).unwrap(), b"{\"version\": 99}");
+    assert_eq!(sb.snapshot(), before);
 }
