@@ -305,13 +305,7 @@ fn a_crashed_run_is_recovered_while_another_boxed_run_lives_on() {
     kill_run(&mut crashing, crashed.2.unwrap());
 
     // Doctor: the live run is named active, the crashed one is a problem recovery fixes.
-    let project = sb.project.display().to_string();
-    let doc = sb
-        .leopold(&["doctor", "--project", &project, "--json"])
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_str(stdout(&doc).trim()).unwrap();
+    let (_, v) = super::doctor::doctor(&sb);
     let of = |check: &str| -> Vec<String> {
         v["findings"]
             .as_array()
