@@ -121,7 +121,7 @@ pub fn recover_crashed(
                 }
                 report.live.push(live.map_or_else(
                     || format!("{} (unreadable)", shown(&slot.file)),
-                    |st| describe(&st),
+                    |st| state::active::describe(&st),
                 ));
             }
             Ok(None) => {}
@@ -172,14 +172,6 @@ pub fn recover_crashed(
         }
     }
     Ok(report)
-}
-
-/// `run <id>: flow `f` under claude (pid N, started T)`.
-fn describe(st: &ActiveState) -> String {
-    format!(
-        "run {}: flow `{}` under {} (pid {}, started {})",
-        st.run_id, st.flow, st.harness, st.supervisor_pid, st.started_at
-    )
 }
 
 /// One state file: `Ok(Some(state))` for a live run (its state, if readable), left alone;

@@ -86,10 +86,7 @@ impl ActiveRun {
     /// `run <id>: flow `f` under claude (pid N, started T)`, or what is wrong with the file.
     pub fn describe(&self) -> String {
         match &self.state {
-            Ok(st) => format!(
-                "run {}: flow `{}` under {} (pid {}, started {})",
-                st.run_id, st.flow, st.harness, st.supervisor_pid, st.started_at
-            ),
+            Ok(st) => describe(st),
             Err(e) => format!(
                 "{}: unreadable ({e})",
                 crate::project::shown(&self.slot.file)
@@ -117,4 +114,12 @@ pub fn active_runs(paths: &PersonaPaths) -> Vec<ActiveRun> {
             Some(run)
         })
         .collect()
+}
+
+/// A run as its state names it: `run <id>: flow `f` under claude (pid N, started T)`.
+pub fn describe(st: &ActiveState) -> String {
+    format!(
+        "run {}: flow `{}` under {} (pid {}, started {})",
+        st.run_id, st.flow, st.harness, st.supervisor_pid, st.started_at
+    )
 }

@@ -338,6 +338,15 @@ fn a_crashed_run_is_recovered_while_another_boxed_run_lives_on() {
         [&live.0]
     );
     assert!(!processes_of_run(&live.0).is_empty());
+    let settings = sb
+        .persona_dir()
+        .join("runs")
+        .join(&live.0)
+        .join("guard-settings.json");
+    assert!(
+        settings.exists(),
+        "the live run's --settings file is in use"
+    );
     let listed = stdout(&sb.runs(&["--json"]));
     let v: serde_json::Value = serde_json::from_str(&listed).unwrap();
     let outcome = |id: &str| {
