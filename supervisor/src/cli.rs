@@ -53,7 +53,8 @@ Exit codes (every command; docs/reference.md#exit-codes-and-output):
   2  usage or configuration error: bad flow, argument or file; nothing is left wired
   3  the worker failed, timed out or was interrupted, or the model endpoint refused the
      harness or could not be reached (model_failed) (run)
-  4  another persona run is active in this project; nothing was touched (run, recover)
+  4  the project is busy: a --no-contain run (it runs alone) beside other runs, or any run or
+     recovery beside a live --no-contain run; nothing was touched (run, recover)
   5  the supervisor stopped the persona: stuck (denied `max_denials_in_a_row` times running),
      looping (the same call `max_repeats` times), over a budget (--max-tokens, --max-cost-usd,
      --max-turns) or a limit (--max-procs, --max-memory, --max-scratch, --max-records) (run)
@@ -179,11 +180,13 @@ pub enum PersonaCommand {
     /// wire added, that this leaves empty), keeping your edits. Nothing wired: a no-op that
     /// succeeds.
     Unwire(UnwireArgs),
-    /// Clean up after a crashed run: stop its worker, unwire, archive its state.
+    /// Clean up after crashed runs: stop each one's worker, unwire, archive its state.
     ///
-    /// Also removes tagged guard wiring no active run accounts for (wiring made with `persona
-    /// wire` is yours and stays). Refuses (exit 4) while a live run holds the lock. See
-    /// docs/reference.md#recovery.
+    /// Every run the project names as active is checked by its own lock: a crashed one is
+    /// recovered, a live one (a boxed run of a suite, say) is left alone and listed. Also removes
+    /// tagged guard wiring no active run accounts for (wiring made with `persona wire` is yours
+    /// and stays). Refuses (exit 4) only while a live `--no-contain` run holds the project
+    /// alone. See docs/reference.md#recovery.
     Recover(ProjectArgs),
     /// Re-validate a recorded journal (or a raw harness stream) against its flow, and check its
     /// hash chain.
@@ -215,8 +218,8 @@ pub enum PersonaCommand {
     /// List the project's persona runs, newest first.
     ///
     /// Id, flow, harness, start, duration, outcome (exit code), action counts and run directory.
-    /// A run with no run.json is `active` (it holds ACTIVE.json) or `unfinished` (it crashed:
-    /// `leopold persona recover`). See docs/reference.md#past-runs.
+    /// A run with no run.json is `active` (it is live: its own lock is held) or `unfinished` (it
+    /// crashed: `leopold persona recover`). See docs/reference.md#past-runs.
     Runs(RunsArgs),
     /// The worker's MCP server: relays its stdio to the supervisor's gateway socket.
     ///

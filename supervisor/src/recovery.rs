@@ -1,15 +1,19 @@
-//! Recovery after a crashed run: used by `leopold persona recover` and by `persona run` itself
-//! (step 3, lock held).
+//! Recovery after crashed runs: used by `leopold persona recover` and by each `persona run`
+//! itself (step 3), under `run.lock`, shared or alone (docs/reference.md#recovery).
 //!
-//! A run that crashed (its supervisor SIGKILLed, the machine rebooted) leaves its lock free (a
-//! kernel lock dies with its process) and its ACTIVE.json behind. Recovery, with the lock held:
-//! kill what is left of its worker group (only processes carrying its `LEOPOLD_RUN_ID`), unwire
-//! exactly what ACTIVE.json records, remove its `--settings` file, archive ACTIVE.json as the run's
-//! `run.json`, append a `persona_recovered` event. A Codex run's wiring is in its own copy of the
-//! configuration, in its run directory (`harness::run_home`): that copy is removed, and the
-//! user's `config.toml` is not touched. Then it removes tagged wiring that no ACTIVE.json accounts
-//! for (orphans, e.g. left in the user's Codex config by an older version), in the project's
-//! Claude settings and in Codex's config.
+//! A run that crashed (its supervisor SIGKILLed, the machine rebooted) leaves its locks free (a
+//! kernel lock dies with its process) and its state file behind: `ACTIVE.json` for a
+//! `--no-contain` run, `active/<run_id>.json` for a boxed one. Recovery walks them all and
+//! try-locks each run's own lock: held, the run is live and left alone; free, the run crashed,
+//! and is recovered while recovery holds that lock (two runs starting at once never recover the
+//! same crash twice): kill what is left of its worker group (only processes carrying its
+//! `LEOPOLD_RUN_ID`), unwire exactly what its state records, remove its `--settings` file,
+//! archive the state as the run's `run.json`, append a `persona_recovered` event, remove its
+//! state file and lock. A Codex run's wiring is in its own copy of the configuration, in its run
+//! directory (`harness::run_home`): that copy is removed, and the user's `config.toml` is not
+//! touched. Then it removes tagged wiring that no state file accounts for (orphans, e.g. left in
+//! the user's Codex config by an older version), in the project's Claude settings and in Codex's
+//! config.
 
 use std::path::PathBuf;
 
@@ -19,39 +23,56 @@ use serde_json::json;
 use crate::harness::{self, Harness};
 use crate::project::shown;
 use crate::run_dir::RunDir;
-use crate::state::{self, ActiveState, PersonaPaths, RunEnd, RunOutcome, StateFile};
+use crate::state::{self, ActiveState, OwnLock, PersonaPaths, RunEnd, RunOutcome, Slot, StateFile};
+
+/// One crashed run recovered.
+#[derive(Debug)]
+pub struct Crashed {
+    pub run_id: String,
+    pub killed: Vec<u32>,
+}
 
 /// What recovery did.
 #[derive(Debug, Default)]
 pub struct RecoveryReport {
-    /// The crashed run, if ACTIVE.json was there.
-    pub crashed_run: Option<String>,
-    pub killed: Vec<u32>,
+    /// The crashed runs, archived.
+    pub crashed: Vec<Crashed>,
+    /// The live runs, left alone, each described.
+    pub live: Vec<String>,
     pub unwired: Vec<PathBuf>,
     pub removed_files: Vec<PathBuf>,
     pub orphans: Vec<PathBuf>,
     /// What unwiring had to say (e.g. a file edited since it was wired).
     pub warnings: Vec<String>,
+    /// The first state file recovery refused (unreadable, or its unwiring failed), left in
+    /// place so that a later recovery retries; the others were recovered, and orphans were not
+    /// looked for (that file may account for some).
+    pub failed: Option<anyhow::Error>,
 }
 
 impl RecoveryReport {
     pub fn is_empty(&self) -> bool {
-        self.crashed_run.is_none()
+        self.crashed.is_empty()
             && self.orphans.is_empty()
             && self.removed_files.is_empty()
             && self.warnings.is_empty()
     }
 
+    /// The crashed runs' ids.
+    pub fn crashed_runs(&self) -> Vec<&str> {
+        self.crashed.iter().map(|c| c.run_id.as_str()).collect()
+    }
+
     pub fn lines(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if let Some(r) = &self.crashed_run {
-            out.push(format!("crashed run {r} archived"));
-        }
-        if !self.killed.is_empty() {
-            out.push(format!(
-                "killed its leftover worker processes {:?}",
-                self.killed
-            ));
+        for c in &self.crashed {
+            out.push(format!("crashed run {} archived", c.run_id));
+            if !c.killed.is_empty() {
+                out.push(format!(
+                    "killed its leftover worker processes {:?}",
+                    c.killed
+                ));
+            }
         }
         for f in &self.unwired {
             out.push(format!("unwired {}", shown(f)));
@@ -77,111 +98,46 @@ pub enum Sweep {
     AfterCrash,
 }
 
-/// Recovery proper; the caller holds the run lock.
+/// Recovers every crashed run and leaves the live ones alone; the caller holds `run.lock`
+/// (shared or alone).
 ///
 /// # Errors
 ///
-/// An ACTIVE.json this version cannot read (left in place, with a hint), or unwiring that failed
-/// (ACTIVE.json left in place so the next attempt retries).
-pub fn recover_locked(
+/// Only what stops recovery altogether (a lock that cannot be taken, events.jsonl that cannot be
+/// written); a state file refused is [`RecoveryReport::failed`].
+pub fn recover_crashed(
     paths: &PersonaPaths,
     ctx: &harness::Context,
     sweep: Sweep,
 ) -> anyhow::Result<RecoveryReport> {
     let mut report = RecoveryReport::default();
-    let active = paths.active();
-    if active.exists() {
-        let mut st = ActiveState::read(&active).map_err(|e| {
-            e.context(format!(
-                "cannot recover: the crashed run's state is unreadable\n(hint: move {} aside, then run `leopold persona recover` again; check the harness settings files for handlers tagged `{}`)",
-                active.display(),
-                harness::TAG
-            ))
-        })?;
-        report.killed = crate::os::kill_crashed_run(st.worker_pid, &st.run_id);
-        // The box's cgroup, with anything still in it (docs/security.md#limits).
-        crate::sandbox::limits::Cgroup::remove_leftover(&st.run_id);
-        // The box's socket directory, if the run had one, and what the worker left in its
-        // scratch made safe to keep (docs/security.md#the-box).
-        let _ = std::fs::remove_dir_all(crate::sandbox::sock_dir_for(&st.run_id));
-        let crashed_dir = paths.run_dir(&st.run_id);
-        crate::sandbox::clean_scratch(&crashed_dir.scratch());
-        for w in &st.wiring {
-            let kind = w.harness;
-            // The run's own copy of the configuration (its record in the run directory) holds
-            // nothing of the user's; a configuration an older version wired in place is
-            // unwired where it is, even if CODEX_HOME differs now.
-            let run_copy = harness::is_run_copy(kind, &w.file, crashed_dir.path());
-            let c = harness::recovery_context(kind, ctx, &w.file, crashed_dir.path());
-            let unwired = harness::unwire(kind, &c).with_context(|| {
-                format!(
-                    "cannot unwire {} for crashed run {}; {} is kept so a later recovery retries",
-                    w.file.display(),
-                    st.run_id,
-                    active.display()
-                )
-            })?;
-            report.warnings.extend(unwired.warnings.iter().cloned());
-            if run_copy {
-                report
-                    .removed_files
-                    .extend(harness::run_home::remove_codex_copy(&c.codex_home));
-            } else if unwired.changed() {
-                report.unwired.push(w.file.clone());
+    // What the live runs have wired: not orphans.
+    let mut live_wiring = Vec::new();
+    for slot in state::active::slots(paths) {
+        match recover_slot(paths, ctx, &slot, &mut report) {
+            Ok(Some(live)) => {
+                if let Some(st) = &live {
+                    live_wiring.extend(st.wiring.iter().map(|w| w.file.clone()));
+                }
+                report.live.push(live.map_or_else(
+                    || format!("{} (unreadable)", shown(&slot.file)),
+                    |st| state::active::describe(&st),
+                ));
+            }
+            Ok(None) => {}
+            Err(e) => {
+                report.failed.get_or_insert(e);
             }
         }
-        if let Some(gs) = &st.guard_settings {
-            if std::fs::remove_file(gs).is_ok() {
-                report.removed_files.push(gs.clone());
-            }
-        }
-        std::fs::create_dir_all(crashed_dir.path())
-            .with_context(|| format!("cannot create {}", crashed_dir.path().display()))?;
-        let run_json = crashed_dir.run_json();
-        // A crash after run.json was written but before ACTIVE.json was removed: the run had
-        // finished; keep its own account.
-        if !run_json.exists() {
-            st.active = false;
-            st.end = Some(RunEnd {
-                reason: Some(format!(
-                    "supervisor pid {} died during the run; recovered by pid {}",
-                    st.supervisor_pid,
-                    std::process::id()
-                )),
-                // As recovery found the journal: what a later replay `--expect`s.
-                journal_hash: leopold_journal::chain::head_of_file(&crashed_dir.journal())
-                    .map(|h| h.to_string()),
-                gateway_hash: leopold_journal::chain::head_of_file(&crashed_dir.gateway_record())
-                    .map(|h| h.to_string()),
-                // What the persona reported before the crash, kept (the outcome stays
-                // `recovered`: no verdict of a run cut short is complete).
-                verdict: leopold_flows::Flow::load(&st.flow_path).ok().map(|flow| {
-                    let seen = crate::gateway::seen_in(&crashed_dir.gateway_record(), &flow);
-                    crate::verdict::judge(&flow, seen)
-                }),
-                ..RunEnd::new(RunOutcome::Recovered)
-            });
-            st.write_atomic(&run_json)?;
-        }
-        std::fs::remove_file(&active)
-            .with_context(|| format!("cannot remove {}", active.display()))?;
-        state::append_event(
-            paths,
-            &json!({
-                "ts": state::now_rfc3339(),
-                "event": leopold_guard::EventName::Recovered,
-                "run_id": st.run_id,
-                "flow": st.flow,
-                "harness": st.harness,
-                "supervisor_pid": st.supervisor_pid,
-                "killed": report.killed,
-                "unwired": report.unwired,
-            }),
-        )?;
-        report.crashed_run = Some(st.run_id);
     }
-    // Orphans: tagged wiring that no ACTIVE.json accounts for.
+    if report.failed.is_some() {
+        return Ok(report);
+    }
+    // Orphans: tagged wiring that no state file accounts for.
     for kind in Harness::ALL {
+        if live_wiring.contains(&ctx.settings_path(kind)) {
+            continue;
+        }
         // A file that cannot be read or parsed is left as it is: it is reported here, and wiring
         // refuses it with the full error if a run needs it.
         let handlers = match harness::wired_handlers(kind, ctx) {
@@ -200,18 +156,162 @@ pub fn recover_locked(
             report.orphans.push(ctx.settings_path(kind));
         }
     }
-    // `--settings` files of runs that are over.
-    let sweep = sweep == Sweep::EveryRun || report.crashed_run.is_some();
+    // `--settings` files of runs that are over: a live run's (its own lock held; taken before its
+    // state is written) is in use.
+    let sweep = sweep == Sweep::EveryRun || !report.crashed.is_empty();
     if let Some(dir) = sweep
         .then(|| std::fs::read_dir(paths.runs()).ok())
         .flatten()
     {
         for entry in dir.flatten() {
             let gs = RunDir::new(entry.path()).guard_settings();
-            if gs.exists() && std::fs::remove_file(&gs).is_ok() {
+            let live = || state::is_live(paths, &entry.file_name().to_string_lossy());
+            if gs.exists() && !live() && std::fs::remove_file(&gs).is_ok() {
                 report.removed_files.push(gs);
             }
         }
     }
     Ok(report)
+}
+
+/// One state file: `Ok(Some(state))` for a live run (its state, if readable), left alone;
+/// `Ok(None)` once a crashed run is recovered (or its run ended meanwhile).
+fn recover_slot(
+    paths: &PersonaPaths,
+    ctx: &harness::Context,
+    slot: &Slot,
+    report: &mut RecoveryReport,
+) -> anyhow::Result<Option<Option<ActiveState>>> {
+    let unreadable = |e: anyhow::Error| {
+        e.context(format!(
+            "cannot recover: the crashed run's state is unreadable\n(hint: move {} aside, then run `leopold persona recover` again; check the harness settings files for handlers tagged `{}`)",
+            slot.file.display(),
+            harness::TAG
+        ))
+    };
+    // ACTIVE.json names its run inside; a boxed run's file by its name.
+    let (run_id, read_first) = match &slot.named {
+        Some(id) => (id.clone(), None),
+        None => {
+            let st = slot.read().map_err(unreadable)?;
+            (st.run_id.clone(), Some(st))
+        }
+    };
+    let Some(own) = OwnLock::try_take(paths, &run_id)? else {
+        return Ok(Some(read_first.or_else(|| slot.read().ok())));
+    };
+    // Held now. A state file gone meanwhile was its run's own, ended: nothing to do.
+    if !slot.file.exists() {
+        own.release();
+        return Ok(None);
+    }
+    let st = match read_first.map_or_else(|| slot.read(), Ok) {
+        Ok(st) => st,
+        Err(e) => {
+            own.release();
+            return Err(unreadable(e));
+        }
+    };
+    // Unwiring failed: the state file is kept (and the lock file with it) for a later retry.
+    recover_run(paths, ctx, &slot.file, st, report)?;
+    let _ = std::fs::remove_dir_all(paths.proof_root(&run_id));
+    own.release();
+    Ok(None)
+}
+
+/// Recovers one crashed run, its own lock held: the body of [`recover_crashed`] for one state
+/// file.
+fn recover_run(
+    paths: &PersonaPaths,
+    ctx: &harness::Context,
+    file: &std::path::Path,
+    mut st: ActiveState,
+    report: &mut RecoveryReport,
+) -> anyhow::Result<()> {
+    let killed = crate::os::kill_crashed_run(st.worker_pid, &st.run_id);
+    // The box's cgroup, with anything still in it (docs/security.md#limits).
+    crate::sandbox::limits::Cgroup::remove_leftover(&st.run_id);
+    // The box's socket directory, if the run had one, and what the worker left in its
+    // scratch made safe to keep (docs/security.md#the-box).
+    let _ = std::fs::remove_dir_all(crate::sandbox::sock_dir_for(&st.run_id));
+    let crashed_dir = paths.run_dir(&st.run_id);
+    crate::sandbox::clean_scratch(&crashed_dir.scratch());
+    let mut unwired_here = Vec::new();
+    for w in &st.wiring {
+        let kind = w.harness;
+        // The run's own copy of the configuration (its record in the run directory) holds
+        // nothing of the user's; a configuration an older version wired in place is
+        // unwired where it is, even if CODEX_HOME differs now.
+        let run_copy = harness::is_run_copy(kind, &w.file, crashed_dir.path());
+        let c = harness::recovery_context(kind, ctx, &w.file, crashed_dir.path());
+        let unwired = harness::unwire(kind, &c).with_context(|| {
+            format!(
+                "cannot unwire {} for crashed run {}; {} is kept so a later recovery retries",
+                w.file.display(),
+                st.run_id,
+                file.display()
+            )
+        })?;
+        report.warnings.extend(unwired.warnings.iter().cloned());
+        if run_copy {
+            report
+                .removed_files
+                .extend(harness::run_home::remove_codex_copy(&c.codex_home));
+        } else if unwired.changed() {
+            unwired_here.push(w.file.clone());
+        }
+    }
+    if let Some(gs) = &st.guard_settings {
+        if std::fs::remove_file(gs).is_ok() {
+            report.removed_files.push(gs.clone());
+        }
+    }
+    std::fs::create_dir_all(crashed_dir.path())
+        .with_context(|| format!("cannot create {}", crashed_dir.path().display()))?;
+    let run_json = crashed_dir.run_json();
+    // A crash after run.json was written but before the state file was removed: the run had
+    // finished; keep its own account.
+    if !run_json.exists() {
+        st.active = false;
+        st.end = Some(RunEnd {
+            reason: Some(format!(
+                "supervisor pid {} died during the run; recovered by pid {}",
+                st.supervisor_pid,
+                std::process::id()
+            )),
+            // As recovery found the journal: what a later replay `--expect`s.
+            journal_hash: leopold_journal::chain::head_of_file(&crashed_dir.journal())
+                .map(|h| h.to_string()),
+            gateway_hash: leopold_journal::chain::head_of_file(&crashed_dir.gateway_record())
+                .map(|h| h.to_string()),
+            // What the persona reported before the crash, kept (the outcome stays
+            // `recovered`: no verdict of a run cut short is complete).
+            verdict: leopold_flows::Flow::load(&st.flow_path).ok().map(|flow| {
+                let seen = crate::gateway::seen_in(&crashed_dir.gateway_record(), &flow);
+                crate::verdict::judge(&flow, seen)
+            }),
+            ..RunEnd::new(RunOutcome::Recovered)
+        });
+        st.write_atomic(&run_json)?;
+    }
+    std::fs::remove_file(file).with_context(|| format!("cannot remove {}", file.display()))?;
+    state::append_event(
+        paths,
+        &json!({
+            "ts": state::now_rfc3339(),
+            "event": leopold_guard::EventName::Recovered,
+            "run_id": st.run_id,
+            "flow": st.flow,
+            "harness": st.harness,
+            "supervisor_pid": st.supervisor_pid,
+            "killed": killed,
+            "unwired": unwired_here,
+        }),
+    )?;
+    report.unwired.extend(unwired_here);
+    report.crashed.push(Crashed {
+        run_id: st.run_id,
+        killed,
+    });
+    Ok(())
 }

@@ -1,18 +1,15 @@
 //! The persona run's on-disk state under `<project>/.leopold/persona/`:
 //!
-//! - `run.lock`: an exclusive `fs2` lock held for the life of a run. Its content names the holder
-//!   (pid, flow, start time) so a second run can say who is active. The file itself is never
-//!   deleted: unlinking a lock file races (a process holding the old inode and one creating a new
-//!   file could both "hold" the lock). A kernel lock dies with its process, so a crash leaves an
-//!   `ACTIVE.json` behind, never a stale lock.
-//! - `ACTIVE.json`: the active run, written atomically before anything is changed, so that
-//!   recovery knows what to undo (record before you change).
+//! - `run.lock` and each run's own `active/<run_id>.lock`: [`lock`]. A kernel lock dies with its
+//!   process, so a crash leaves a state file behind, never a stale lock.
+//! - the state files: `ACTIVE.json` (a `--no-contain` run) and `active/<run_id>.json` (a boxed
+//!   run), each written atomically before anything is changed, so that recovery knows what to
+//!   undo (record before you change): [`active`].
 //! - `runs/<run_id>/`: the run's journal, its `--settings` file while it runs, and `run.json`
 //!   (ACTIVE.json's final state) once it ends.
 //! - `events.jsonl`: the guard's denials and lifecycle events such as `persona_recovered`.
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -23,6 +20,12 @@ use serde::{Deserialize, Serialize};
 pub use leopold_guard::ACTIVE_VERSION;
 
 use crate::run_dir::RunDir;
+
+pub mod active;
+mod lock;
+
+pub use active::{active_runs, ActiveRun, Slot};
+pub use lock::{held_alone, is_live, Busy, LockHolder, LockMode, OwnLock, RunLock, TryLock};
 
 /// Paths of one project's persona state.
 #[derive(Debug, Clone)]
@@ -41,9 +44,27 @@ impl PersonaPaths {
     pub fn lock(&self) -> PathBuf {
         self.dir.join("run.lock")
     }
-    /// Where the guard reads the active run from.
+    /// Where the guard reads the active run from: a `--no-contain` run's state file (a boxed
+    /// run's guard sees its own [`PersonaPaths::state_of`] there, in its box).
     pub fn active(&self) -> PathBuf {
         self.project.join(leopold_guard::ACTIVE_PATH)
+    }
+    /// Where the runs' own locks and the boxed runs' state files are.
+    pub fn active_dir(&self) -> PathBuf {
+        self.dir.join("active")
+    }
+    /// A boxed run's state file.
+    pub fn state_of(&self, run_id: &str) -> PathBuf {
+        self.active_dir().join(format!("{run_id}.json"))
+    }
+    /// A run's own lock, held while it lives.
+    pub fn own_lock(&self, run_id: &str) -> PathBuf {
+        self.active_dir().join(format!("{run_id}.lock"))
+    }
+    /// Where a boxed run's guard is proven: a project root of its own whose ACTIVE.json is the
+    /// run's state, as the box shows it (`commands/run/proof.rs`).
+    pub fn proof_root(&self, run_id: &str) -> PathBuf {
+        self.active_dir().join(format!("{run_id}.proof"))
     }
     /// The log the guard appends its denials to.
     pub fn events(&self) -> PathBuf {
@@ -348,146 +369,6 @@ pub fn new_run_id() -> String {
     format!("{compact}-{}", std::process::id())
 }
 
-/// Who holds the run lock, as written into `run.lock` by the holder.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LockHolder {
-    pub pid: u32,
-    /// `persona run` (with a flow) or `persona recover`.
-    pub command: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flow: Option<String>,
-    pub started_at: String,
-}
-
-impl std::fmt::Display for LockHolder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.flow {
-            Some(flow) => write!(
-                f,
-                "`{}` of flow `{flow}` (pid {}, started {})",
-                self.command, self.pid, self.started_at
-            ),
-            None => write!(
-                f,
-                "`{}` (pid {}, started {})",
-                self.command, self.pid, self.started_at
-            ),
-        }
-    }
-}
-
-/// The exclusive run lock. Released (and its content cleared) on drop; the kernel releases it if
-/// the process dies.
-#[derive(Debug)]
-pub struct RunLock {
-    file: File,
-}
-
-/// Outcome of [`RunLock::try_acquire`].
-#[must_use = "a lock that is not checked is not held"]
-pub enum TryLock {
-    Acquired(RunLock),
-    /// Someone else holds it; their self-description if readable.
-    Busy(Option<LockHolder>),
-}
-
-impl RunLock {
-    /// Takes the lock without waiting. Creates `.leopold/persona/` and `run.lock` if needed: the
-    /// only thing a losing contender may create, and both are inert.
-    pub fn try_acquire(paths: &PersonaPaths, holder: &LockHolder) -> anyhow::Result<TryLock> {
-        std::fs::create_dir_all(&paths.dir)
-            .with_context(|| format!("cannot create {}", paths.dir.display()))?;
-        let path = paths.lock();
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        match fs2::FileExt::try_lock_exclusive(&file) {
-            Ok(()) => {
-                let mut lock = RunLock { file };
-                lock.describe(holder)
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-                Ok(TryLock::Acquired(lock))
-            }
-            Err(e) if e.raw_os_error() == fs2::lock_contended_error().raw_os_error() => {
-                Ok(TryLock::Busy(read_holder(&path)))
-            }
-            Err(e) => Err(e).with_context(|| {
-                format!(
-                    "cannot lock {} (is the project on a file system without locks, such as some NFS mounts?)",
-                    path.display()
-                )
-            }),
-        }
-    }
-
-    fn describe(&mut self, holder: &LockHolder) -> std::io::Result<()> {
-        let text = serde_json::to_string(holder).expect("holder serialises");
-        self.file.set_len(0)?;
-        self.file.seek(SeekFrom::Start(0))?;
-        self.file.write_all(text.as_bytes())?;
-        // No fsync: the description is advisory, for a contender's message while the lock is
-        // held, and a kernel lock does not outlive a reboot.
-        self.file.write_all(b"\n")
-    }
-
-    /// Renames the holder (e.g. once the flow is known).
-    pub fn update(&mut self, holder: &LockHolder) -> std::io::Result<()> {
-        self.describe(holder)
-    }
-}
-
-impl Drop for RunLock {
-    fn drop(&mut self) {
-        // Clear the holder first so nobody reads a stale name, then unlock.
-        let _ = self.file.set_len(0);
-        let _ = fs2::FileExt::unlock(&self.file);
-    }
-}
-
-/// Reads the lock holder's self-description. The holder writes it right after taking the lock,
-/// so a contender may briefly see it empty or half-written: retry for a short while.
-pub fn read_holder(path: &Path) -> Option<LockHolder> {
-    for _ in 0..20 {
-        let mut text = String::new();
-        if let Ok(mut f) = File::open(path) {
-            let _ = f.read_to_string(&mut text);
-            if let Ok(h) = serde_json::from_str::<LockHolder>(text.trim()) {
-                return Some(h);
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    None
-}
-
-/// Whether someone holds the lock right now (doctor). Never creates anything.
-pub fn lock_is_held(paths: &PersonaPaths) -> anyhow::Result<Option<Option<LockHolder>>> {
-    let path = paths.lock();
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("cannot open {}", path.display())),
-    };
-    match fs2::FileExt::try_lock_shared(&file) {
-        Ok(()) => {
-            let _ = fs2::FileExt::unlock(&file);
-            Ok(None)
-        }
-        Err(e) if e.raw_os_error() == fs2::lock_contended_error().raw_os_error() => {
-            Ok(Some(read_holder(&path)))
-        }
-        Err(e) => Err(e).with_context(|| format!("cannot test the lock {}", path.display())),
-    }
-}
-
 /// Appends one JSON line to `events.jsonl` (O_APPEND, one write, so concurrent appenders such as
 /// the guard never interleave within a line).
 pub fn append_event(paths: &PersonaPaths, event: &serde_json::Value) -> anyhow::Result<()> {
@@ -530,36 +411,6 @@ mod tests {
                 o
             );
         }
-    }
-
-    fn holder(pid: u32) -> LockHolder {
-        LockHolder {
-            pid,
-            command: "persona run".into(),
-            flow: Some("checkout".into()),
-            started_at: now_rfc3339(),
-        }
-    }
-
-    #[test]
-    fn a_second_lock_is_busy_and_names_the_holder() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = PersonaPaths::new(dir.path());
-        let TryLock::Acquired(lock) = RunLock::try_acquire(&paths, &holder(11)).unwrap() else {
-            panic!("first lock must be acquired");
-        };
-        match RunLock::try_acquire(&paths, &holder(22)).unwrap() {
-            TryLock::Busy(Some(h)) => assert_eq!(h.pid, 11),
-            _ => panic!("second lock must be busy and name pid 11"),
-        }
-        assert!(lock_is_held(&paths).unwrap().is_some());
-        drop(lock);
-        assert!(lock_is_held(&paths).unwrap().is_none());
-        assert_eq!(std::fs::read(paths.lock()).unwrap(), b"");
-        assert!(matches!(
-            RunLock::try_acquire(&paths, &holder(33)).unwrap(),
-            TryLock::Acquired(_)
-        ));
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub trait Leopold {
     fn leopold(&self, args: &[&str]) -> Command;
     /// `leopold persona run` of the sandbox's flow with the fake worker as `harness`.
     fn run_cmd(&self, harness: &str, extra: &[&str]) -> Command;
+    /// [`Leopold::run_cmd`] of another flow file in the same project.
+    fn run_flow(&self, flow: &std::path::Path, harness: &str, extra: &[&str]) -> Command;
     /// [`Leopold::run_cmd`] with these variables set, run to completion.
     fn run_with_env(&self, harness: &str, extra: &[&str], env: &[(&str, &str)]) -> Output;
     /// `persona run` paused at `step`, once the supervisor has reached it.
@@ -43,6 +45,9 @@ impl Leopold for Sandbox {
     }
     fn run_cmd(&self, harness: &str, extra: &[&str]) -> Command {
         self.persona_run_command(leopold_bin(), harness, extra)
+    }
+    fn run_flow(&self, flow: &std::path::Path, harness: &str, extra: &[&str]) -> Command {
+        self.persona_run_of(leopold_bin(), flow, harness, extra)
     }
     fn run_with_env(&self, harness: &str, extra: &[&str], env: &[(&str, &str)]) -> Output {
         let mut cmd = self.run_cmd(harness, extra);

@@ -569,7 +569,8 @@ fn persona_runs_lists_newest_first_with_unfinished_and_unreadable_runs() {
     // Crashed: a journal, no run.json.
     let crashed = unended_run(&p, "20261130T100000Z-2", "2026-11-30T10:00:00.000Z");
     std::fs::remove_file(crashed.join("run.json")).unwrap();
-    // Active: ACTIVE.json names it (its run.json is written only when it ends).
+    // Active: ACTIVE.json names it and its own lock is held (its run.json is written only when
+    // it ends).
     let live = unended_run(&p, "20261130T120000Z-4", "2026-11-30T12:00:00.000Z");
     let mut active: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(live.join("run.json")).unwrap()).unwrap();
@@ -578,6 +579,10 @@ fn persona_runs_lists_newest_first_with_unfinished_and_unreadable_runs() {
     active.as_object_mut().unwrap().remove("journal_hash");
     std::fs::write(p.join(".leopold/persona/ACTIVE.json"), active.to_string()).unwrap();
     std::fs::remove_file(live.join("run.json")).unwrap();
+    let own = p.join(".leopold/persona/active/20261130T120000Z-4.lock");
+    std::fs::create_dir_all(own.parent().unwrap()).unwrap();
+    let held = std::fs::File::create(&own).unwrap();
+    fs2::FileExt::lock_exclusive(&held).unwrap();
     // Unreadable run.json.
     let bad = unended_run(&p, "20261130T080000Z-0", "2026-11-30T08:00:00.000Z");
     std::fs::write(bad.join("run.json"), "[]").unwrap();
@@ -631,6 +636,14 @@ fn persona_runs_lists_newest_first_with_unfinished_and_unreadable_runs() {
     );
     assert!(lines[3].contains("unfinished"), "{text}");
     assert!(lines[5].contains("unreadable"), "{text}");
+    // Its lock free, the same run is a crashed one: unfinished.
+    drop(held);
+    let o = sb
+        .leopold(&["persona", "runs", "--project", &project, "--json"])
+        .output()
+        .unwrap();
+    let again: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(again["runs"][0]["outcome"], "unfinished", "{again}");
 
     // No runs at all.
     let empty = tempfile::tempdir().unwrap();

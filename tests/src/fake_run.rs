@@ -118,9 +118,28 @@ impl Sandbox {
         self.root.join("paused")
     }
 
-    /// `<project>/.leopold/persona/ACTIVE.json`.
+    /// The state file of the run under way: `<project>/.leopold/persona/ACTIVE.json` (a
+    /// `--no-contain` run's), else the first `active/<run_id>.json` (a boxed run's), else (none
+    /// there) the path of ACTIVE.json.
     pub fn active(&self) -> PathBuf {
-        self.persona_dir().join("ACTIVE.json")
+        let top = self.persona_dir().join("ACTIVE.json");
+        if top.exists() {
+            return top;
+        }
+        self.boxed_states().into_iter().next().unwrap_or(top)
+    }
+
+    /// The boxed runs' state files, `.leopold/persona/active/<run_id>.json`, by name.
+    pub fn boxed_states(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = std::fs::read_dir(self.persona_dir().join("active"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        out.sort();
+        out
     }
 
     /// Writes the fake worker's script.
@@ -244,6 +263,17 @@ impl Sandbox {
     /// `leopold persona run <flow> --harness H --project P --harness-bin <fake worker> <extra…>`,
     /// with [`Sandbox::stub_mcp_config`] unless `extra` or the flow gives the persona a browser.
     pub fn persona_run_command(&self, leopold: &Path, harness: &str, extra: &[&str]) -> Command {
+        self.persona_run_of(leopold, &self.flow(), harness, extra)
+    }
+
+    /// [`Sandbox::persona_run_command`] of `flow`, another flow than the sandbox's own.
+    pub fn persona_run_of(
+        &self,
+        leopold: &Path,
+        flow: &Path,
+        harness: &str,
+        extra: &[&str],
+    ) -> Command {
         let bin = fake_worker().display().to_string();
         let mut args = Vec::new();
         if self.unboxed {
@@ -253,14 +283,14 @@ impl Sandbox {
             ["--mcp-config", "--browser"]
                 .iter()
                 .any(|f| a == f || a.starts_with(&format!("{f}=")))
-        }) || std::fs::read_to_string(self.flow())
+        }) || std::fs::read_to_string(flow)
             .is_ok_and(|f| f.lines().any(|l| l.trim_start().starts_with("browser")));
         let stub = (!browser_given).then(|| self.stub_mcp_config().display().to_string());
         if let Some(s) = &stub {
             args.extend(["--mcp-config", s.as_str()]);
         }
         args.extend_from_slice(extra);
-        self.persona_run_with_bin(leopold, harness, &bin, &args)
+        self.persona_run_with_bin_of(leopold, flow, harness, &bin, &args)
     }
 
     /// `leopold persona run <flow> --harness H --project P --harness-bin <bin> <extra…>`, as
@@ -272,7 +302,19 @@ impl Sandbox {
         bin: &str,
         extra: &[&str],
     ) -> Command {
-        let flow = self.flow().display().to_string();
+        self.persona_run_with_bin_of(leopold, &self.flow(), harness, bin, extra)
+    }
+
+    /// [`Sandbox::persona_run_with_bin`] of `flow`.
+    pub fn persona_run_with_bin_of(
+        &self,
+        leopold: &Path,
+        flow: &Path,
+        harness: &str,
+        bin: &str,
+        extra: &[&str],
+    ) -> Command {
+        let flow = flow.display().to_string();
         let project = self.project.display().to_string();
         let mut args = vec![
             "persona",

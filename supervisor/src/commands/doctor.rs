@@ -83,43 +83,11 @@ pub fn findings(project: &Path, online: bool) -> anyhow::Result<Vec<Finding>> {
     let mut out = Vec::new();
     out.extend(linking_finding());
     out.push(box_finding());
-    out.extend(loosened_findings(project, &paths));
+    out.extend(loosened_findings(project, &state::active_runs(&paths)));
 
-    // Lock and ACTIVE.json.
-    let holder = state::lock_is_held(&paths)?;
-    let active_exists = paths.active().exists();
-    match &holder {
-        Some(h) => out.push(f(
-            "project",
-            "lock",
-            Status::Note,
-            format!(
-                "a persona run is active: {}",
-                h.as_ref()
-                    .map_or_else(|| "holder unknown".into(), |h| h.to_string())
-            ),
-            None,
-        )),
-        None => out.push(f(
-            "project",
-            "lock",
-            Status::Ok,
-            "no persona run is active".into(),
-            None,
-        )),
-    }
-    if active_exists && holder.is_none() {
-        out.push(f(
-            "project",
-            "stale_active",
-            Status::Problem,
-            format!(
-                "{} exists but no run holds the lock: a run crashed",
-                shown(&paths.active())
-            ),
-            Some(format!("leopold persona recover{}", project_arg(project))),
-        ));
-    }
+    // The locks and the runs' state files: each run live or crashed.
+    let runs = state::active_runs(&paths);
+    out.extend(run_findings(project, state::held_alone(&paths)?, &runs));
 
     for kind in Harness::ALL {
         let scope = kind.as_str();
@@ -183,12 +151,15 @@ pub fn findings(project: &Path, online: bool) -> anyhow::Result<Vec<Finding>> {
                 );
                 // A Codex run wires its own copy, never the user's file: tagged handlers there
                 // are the user's (by hand) or an older version's leftovers, run or no run.
-                // The live run's own wiring is the file its ACTIVE.json names (a `--no-contain`
-                // Claude run); a boxed run wires no file of the user's.
-                let the_runs = holder.is_some()
-                    && harness::wires_the_users_file(kind)
-                    && <state::ActiveState as state::StateFile>::read(&paths.active())
-                        .is_ok_and(|st| st.wiring.iter().any(|w| w.file == target));
+                // A live run's own wiring is the file its state names (a `--no-contain` Claude
+                // run); a boxed run wires no file of the user's.
+                let the_runs = harness::wires_the_users_file(kind)
+                    && runs.iter().any(|r| {
+                        r.live
+                            && r.state
+                                .as_ref()
+                                .is_ok_and(|st| st.wiring.iter().any(|w| w.file == target))
+                    });
                 if the_runs {
                     out.push(f(scope, "wired", Status::Ok, msg, None));
                 } else if crate::harness::wired_by_hand(kind, &ctx) {
@@ -410,9 +381,9 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// What loosens a bound that `doctor` can see before a run: a flow (in the project's `flows/`,
-/// or the active run's) that opts into dangerous browser tools. `--no-contain` and harness
+/// or an active run's) that opts into dangerous browser tools. `--no-contain` and harness
 /// arguments after `--` belong to one run, which says them on every run; the line says so.
-fn loosened_findings(project: &Path, paths: &PersonaPaths) -> Vec<Finding> {
+fn loosened_findings(project: &Path, runs: &[state::ActiveRun]) -> Vec<Finding> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(project.join("flows"))
         .map(|d| {
             d.filter_map(Result::ok)
@@ -421,9 +392,11 @@ fn loosened_findings(project: &Path, paths: &PersonaPaths) -> Vec<Finding> {
                 .collect()
         })
         .unwrap_or_default();
-    if let Ok(st) = <state::ActiveState as state::StateFile>::read(&paths.active()) {
-        files.push(st.flow_path);
-    }
+    files.extend(
+        runs.iter()
+            .filter_map(|r| r.state.as_ref().ok())
+            .map(|st| st.flow_path.clone()),
+    );
     files.sort();
     files.dedup();
     let mut out: Vec<Finding> = files
@@ -480,6 +453,69 @@ fn box_finding() -> Finding {
             Some("install bubblewrap (`apt-get install bubblewrap`) on Linux with unprivileged namespaces allowed; or accept running unboxed with `persona run --no-contain`".into()),
         ),
     }
+}
+
+/// `project/lock`: which runs are live (and whether one holds the project alone);
+/// `project/stale_active`: each state file whose run crashed, or that cannot be read.
+fn run_findings(
+    project: &Path,
+    alone: Option<Option<state::LockHolder>>,
+    runs: &[state::ActiveRun],
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let live: Vec<String> = runs
+        .iter()
+        .filter(|r| r.live)
+        .map(state::ActiveRun::describe)
+        .collect();
+    let holder = |h: &Option<state::LockHolder>| {
+        h.as_ref()
+            .map_or_else(|| "holder unknown".into(), ToString::to_string)
+    };
+    let message = match (&alone, live.is_empty()) {
+        (None, true) => None,
+        (Some(h), true) => Some(format!(
+            "a persona run holds the project alone: {}",
+            holder(h)
+        )),
+        (alone, false) => Some(format!(
+            "{} active: {}{}",
+            crate::output::count(live.len() as u64, "persona run"),
+            live.join("; "),
+            alone.as_ref().map_or_else(String::new, |h| format!(
+                " (holding the project alone, a --no-contain run: {})",
+                holder(h)
+            ))
+        )),
+    };
+    out.push(match message {
+        None => f(
+            "project",
+            "lock",
+            Status::Ok,
+            "no persona run is active".into(),
+            None,
+        ),
+        Some(m) => f("project", "lock", Status::Note, m, None),
+    });
+    for r in runs.iter().filter(|r| !r.live) {
+        let why = match &r.state {
+            Ok(_) => format!(
+                "{} names {}, whose own lock no process holds: a run crashed",
+                shown(&r.slot.file),
+                r.describe()
+            ),
+            Err(_) => r.describe(),
+        };
+        out.push(f(
+            "project",
+            "stale_active",
+            Status::Problem,
+            why,
+            Some(format!("leopold persona recover{}", project_arg(project))),
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::cli::RunsArgs;
 use crate::output::outln;
 use crate::report::{self, html::format_duration, RunRecord};
-use crate::state::{self, PersonaPaths, StateFile as _};
+use crate::state::{self, PersonaPaths};
 
 /// One row of the listing: a run read, or a directory that could not be.
 enum Entry {
@@ -38,9 +38,12 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
     let project = state::resolve_project(args.project.project.as_deref())?;
     let paths = PersonaPaths::new(&project);
     let runs_dir = paths.runs();
-    let active_id = crate::state::ActiveState::read(&paths.active())
-        .ok()
-        .map(|s| s.run_id);
+    // Every live run is `active`; a crashed one stays `unfinished` until recovered.
+    let live: Vec<String> = state::active_runs(&paths)
+        .into_iter()
+        .filter(|r| r.live)
+        .filter_map(|r| r.run_id().map(str::to_owned))
+        .collect();
     let mut entries = Vec::new();
     match std::fs::read_dir(&runs_dir) {
         Ok(rd) => {
@@ -68,7 +71,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
 
     let outcome_of = |r: &RunRecord| {
         let o = r.outcome();
-        if o == "unfinished" && active_id.as_deref() == Some(r.run_id().as_str()) {
+        if o == "unfinished" && live.contains(&r.run_id()) {
             "active".to_owned()
         } else {
             o

@@ -33,10 +33,9 @@ pub fn command(
             cmd.arg("--tmpfs").arg(p);
         }
     }
-    for p in &spec.ro_late {
-        if p.exists() {
-            bind(&mut cmd, "--ro-bind", p);
-        }
+    // Not skipped when missing: a box without its run's state would hold an inert guard.
+    for (from, at) in &spec.ro_late {
+        cmd.arg("--ro-bind").arg(from).arg(at);
     }
     bind(&mut cmd, "--ro-bind", &spec.sock_dir);
     for p in &spec.rw {
@@ -69,6 +68,11 @@ pub fn command(
     // read-only too: nothing the worker writes outside its scratch and `/tmp` can stand in for a
     // missing file, not even inside the box.
     cmd.args(["--remount-ro", "/"]);
+    // The folders emptied above too, once every mount under them is made: nothing written there
+    // could stand in for the run's state.
+    for p in spec.hide.iter().filter(|p| p.is_dir()) {
+        cmd.arg("--remount-ro").arg(p);
+    }
     // `--cap-drop ALL`: bwrap started by root keeps every capability otherwise, and a root worker
     // could `mount -o remount,rw,bind` the read-only project (seen). Dropping the bounding set
     // too means a root `execve` (setuid binaries included) gets none back.

@@ -148,10 +148,12 @@ pub struct BoxSpec {
     /// Bound read-only (the project's `.leopold/`, the harness installation, leopold, harness
     /// config, …). Missing paths are skipped.
     pub ro: Vec<PathBuf>,
-    /// Emptied (a tmpfs) after the read-only binds: earlier runs' records under `.leopold/`.
+    /// Emptied (a tmpfs, read-only once the mounts under it are made) after the read-only binds:
+    /// `.leopold/persona/`, earlier runs' records and the other runs' states.
     pub hide: Vec<PathBuf>,
-    /// Bound read-only after `hide` (the run's own directory, inside a hidden one).
-    pub ro_late: Vec<PathBuf>,
+    /// Bound read-only after `hide`, each (from, at): the run's own state file at the box's
+    /// ACTIVE.json and its own directory, inside the hidden one. Never skipped.
+    pub ro_late: Vec<(PathBuf, PathBuf)>,
     /// Bound read-write (e.g. a per-run harness configuration folder).
     pub rw: Vec<PathBuf>,
     /// Short per-run directory holding the sockets (bound read-only: connecting to a socket

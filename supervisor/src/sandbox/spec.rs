@@ -89,20 +89,29 @@ pub fn plan_spec(
     // unix socket anywhere in it (a dev server's, a database's, an IDE's) stays connectable,
     // since connect(2) needs no write access to the mount (seen: the persona reached a listener
     // outside the box through one), and the persona needs none of the project's files.
-    // Earlier runs' records (transcripts, scratch folders) are hidden; the run's own directory
-    // is bound back, read-only, its scratch read-write.
+    // Of `.leopold/persona/` the box shows only this run: an empty folder over it hides earlier
+    // runs' records (transcripts, scratch folders), the project's event log and the state of
+    // the runs beside this one; the run's own state file is bound at its ACTIVE.json, where the
+    // guard reads it, and its own directory back, read-only, its scratch read-write. The state
+    // file is bound as it is at launch, which already holds all the guard reads (`active`,
+    // `flow`, `flow_path`, `browser`: docs/security.md#state-when-the-guard-judges-at-all); its
+    // later rewrites (the worker's pid, for recovery) are new files the box never sees.
     let dot_leopold = l.project.join(".leopold");
-    let runs = dot_leopold.join("persona").join("runs");
-    let hide: Vec<PathBuf> = scratch
+    let paths = crate::state::PersonaPaths::new(l.project);
+    let runs = paths.runs();
+    let own_dir = scratch
         .parent()
-        .filter(|d| d.parent() == Some(runs.as_path()))
-        .map(|_| runs.clone())
+        .filter(|d| d.parent() == Some(runs.as_path()));
+    let hide: Vec<PathBuf> = own_dir.map(|_| paths.dir.clone()).into_iter().collect();
+    let ro_late: Vec<(PathBuf, PathBuf)> = own_dir
+        .map(|d| {
+            [
+                (paths.state_of(l.run_id), paths.active()),
+                (d.to_path_buf(), d.to_path_buf()),
+            ]
+        })
         .into_iter()
-        .collect();
-    let ro_late: Vec<PathBuf> = scratch
-        .parent()
-        .map(Path::to_path_buf)
-        .into_iter()
+        .flatten()
         .collect();
     let mut ro = vec![dot_leopold, leopold.to_path_buf()];
     if let Ok(c) = std::fs::canonicalize(leopold) {
@@ -292,7 +301,7 @@ mod tests {
     }
 
     #[test]
-    fn the_project_is_not_bound_only_its_dot_leopold_with_earlier_runs_hidden() {
+    fn the_project_is_not_bound_only_its_dot_leopold_with_all_but_this_run_hidden() {
         let dir = tempfile::tempdir().unwrap();
         let project = dir.path().join("p");
         let run_dir = project.join(".leopold/persona/runs/r1");
@@ -332,8 +341,15 @@ mod tests {
         .unwrap();
         assert!(!spec.ro.iter().any(|p| p == &project), "{:?}", spec.ro);
         assert!(spec.ro.contains(&project.join(".leopold")));
-        assert_eq!(spec.hide, [project.join(".leopold/persona/runs")]);
-        assert_eq!(spec.ro_late, std::slice::from_ref(&run_dir));
+        let persona = project.join(".leopold/persona");
+        assert_eq!(spec.hide, std::slice::from_ref(&persona));
+        assert_eq!(
+            spec.ro_late,
+            [
+                (persona.join("active/r1.json"), persona.join("ACTIVE.json")),
+                (run_dir.clone(), run_dir.clone())
+            ]
+        );
         let cmd = command(
             Path::new("/usr/bin/bwrap"),
             Path::new("/usr/bin/true"),
@@ -350,10 +366,17 @@ mod tests {
                 .position(|w| w == needle)
                 .unwrap_or_else(|| panic!("{needle:?} not in {args:?}"))
         };
-        let runs = project.join(".leopold/persona/runs").display().to_string();
-        let rd = run_dir.display().to_string();
-        // The tmpfs over earlier runs comes before the run's own directory is bound back.
-        assert!(at(&["--tmpfs", &runs]) < at(&["--ro-bind", &rd, &rd]));
+        let shown = |p: &Path| p.display().to_string();
+        let (persona_s, rd) = (shown(&persona), shown(&run_dir));
+        let (own, active) = (
+            shown(&persona.join("active/r1.json")),
+            shown(&persona.join("ACTIVE.json")),
+        );
+        // The tmpfs over the project's runs and states comes before the run's own state and
+        // directory are bound back, and is read-only once every mount under it is made.
+        assert!(at(&["--tmpfs", &persona_s]) < at(&["--ro-bind", &own, &active]));
+        assert!(at(&["--tmpfs", &persona_s]) < at(&["--ro-bind", &rd, &rd]));
+        assert!(at(&["--remount-ro", &persona_s]) > at(&["--ro-bind", &rd, &rd]));
         assert!(at(&["--remount-ro", "/"]) < at(&["--"]));
         // The scratch is a tmpfs of its size, seeded from the folder bound read-only elsewhere.
         let scratch = run_dir.join("scratch").display().to_string();

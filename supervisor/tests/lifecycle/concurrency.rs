@@ -1,5 +1,6 @@
-//! Eight runs started at once in one project: exactly one runs, the others exit 4 at once, name
-//! the active run, and touch nothing.
+//! Eight `--no-contain` runs started at once in one project: exactly one runs, the others exit 4
+//! at once, name the active run and why it runs alone, and touch nothing. (Boxed runs run side by
+//! side: `side_by_side`.)
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -7,8 +8,9 @@ use std::time::{Duration, Instant};
 use crate::kit::*;
 
 #[test]
-fn eight_runs_at_once_exactly_one_runs_the_others_exit_4_untouched() {
-    let sb = Sandbox::scripted("@sleep 5000\n");
+fn eight_no_contain_runs_at_once_exactly_one_runs_the_others_exit_4_untouched() {
+    let sb = Sandbox::unboxed();
+    sb.set_script("@sleep 5000\n");
     let before = sb.snapshot();
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
     let handles: Vec<_> = (0..8)
@@ -41,6 +43,10 @@ fn eight_runs_at_once_exactly_one_runs_the_others_exit_4_untouched() {
         if o.status.code() == Some(4) {
             let e = stderr(o);
             assert_has(&e, "another persona run is active");
+            assert_has(
+                &e,
+                "runs alone because it wires the project's settings file",
+            );
             assert!(
                 e.contains("checkout") && e.contains("pid "),
                 "names flow and pid: {e}"
@@ -57,8 +63,9 @@ fn eight_runs_at_once_exactly_one_runs_the_others_exit_4_untouched() {
 }
 
 #[test]
-fn recover_refuses_while_a_run_is_live() {
-    let sb = Sandbox::scripted("@sleep 5000\n");
+fn recover_refuses_while_a_no_contain_run_is_live() {
+    let sb = Sandbox::unboxed();
+    sb.set_script("@sleep 5000\n");
     let child = sb
         .run_cmd("claude", &[])
         .stdout(Stdio::null())

@@ -3,7 +3,8 @@
 
 use crate::kit::*;
 
-fn doctor(sb: &Sandbox) -> (i32, serde_json::Value) {
+/// `leopold doctor --json` of the sandbox's project: its exit code and report.
+pub(super) fn doctor(sb: &Sandbox) -> (i32, serde_json::Value) {
     let project = sb.project.display().to_string();
     let out = sb
         .leopold(&["doctor", "--project", &project, "--json"])

@@ -3,7 +3,8 @@
 //!
 //! - `run`: a whole run's lifecycle, per harness; what the worker was given;
 //! - `crash`: SIGKILL the supervisor at every lifecycle step, then recover;
-//! - `concurrency`: eight runs at once in one project;
+//! - `concurrency`: eight `--no-contain` runs at once in one project;
+//! - `side_by_side`: boxed runs side by side, a `--no-contain` run alone, several crashes;
 //! - `stop`: violations, signals, timeouts, crashes and leaks stop the worker and clean up;
 //! - `disk`: how many fsyncs a run makes;
 //! - `doctor`: what doctor reports before and after a crash;
@@ -28,6 +29,7 @@ mod model_key;
 mod outcome;
 mod record;
 mod run;
+mod side_by_side;
 mod stop;
 mod suite;
 mod verdict;

@@ -272,7 +272,7 @@ fn scenario_edits(h: Harness) {
         std::fs::read(w.sb.project.join("flows/checkout.md")).unwrap(),
         flow_before
     );
-    assert!(!w.sb.persona_dir().join("ACTIVE.json").exists(), "{run}");
+    assert!(!w.sb.active().exists(), "{run}");
     assert_control_never_ran(&w);
     assert_not_marked(&w, "edits-tried");
     assert_shell_calls_journaled(&w, shell_calls);
@@ -554,7 +554,7 @@ fn scenario_sigkill(h: Harness) {
 
     let out = w.sb.persona_recover(&w.leopold, &w.model);
     assert_eq!(exit_code(&out), 0, "{out}");
-    assert!(!w.sb.persona_dir().join("ACTIVE.json").exists(), "{out}");
+    assert!(!w.sb.active().exists(), "{out}");
     // The crashed run's record keeps no link the worker planted (recovery cleans the scratch).
     assert!(
         std::fs::symlink_metadata(scratch.join("evidence-key.txt")).is_err(),

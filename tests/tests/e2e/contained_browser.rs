@@ -262,7 +262,7 @@ fn scenario_edits(h: Harness) {
     );
     assert_eq!(exit_code(&run), 0, "{run}");
     bw.assert_browser_was_there(&run);
-    assert!(!bw.w.sb.persona_dir().join("ACTIVE.json").exists(), "{run}");
+    assert!(!bw.w.sb.active().exists(), "{run}");
     assert_browser_processes_seen(&watch);
     assert_no_browser_left(&watch, &bw, "after the run");
     // Every byte of the project and HOME: the flows, `src/app.js`, `.git/HEAD` among them.
@@ -530,7 +530,7 @@ fn scenario_stopped(h: Harness, mid: Mid, stop: Stop) {
 
     let out = bw.w.sb.persona_recover(&bw.w.leopold, &bw.w.model);
     assert_eq!(exit_code(&out), 0, "{out}");
-    assert!(!bw.w.sb.persona_dir().join("ACTIVE.json").exists(), "{out}");
+    assert!(!bw.w.sb.active().exists(), "{out}");
     assert_files_unchanged(&bw.w, &before, &out);
     assert_contained(&bw.w, &before, watch, Some(&marker), &out);
     drop(cleanup);

@@ -87,8 +87,9 @@ impl World {
         std::fs::read(&self.settings).unwrap()
     }
 
+    /// The run's state file: ACTIVE.json, or a boxed run's `active/<run_id>.json`.
     fn active_json(&self) -> PathBuf {
-        self.sb.persona_dir().join("ACTIVE.json")
+        self.sb.active()
     }
 
     /// The single run directory's journal actions (header line skipped) and `run.json`.
@@ -672,7 +673,8 @@ fn scenario_crash(h: Harness) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Scenario 5: a second run while one is active.
+// Scenario 5: a second run while one is active. Boxed runs of one project run side by side; a
+// `--no-contain` run (it wires the project's settings file) runs alone, and is refused.
 
 fn scenario_busy(h: Harness) {
     let mut script = checkout::script();
@@ -694,12 +696,17 @@ fn scenario_busy(h: Harness) {
     let project_before = tree(&w.sb.project);
     let settings_before = w.settings_bytes();
 
-    let second = run_bounded(w.persona_run(&w.leopold), Duration::from_secs(20));
+    let mut alone = w.persona_run(&w.leopold);
+    alone.arg("--no-contain");
+    let second = run_bounded(alone, Duration::from_secs(20));
     assert_eq!(exit_code(&second), Some(4), "{second}");
     note_timing("s5 second run refused (exit 4)", h, second.elapsed);
     assert!(
-        second.stderr.contains("checkout") || second.stdout.contains("checkout"),
-        "the message names the active run's flow\n{second}"
+        second.stderr.contains("flow `checkout`")
+            && second
+                .stderr
+                .contains("runs alone because it wires the project's settings file"),
+        "the message names the active run's flow and says why\n{second}"
     );
     assert_same_tree(&project_before, &tree(&w.sb.project));
     assert_eq!(w.settings_bytes(), settings_before);

@@ -82,9 +82,7 @@ fn two_codex_runs_in_two_projects_leave_the_shared_user_config_alone_and_both_gu
             before,
             "the user's config.toml changed mid-run"
         );
-        both_live |= projects
-            .iter()
-            .all(|(sb, _, _)| sb.persona_dir().join("ACTIVE.json").exists());
+        both_live |= projects.iter().all(|(sb, _, _)| sb.active().exists());
         assert!(Instant::now() < deadline, "the runs did not end");
         std::thread::sleep(Duration::from_millis(25));
     }

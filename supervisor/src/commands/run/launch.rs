@@ -227,7 +227,7 @@ pub(super) fn launch(
     tracing::debug!(pgid = child.id(), "worker {} started", plan.bin.display());
     timings.mark("worker_spawned");
     // In the box, the proof runs beside the worker; its model waits ([`Launched::proof`]).
-    let proof = boxed.is_some().then(|| proof::start_proof(plan));
+    let proof = boxed.is_some().then(|| proof::start_proof(plan, started));
     Ok(Launched {
         child,
         observer,

@@ -1,15 +1,17 @@
 //! `leopold persona run`: the persona-run lifecycle.
 //!
 //! 1. resolve the project, parse the flow, check the arguments (nothing touched yet): [`plan`];
-//! 2. take `.leopold/persona/run.lock` without waiting (busy: exit 4, nothing touched);
-//! 3. with the lock held, recover a crashed earlier run;
-//! 4. write ACTIVE.json, naming what is about to be wired (record before you change);
+//! 2. take `.leopold/persona/run.lock` without waiting, shared when boxed, alone with
+//!    `--no-contain` (busy: exit 4, nothing touched): [`claim`];
+//! 3. with the lock held, recover crashed runs, leaving live ones alone;
+//! 4. take the run's own lock and write its state file (`active/<run_id>.json`, or ACTIVE.json
+//!    with `--no-contain`), naming what is about to be wired (record before you change);
 //! 5. wire the guard, write Claude's `--settings` file, prove the wired command denies: [`proof`];
 //! 6. launch the worker in its own process group, dying with the supervisor, in the box
 //!    ([`crate::sandbox`]) unless `--no-contain`;
 //! 7. journal and validate its event stream live, stopping it on a violation: [`supervise`];
 //! 8. on worker exit, timeout or signal: stop the group, decide the outcome ([`outcome`]), unwire,
-//!    archive ACTIVE.json as `runs/<run_id>/run.json`, release the lock: [`teardown`].
+//!    archive the state as `runs/<run_id>/run.json`, release the locks: [`teardown`].
 //!
 //! Recovery is step 3 rather than before the lock: recovering without the lock could undo a live
 //! run's wiring.
@@ -17,6 +19,7 @@
 //! Each step is traced (`-v`, or `RUST_LOG=leopold=info`) with the time since the run started.
 
 mod budget;
+mod claim;
 mod outcome;
 // `doctor` names what loosens a flow's bounds as a run does (`plan::loosened`).
 mod launch;
@@ -43,8 +46,9 @@ use crate::observe::Observer;
 use crate::output::Failure;
 use crate::run_dir::RunDir;
 use crate::state::{
-    self, ActiveState, LockHolder, RunEnd, RunLock, RunOutcome, StateFile, TryLock,
+    self, ActiveState, LockHolder, OwnLock, RunEnd, RunLock, RunOutcome, StateFile,
 };
+use claim::Synced;
 use launch::{launch, settle, Launched};
 use outcome::{classify, Ended};
 use plan::Plan;
@@ -123,26 +127,14 @@ pub fn run(args: RunArgs, flow: &Path, kind: harness::Harness) -> Result<ExitCod
     }
     timings.mark("planned");
 
-    // 2. The lock. Busy: say who holds it and touch nothing else.
+    // 2. The lock. Busy: say who holds it and why, and touch nothing else.
     let holder = LockHolder {
         pid: std::process::id(),
         command: "persona run".into(),
         flow: Some(plan.flow.name.clone()),
         started_at: state::now_rfc3339(),
     };
-    let lock = match RunLock::try_acquire(&plan.paths, &holder)? {
-        TryLock::Acquired(lock) => lock,
-        TryLock::Busy(h) => {
-            let who = h.map_or_else(
-                || "another process (it has not described itself yet)".to_owned(),
-                |h| h.to_string(),
-            );
-            return Err(Failure::busy(anyhow::anyhow!(
-                "another persona run is active in {}: {who}\n(hint: wait for it to finish, or stop it; if it crashed, its lock is already free and `leopold persona recover` cleans up)",
-                crate::project::shown(&plan.paths.project)
-            )));
-        }
-    };
+    let lock = claim::lock_project(&plan, &holder)?;
     timings.mark("locked");
     pause_point("locked");
 
@@ -206,6 +198,8 @@ fn wires_a_users_file(plan: &Plan) -> bool {
 struct Started {
     run_id: String,
     run_dir: RunDir,
+    /// The run's state file: `active/<run_id>.json`, or ACTIVE.json with `--no-contain`.
+    state_file: PathBuf,
     /// Claude's `--settings` file.
     guard_settings: Option<PathBuf>,
     /// The run's wiring context: for Codex, the run's own `CODEX_HOME`
@@ -224,11 +218,13 @@ async fn lifecycle(
     // Signals from here on are ours to handle: a Ctrl-C during setup must still unwire.
     let mut signals = Signals::install()?;
     recover(&plan, out, timings)?;
-    let (started, st) = record_active(&plan, &mut lock, &holder, out, timings)?;
+    let (started, st, own) = record_active(&plan, &mut lock, &holder, out, timings)?;
     let mut run = Teardown {
         plan: &plan,
         ctx: &started.ctx,
         st,
+        state_file: &started.state_file,
+        own: Some(own),
         lock: Some(lock),
         out,
         steps: Vec::new(),
@@ -244,7 +240,7 @@ async fn lifecycle(
             crate::sandbox::prefetch_system_args();
             None
         }
-        None => match proof::start_proof(&plan) {
+        None => match proof::start_proof(&plan, &started) {
             Ok(p) => Some(p),
             Err(e) => return run.setup_failed(format!("{e:#}")),
         },
@@ -257,7 +253,7 @@ async fn lifecycle(
     // reboot (no process survives one, and its own files are in its run directory), so it does
     // not wait on the disk for that: its `Whole` write is there whole or not at all.
     let active_synced = if wires_a_users_file(&plan) {
-        Synced::dir_of(plan.paths.active())
+        Synced::dir_of(started.state_file.clone())
     } else {
         Synced::done()
     };
@@ -291,7 +287,7 @@ async fn lifecycle(
     // refuses an unreadable ACTIVE.json: `Whole`, one fsync and no directory sync.
     let recorded = run
         .st
-        .write_as(&plan.paths.active(), state::Durability::Whole);
+        .write_as(&started.state_file, state::Durability::Whole);
     // A boxed worker runs beside the proof; its model waits for the guard's answer.
     let proved = match proof {
         Some(Ok(p)) => settle(p, &plan, &mut observer, timings),
@@ -446,36 +442,58 @@ async fn stop_before_supervision(child: &mut tokio::process::Child, pgid: u32) {
     }
 }
 
-/// Step 3: recovers a crashed earlier run, lock held.
+/// Step 3: recovers crashed runs, lock held; live ones are left alone.
 fn recover(plan: &Plan, out: &Reporter, timings: &mut Timings) -> anyhow::Result<()> {
-    let report = crate::recovery::recover_locked(
+    let mut report = crate::recovery::recover_crashed(
         &plan.paths,
         &plan.ctx,
         crate::recovery::Sweep::AfterCrash,
     )?;
-    tracing::debug!(crashed_run = ?report.crashed_run, lines = report.lines().len(), "recovery");
+    tracing::debug!(crashed = ?report.crashed_runs(), live = report.live.len(), "recovery");
     timings.mark("recovered");
     for line in report.lines() {
         out.info(&format!("leopold: recovered: {line}"));
     }
     if !report.is_empty() {
-        out.json(
-            json!({"event":"recovered","crashed_run":report.crashed_run,"lines":report.lines()}),
-        );
+        let crashed = report.crashed_runs();
+        out.json(json!({"event":"recovered","crashed_run":crashed.first(),"crashed_runs":crashed,"lines":report.lines()}));
     }
-    Ok(())
+    report.failed.take().map_or(Ok(()), Err)
 }
 
-/// Step 4: the run directory, the provisioned browser's files, and ACTIVE.json naming what is
-/// about to be wired.
+/// Step 4: the run's own lock, the run directory, the provisioned browser's files, and the
+/// state file naming what is about to be wired.
 fn record_active(
     plan: &Plan,
     lock: &mut RunLock,
     holder: &LockHolder,
     out: &Reporter,
     timings: &mut Timings,
-) -> anyhow::Result<(Started, ActiveState)> {
+) -> anyhow::Result<(Started, ActiveState, OwnLock)> {
     let run_id = state::new_run_id();
+    let claim::Claim { own, state_file } = claim::claim(plan, &run_id)?;
+    match write_state(plan, run_id, state_file, lock, holder, out) {
+        Ok((started, st)) => {
+            timings.mark("active_written");
+            pause_point("active-written");
+            Ok((started, st, own))
+        }
+        Err(e) => {
+            own.release();
+            Err(e)
+        }
+    }
+}
+
+/// [`record_active`] once the run's own lock is held.
+fn write_state(
+    plan: &Plan,
+    run_id: String,
+    state_file: PathBuf,
+    lock: &mut RunLock,
+    holder: &LockHolder,
+    out: &Reporter,
+) -> anyhow::Result<(Started, ActiveState)> {
     let run_dir = plan.paths.run_dir(&run_id);
     std::fs::create_dir_all(run_dir.path())
         .with_context(|| format!("cannot create {}", run_dir.path().display()))?;
@@ -505,59 +523,20 @@ fn record_active(
     );
     // Whole, not yet Durable: the caller starts the guard's proof (which reads the file) and
     // then syncs the directory, before anything of the user's changes.
-    st.write_as(&plan.paths.active(), state::Durability::Whole)?;
+    st.write_as(&state_file, state::Durability::Whole)?;
     let _ = lock.update(&LockHolder {
         flow: Some(format!("{} (run {run_id})", plan.flow.name)),
         ..holder.clone()
     });
-    timings.mark("active_written");
-    pause_point("active-written");
     let started = Started {
         run_id,
         run_dir,
+        state_file,
         guard_settings,
         ctx,
         provisioned,
     };
     Ok((started, st))
-}
-
-/// A folder's sync running on a thread of its own, waited for by [`Synced::wait`] or when
-/// dropped.
-struct Synced(Option<std::thread::JoinHandle<()>>);
-
-impl Synced {
-    /// Syncs the folder of `path` on a thread (here, if none can be started).
-    fn dir_of(path: PathBuf) -> Synced {
-        let theirs = path.clone();
-        match std::thread::Builder::new()
-            .name("leopold-sync".into())
-            .spawn(move || crate::fs::sync_dir_of(&theirs))
-        {
-            Ok(h) => Synced(Some(h)),
-            Err(_) => {
-                crate::fs::sync_dir_of(&path);
-                Synced(None)
-            }
-        }
-    }
-
-    fn done() -> Synced {
-        Synced(None)
-    }
-
-    fn wait(&mut self) {
-        if let Some(h) = self.0.take() {
-            // A panic there is a sync not made: the caller goes on as after a failed fsync.
-            let _ = h.join();
-        }
-    }
-}
-
-impl Drop for Synced {
-    fn drop(&mut self) {
-        self.wait();
-    }
 }
 
 /// Step 5: for Codex, the run's own configuration (a copy of the user's); wires the guard (for

@@ -34,25 +34,53 @@ pub fn probe_host(flow: &leopold_flows::Flow) -> Option<&'static str> {
 /// before the worker may reach its model (the box holds that connection: no model answer, no
 /// tool call). A proof dropped unjudged (the run stopped before) is still waited for, and the
 /// run drops it before its teardown: no proof outlives the run's lock.
-pub fn start_proof(plan: &Plan) -> anyhow::Result<Proof> {
+pub fn start_proof(plan: &Plan, started: &super::Started) -> anyhow::Result<Proof> {
+    let root = match &plan.bwrap {
+        Some(_) => boxed_view(&plan.paths, &started.run_id, &started.state_file)?,
+        None => plan.paths.project.clone(),
+    };
     start(
         &plan.flow,
         plan.ctx.guard_command.clone(),
         plan.paths.project.clone(),
+        root,
     )
 }
 
+/// A boxed run's guard finds its run's state as the project's ACTIVE.json (the box binds the
+/// state file there, and shows nothing of other runs). The proof, outside the box, is given the
+/// same view: a root of its own, `active/<run_id>.proof/`, whose `.leopold/persona/ACTIVE.json`
+/// links to the run's state file and whose `events.jsonl` links to the project's, where the
+/// guard's denial lands as it does without the box. Removed once the proof has answered (and by
+/// recovery after a crash).
+fn boxed_view(
+    paths: &crate::state::PersonaPaths,
+    run_id: &str,
+    state_file: &std::path::Path,
+) -> anyhow::Result<std::path::PathBuf> {
+    let root = paths.proof_root(run_id);
+    let persona = root.join(".leopold").join("persona");
+    let made = std::fs::create_dir_all(&persona).and_then(|()| {
+        std::os::unix::fs::symlink(state_file, persona.join("ACTIVE.json"))?;
+        std::os::unix::fs::symlink(paths.events(), persona.join("events.jsonl"))
+    });
+    made.with_context(|| format!("cannot make the guard's proof view {}", root.display()))?;
+    Ok(root)
+}
+
+/// Starts the wired `command` in `root` (the project, or a boxed run's view of it).
 fn start(
     flow: &leopold_flows::Flow,
     command: String,
     project: std::path::PathBuf,
+    root: std::path::PathBuf,
 ) -> anyhow::Result<Proof> {
     let host =
         probe_host(flow).context("the flow allows every probe host; cannot prove the guard")?;
     let payload = json!({
         "session_id": "leopold-proof",
         "hook_event_name": "PreToolUse",
-        "cwd": project,
+        "cwd": root,
         "permission_mode": "default",
         "tool_name": "mcp__leopold_proof__navigate",
         "tool_input": {"url": format!("https://{host}/")},
@@ -61,7 +89,13 @@ fn start(
     .to_string();
     let thread = std::thread::Builder::new()
         .name("leopold-proof".into())
-        .spawn(move || run_proof(&command, &project, &payload))
+        .spawn(move || {
+            let verdict = run_proof(&command, &root, &project, &payload);
+            if root != project {
+                let _ = std::fs::remove_dir_all(&root);
+            }
+            verdict
+        })
         .context("cannot start a thread to prove the wired guard")?;
     Ok(Proof {
         thread: Some(thread),
@@ -93,14 +127,19 @@ impl Drop for Proof {
     }
 }
 
-fn run_proof(command: &str, project: &std::path::Path, payload: &str) -> anyhow::Result<()> {
+fn run_proof(
+    command: &str,
+    root: &std::path::Path,
+    project: &std::path::Path,
+    payload: &str,
+) -> anyhow::Result<()> {
     use std::io::Read as _;
     // `/bin/sh`, as Node's `shell: true` runs a hook: no search of PATH (a failed exec per entry
     // before the shell is found).
     let mut child = std::process::Command::new("/bin/sh")
         .arg("-c")
         .arg(command)
-        .current_dir(project)
+        .current_dir(root)
         .env("CLAUDE_PROJECT_DIR", project)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
@@ -143,7 +182,8 @@ mod tests {
 
     fn prove(command: &str) -> anyhow::Result<()> {
         let dir = tempfile::tempdir().unwrap();
-        start(&checkout(), command.to_owned(), dir.path().to_path_buf())
+        let p = dir.path().to_path_buf();
+        start(&checkout(), command.to_owned(), p.clone(), p)
             .unwrap()
             .verdict()
     }
@@ -169,7 +209,8 @@ mod tests {
             seen.display(),
             seen.display()
         );
-        start(&checkout(), cmd, dir.path().to_path_buf())
+        let p = dir.path().to_path_buf();
+        start(&checkout(), cmd, p.clone(), p)
             .unwrap()
             .verdict()
             .unwrap();
@@ -187,7 +228,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let done = dir.path().join("done");
         let cmd = format!("sleep 0.3; touch '{}'; exit 2", done.display());
-        let proof = start(&checkout(), cmd, dir.path().to_path_buf()).unwrap();
+        let p = dir.path().to_path_buf();
+        let proof = start(&checkout(), cmd, p.clone(), p).unwrap();
         drop(proof);
         // Dropping returned only once the guard had exited: nothing of it is left running.
         assert!(done.exists());

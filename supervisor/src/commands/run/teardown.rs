@@ -1,5 +1,6 @@
-//! Step 8's undo, shared by every way out once ACTIVE.json exists: unwire, remove the
-//! `--settings` file, archive ACTIVE.json as `run.json`, release the lock, print the summary.
+//! Step 8's undo, shared by every way out once the run's state file exists: unwire, remove the
+//! `--settings` file, archive the state as `run.json`, remove the state file, release the run's
+//! own lock and `run.lock`, print the summary.
 
 use anyhow::Context as _;
 
@@ -8,13 +9,17 @@ use super::progress::{summary_line, Reporter};
 use crate::exit::RunExit;
 use crate::harness;
 use crate::run_dir::RunDir;
-use crate::state::{self, ActiveState, RunEnd, RunLock, RunOutcome, StateFile};
+use crate::state::{self, ActiveState, OwnLock, RunEnd, RunLock, RunOutcome, StateFile};
 
 pub struct Teardown<'a> {
     pub plan: &'a Plan,
     /// The run's wiring context (for Codex, its own configuration copy).
     pub ctx: &'a harness::Context,
     pub st: ActiveState,
+    /// Where `st` is: `active/<run_id>.json`, or ACTIVE.json with `--no-contain`.
+    pub state_file: &'a std::path::Path,
+    /// The run's own lock, released once its state file is gone.
+    pub own: Option<OwnLock>,
     pub lock: Option<RunLock>,
     pub out: &'a Reporter,
     /// When [`Teardown::finish`] archived the run and released the project, for the run's
@@ -55,8 +60,8 @@ impl Teardown<'_> {
         self.finish(Ending::early(RunOutcome::SetupFailed, msg))
     }
 
-    /// Returns the exit code: the outcome's, or 2 when unwiring failed (ACTIVE.json is then kept
-    /// so that `persona recover`, or the next run, retries).
+    /// Returns the exit code: the outcome's, or 2 when unwiring failed (the state file is then
+    /// kept so that `persona recover`, or the next run, retries).
     pub fn finish(&mut self, ending: Ending) -> anyhow::Result<u8> {
         let Ending {
             mut end,
@@ -102,7 +107,8 @@ impl Teardown<'_> {
         };
         if let Err(e) = unwired {
             self.out.error(&format!(
-                "{e:#}\nthe guard is still wired; ACTIVE.json is kept so that `leopold persona recover --project {}` can finish the cleanup",
+                "{e:#}\nthe guard is still wired; {} is kept so that `leopold persona recover --project {}` can finish the cleanup",
+                self.state_file.display(),
                 plan.paths.project.display()
             ));
             return Ok(RunExit::CONFIG);
@@ -154,13 +160,16 @@ impl Teardown<'_> {
             }
         }
         self.steps.push(("archived", std::time::Instant::now()));
-        std::fs::remove_file(plan.paths.active())
-            .with_context(|| format!("cannot remove {}", plan.paths.active().display()))?;
+        std::fs::remove_file(self.state_file)
+            .with_context(|| format!("cannot remove {}", self.state_file.display()))?;
+        if let Some(own) = self.own.take() {
+            own.release();
+        }
         drop(self.lock.take());
         // The project is as it was and free for the next run; the report comes after.
         self.steps.push(("released", std::time::Instant::now()));
         // run.json's name across a power loss (and findings.md's, in the same folder). Lost
-        // before this, recovery finds ACTIVE.json (its removal is not durable before either)
+        // before this, recovery finds the state file (its removal is not durable before either)
         // and archives the run as crashed.
         crate::fs::sync_dir_of(&run_json);
         let rel = crate::project::shown(run_dir.path());
