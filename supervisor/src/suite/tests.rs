@@ -160,12 +160,14 @@ fn the_worst_case_decides_the_exit_code_and_tampering_is_a_violation() {
     let d = suite_folder();
     let mut cs = suite_cases(d.path());
     assert_eq!(exit_code(&cs[..2]), 0, "flaky and passed exit 0");
-    // A worker failure outranks the app's failure; a broken record outranks both.
-    let mut worse = cs[2].clone();
-    worse.attempts.swap(0, 1);
-    assert_eq!(worse.exit_code(), 5);
-    cs.push(worse);
-    assert_eq!(exit_code(&cs), 5);
+    // The app's failure outranks a persona the supervisor stopped; a broken record outranks
+    // both.
+    let mut stopped = cs[2].clone();
+    stopped.attempts.swap(0, 1);
+    assert_eq!(stopped.exit_code(), 5);
+    assert_eq!(exit_code(std::slice::from_ref(&stopped)), 5);
+    cs.push(stopped);
+    assert_eq!(exit_code(&cs), 6);
     let mut tampered = cs[1].clone();
     tampered.attempts[0].tampered = vec!["journal.jsonl line 2: …".into()];
     tampered.status = Status::Failed;

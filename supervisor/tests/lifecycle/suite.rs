@@ -76,10 +76,16 @@ fn runs_left(sb: &Sandbox) -> Vec<(String, String, String)> {
 fn every_flow_runs_under_every_harness_and_the_table_lists_them() {
     let sb = Sandbox::scripted("@exit 0\n");
     let dir = flows(&sb, &["browse", "search"]);
-    let o = suite(&sb, &[dir], "claude,codex", &["--jobs", "1"]);
+    let junit = sb.root.join("out/suite.xml");
+    let o = suite(
+        &sb,
+        &[dir],
+        "claude,codex",
+        &["--jobs", "4", "--junit", junit.to_str().unwrap()],
+    );
     let out = stdout(&o);
     assert_exit_code(&o, 0);
-    assert_has(&out, "suite of 4 runs, 1 at a time (--jobs)");
+    assert_has(&out, "suite of 4 runs, 4 at a time (--jobs)");
     assert_eq!(out.matches("   PASS [").count(), 4, "{out}");
     assert_has(&out, "4 runs in ");
     assert_has(&out, "4 passed, 0 flaky, 0 failed");
@@ -106,6 +112,15 @@ fn every_flow_runs_under_every_harness_and_the_table_lists_them() {
     .map(|(f, h)| (f.to_string(), h.to_string(), "clean".to_string()))
     .collect();
     assert_eq!(runs_left(&sb), want);
+    // One JUnit file and one page for the suite, each naming every run.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<testsuite ").count(), 2, "{xml}");
+    assert_eq!(xml.matches("<testcase ").count(), 4, "{xml}");
+    let html = std::fs::read_to_string(sb.persona_dir().join("runs/suite.html")).unwrap();
+    for d in sb.run_dirs().iter().filter(|d| d.is_dir()) {
+        let id = d.file_name().unwrap().to_str().unwrap();
+        assert!(html.contains(&format!("href=\"{id}/report.html\"")), "{id}");
+    }
     // Nothing wired, nothing active, the user's files as they were.
     assert!(!sb.active().exists());
     assert_eq!(
@@ -134,6 +149,23 @@ fn a_run_that_fails_once_is_tried_again_and_reported_flaky() {
     assert_has(&out, "0 passed, 1 flaky, 0 failed");
     let outcomes: Vec<String> = runs_left(&sb).into_iter().map(|r| r.2).collect();
     assert_eq!(outcomes, ["clean", "worker_failed"]);
+    // Each run says which attempt of which suite it was.
+    let mut members: Vec<(String, u64)> = sb
+        .run_dirs()
+        .iter()
+        .filter(|d| d.is_dir())
+        .map(|d| {
+            let v: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(d.join("run.json")).unwrap()).unwrap();
+            (
+                v["suite"]["id"].as_str().unwrap().to_owned(),
+                v["suite"]["attempt"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    members.sort_by_key(|m| m.1);
+    assert_eq!(members[0].0, members[1].0);
+    assert_eq!([members[0].1, members[1].1], [1, 2]);
 
     // Tried once only, the same failure is the suite's: exit 3, nothing retried.
     let sb = Sandbox::with_user_files();

@@ -173,7 +173,7 @@ fn active_state(
             .collect(),
         guard_settings,
         browser: browser.map(|p| p.state.clone()),
-        suite: None,
+        suite: plan.suite.clone(),
         end: None,
     }
 }

@@ -52,6 +52,8 @@ pub struct Plan {
     pub model: Option<String>,
     /// `--evidence`: the gateway's screenshots and trace of the provisioned browser.
     pub evidence: crate::run_dir::Evidence,
+    /// The suite that started this run, and which attempt it is (run.json's `suite`).
+    pub suite: Option<leopold_guard::SuiteMember>,
 }
 
 /// Whether the run provisions its browser: `--browser`, or the flow's `browser` key.
@@ -202,6 +204,11 @@ pub fn plan(args: &RunArgs, flow: &std::path::Path, kind: Harness) -> anyhow::Re
         budget: args.budget.clone(),
         model,
         evidence: args.evidence,
+        suite: args
+            .suite
+            .suite_member
+            .clone()
+            .map(|(id, attempt)| leopold_guard::SuiteMember { id, attempt }),
     })
 }
 

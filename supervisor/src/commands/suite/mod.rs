@@ -122,7 +122,7 @@ fn suite(args: &RunArgs, pairs: Vec<Pair>, listed: usize) -> Result<ExitCode, Fa
         &out,
     ))?;
     let code = crate::exit::RunExit::worst(results.iter().map(PairResult::exit_code));
-    let written = results::write(&paths, args.junit.as_deref(), &results, &out);
+    let written = results::write(&paths, args.junit.as_deref(), &results);
     out.finished(&results, started.elapsed(), &written);
     Ok(ExitCode::from(code))
 }
