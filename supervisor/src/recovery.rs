@@ -106,6 +106,7 @@ pub fn recover_locked(
         let _ = std::fs::remove_dir_all(crate::sandbox::sock_dir_for(&st.run_id));
         let crashed_dir = paths.run_dir(&st.run_id);
         crate::sandbox::clean_scratch(&crashed_dir.scratch());
+        report.warnings.extend(archive_crashed(&st, &crashed_dir));
         for w in &st.wiring {
             let kind = w.harness;
             // The run's own copy of the configuration (its record in the run directory) holds
@@ -155,13 +156,15 @@ pub fn recover_locked(
                     .map(|h| h.to_string()),
                 // What the persona reported before the crash, kept (the outcome stays
                 // `recovered`: no verdict of a run cut short is complete).
-                verdict: leopold_flows::Flow::load(&st.flow_path).ok().map(|flow| {
-                    let seen = crate::gateway::seen_in(&crashed_dir.gateway_record(), &flow);
-                    crate::verdict::judge(&flow, seen)
-                }),
+                verdict: leopold_flows::Flow::load(&crashed_dir.flow())
+                    .ok()
+                    .map(|flow| {
+                        let seen = crate::gateway::seen_in(&crashed_dir.gateway_record(), &flow);
+                        crate::verdict::judge(&flow, seen)
+                    }),
                 ..RunEnd::new(RunOutcome::Recovered)
             });
-            st.write_atomic(&run_json)?;
+            crate::archive::run_json(&st, &crashed_dir, &paths.project).write_atomic(&run_json)?;
         }
         std::fs::remove_file(&active)
             .with_context(|| format!("cannot remove {}", active.display()))?;
@@ -214,4 +217,23 @@ pub fn recover_locked(
         }
     }
     Ok(report)
+}
+
+/// A crashed run's directory made as a finished run's is ([`crate::archive`]): the flow's copy
+/// (a run whose copy a power loss took, or made by an older version, gets one now, from the file
+/// it recorded) and no browser files or scratch, unless the run kept them.
+fn archive_crashed(st: &ActiveState, dir: &RunDir) -> Vec<String> {
+    let mut warnings = crate::archive::clear(dir, st.keep_scratch);
+    let copied = std::fs::create_dir_all(dir.path())
+        .map_err(anyhow::Error::from)
+        .and_then(|()| match crate::archive::has_flow(dir) {
+            true => Ok(()),
+            false => crate::archive::copy_flow(&st.flow_path, dir),
+        });
+    if let Err(e) = copied {
+        warnings.push(format!(
+            "the crashed run's directory holds no copy of its flow: {e:#}"
+        ));
+    }
+    warnings
 }

@@ -73,4 +73,5 @@ mod persona_run;
 mod report;
 mod requests;
 mod two_projects;
+mod upload;
 mod verdict;

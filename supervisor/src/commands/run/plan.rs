@@ -52,6 +52,8 @@ pub struct Plan {
     pub model: Option<String>,
     /// `--evidence`: the gateway's screenshots and trace of the provisioned browser.
     pub evidence: crate::run_dir::Evidence,
+    /// `--keep-scratch`: the browser's files and the box's scratch outlive the run.
+    pub keep_scratch: bool,
 }
 
 /// Whether the run provisions its browser: `--browser`, or the flow's `browser` key.
@@ -204,6 +206,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         budget: args.budget.clone(),
         model,
         evidence: args.evidence,
+        keep_scratch: args.keep_scratch,
     })
 }
 
