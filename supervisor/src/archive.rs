@@ -65,6 +65,7 @@ pub fn run_json(st: &ActiveState, run_dir: &RunDir, project: &Path) -> ActiveSta
 /// it is left, unless `keep` (`--keep-scratch`). The persona's own screenshots, which the report
 /// shows, move to [`RunDir::SCREENSHOTS`] first. One warning for each folder left behind.
 pub fn clear(run_dir: &RunDir, keep: bool) -> Vec<String> {
+    host_only_logs(run_dir);
     if keep {
         return Vec::new();
     }
@@ -79,6 +80,32 @@ pub fn clear(run_dir: &RunDir, keep: bool) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// The gateway's servers' stderr logs (`gateway-<server>.log`) with every URL as its host:
+/// a server writes what it likes there (Playwright MCP names the page it failed on).
+fn host_only_logs(run_dir: &RunDir) {
+    let Ok(entries) = std::fs::read_dir(run_dir.path()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with("gateway-") && name.ends_with(".log")) {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(e.path()) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        if text.contains(':') {
+            let hosts = crate::redact::strip_urls(&text);
+            if hosts != text {
+                let volatile = state::Durability::Volatile;
+                let _ = state::write_atomic_as(&e.path(), hosts.as_bytes(), volatile);
+            }
+        }
+    }
 }
 
 /// Moves the images in the browser's output folder (plain files, no link) to
@@ -186,7 +213,14 @@ mod tests {
         let closed = run_dir.scratch().join("home");
         std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o000)).unwrap();
 
+        let log = run_dir.gateway_log("browser");
+        std::fs::write(&log, "Error: page https://app.test/a?token=t1 crashed\n").unwrap();
         assert_eq!(clear(&run_dir, true), Vec::<String>::new());
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "Error: page <app.test> crashed\n",
+            "a server's log is host-only, kept or not"
+        );
         assert!(profile.join("Cookies").exists(), "--keep-scratch keeps it");
         std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o000)).unwrap();
 

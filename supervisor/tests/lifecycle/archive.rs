@@ -124,6 +124,58 @@ fn the_browser_files_and_the_scratch_go_when_a_run_ends_unless_kept() {
     }
 }
 
+/// A run with a provisioned browser SIGKILLed once its worker runs: `persona recover` archives
+/// it as a finished run is, its flow's copy named relatively and its browser's files gone, or
+/// kept when the run was given `--keep-scratch`.
+#[test]
+fn a_crashed_run_is_archived_self_contained_and_without_its_browser_files_unless_kept() {
+    for keep in [false, true] {
+        let sb = Sandbox::unboxed();
+        let server = stand_in_browser(&sb);
+        sb.set_script("@sleep 60000\n");
+        let server_arg = server.display().to_string();
+        let mut args = vec![
+            "--browser",
+            "playwright",
+            "--chromium",
+            "/bin/true",
+            "--playwright-mcp",
+            &server_arg,
+        ];
+        if keep {
+            args.push("--keep-scratch");
+        }
+        let mut child = sb
+            .run_cmd("claude", &args)
+            .env("__LEOPOLD_PAUSE_AT", "launched")
+            .env("__LEOPOLD_PAUSE_MARKER", sb.marker())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for(15, "the supervisor to pause once launched", || {
+            sb.marker().exists()
+        });
+        let run_dir = sb.run_dirs().pop().unwrap();
+        assert!(run_dir.join("browser/profile").is_dir());
+        signal(child.id(), "KILL");
+        let _ = child.wait();
+
+        let out = sb.recover();
+        assert_exit_code(&out, 0);
+        assert_has(&stdout(&out), "crashed run");
+        assert_eq!(run_dir.join("browser/profile").is_dir(), keep);
+        let rj = sb.run_json();
+        assert_eq!(rj["end"]["outcome"], "recovered");
+        assert_eq!(rj["flow_path"], "flow.md");
+        assert_eq!(rj["browser"]["ref_map"], "browser/refs.json");
+        assert_eq!(
+            std::fs::read(run_dir.join("flow.md")).unwrap(),
+            std::fs::read(sb.flow()).unwrap()
+        );
+    }
+}
+
 /// A stand-in for `playwright-mcp`: the stub browser, which takes none of its arguments, and a
 /// file that says it was started.
 fn stand_in_browser(sb: &Sandbox) -> std::path::PathBuf {
