@@ -120,7 +120,9 @@ fn keep_screenshots(run_dir: &RunDir) {
         let image = Path::new(&name)
             .extension()
             .and_then(|x| x.to_str())
-            .is_some_and(|x| ["png", "jpg", "jpeg"].contains(&x.to_ascii_lowercase().as_str()));
+            .is_some_and(|x| {
+                ["png", "jpg", "jpeg", "webp"].contains(&x.to_ascii_lowercase().as_str())
+            });
         if image && e.file_type().is_ok_and(|t| t.is_file()) && std::fs::create_dir_all(&to).is_ok()
         {
             let _ = std::fs::rename(e.path(), to.join(&name));

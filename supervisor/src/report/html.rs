@@ -329,7 +329,7 @@ fn screenshot(rec: &RunRecord, a: &Action) -> Markup {
         return html! {};
     };
     let Some(path) = rec.screenshot_of(a) else {
-        return html! { span.muted { "screenshot " code { (name) } " not in browser/output/" } };
+        return html! { span.muted { "screenshot " code { (name) } " not in screenshots/" } };
     };
     let mime = match path
         .extension()
@@ -344,7 +344,10 @@ fn screenshot(rec: &RunRecord, a: &Action) -> Markup {
     let size = std::fs::metadata(&path)
         .map(|m| m.len())
         .unwrap_or(u64::MAX);
-    let rel = format!("browser/output/{name}");
+    // Where it is in the run directory: `screenshots/` once the run ended.
+    let rel = path
+        .strip_prefix(rec.dir.path())
+        .map_or_else(|_| name.to_owned(), |p| p.display().to_string());
     match (size <= MAX_EMBED)
         .then(|| std::fs::read(&path).ok())
         .flatten()
