@@ -73,7 +73,10 @@ pub fn after_run(run_dir: &RunDir, flow: &leopold_flows::Flow, junit: Option<&Pa
 pub enum FlowSource<'a> {
     /// The flow the run itself used (at the end of a run).
     Given(&'a leopold_flows::Flow),
-    /// Read again: the run directory's copy, or the flow file an older run recorded.
+    /// The run directory's copy of the flow it ran (`flow.md`), read again.
+    Copied(Box<leopold_flows::Flow>),
+    /// The flow file a run made before runs carried a copy recorded, read again: it may have
+    /// changed since.
     Loaded(Box<leopold_flows::Flow>),
     /// The flow file could not be read now: why.
     Missing(String),
@@ -88,6 +91,7 @@ impl FlowSource<'_> {
             Err(why) => return FlowSource::Missing(why),
         };
         match leopold_flows::Flow::load(&path) {
+            Ok(f) if path == rec.dir.flow() => FlowSource::Copied(Box::new(f)),
             Ok(f) => FlowSource::Loaded(Box::new(f)),
             Err(e) => FlowSource::Missing(format!("{e}")),
         }
@@ -97,7 +101,7 @@ impl FlowSource<'_> {
     pub fn flow(&self) -> Option<&leopold_flows::Flow> {
         match self {
             FlowSource::Given(f) => Some(f),
-            FlowSource::Loaded(f) => Some(f),
+            FlowSource::Copied(f) | FlowSource::Loaded(f) => Some(f),
             FlowSource::Missing(_) => None,
         }
     }

@@ -179,7 +179,13 @@ fn flow_section(rec: &RunRecord, flow: &FlowSource<'_>) -> Markup {
                     }
                     dl {
                         dt { "Name" } dd { code { (f.name) } }
-                        dt { "File" } dd { code { (f.source.display()) } }
+                        dt { "File" }
+                        @match (flow, rec.state.as_ref().and_then(|s| s.flow_source.as_ref())) {
+                            (FlowSource::Copied(_), Some(source)) => dd {
+                                code { (source.display()) } span.muted { " (its copy in the run directory, " code { "flow.md" } ", shown)" }
+                            },
+                            _ => dd { code { (f.source.display()) } },
+                        }
                         dt { "Allowlist" }
                         dd { ul.plain { @for e in &f.allowlist { li { code { (e) } } } } }
                         @if let Some(start) = &f.start_url {

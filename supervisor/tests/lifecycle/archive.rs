@@ -51,6 +51,10 @@ fn a_run_directory_moved_elsewhere_replays_and_reports_without_its_flow() {
     assert!(!stderr(&report).contains("warning"), "{}", stderr(&report));
     let page = std::fs::read_to_string(moved.join("report.html")).unwrap();
     assert!(!page.contains("could not be read now"), "{page}");
+    // The flow shown is the run's copy, under the name of the file it was copied from.
+    assert!(page.contains("its copy in the run directory"), "{page}");
+    assert!(page.contains(&sb.flow().display().to_string()), "{page}");
+    assert!(page.contains("staging.example.com"), "{page}");
 
     // A run directory from before the copy: replay says, in one line, to pass --flow, and
     // does with it.
