@@ -93,25 +93,12 @@ fn a_run_directory_moved_elsewhere_replays_and_reports_without_its_flow() {
 fn the_browser_files_and_the_scratch_go_when_a_run_ends_unless_kept() {
     for keep in [false, true] {
         let sb = Sandbox::unboxed();
-        let server = stand_in_browser(&sb);
         sb.set_script(&mcp_script(&[(
             "browser_navigate",
             serde_json::json!({"url": "https://staging.example.com/welcome"}),
         )]));
-        let server_arg = server.display().to_string();
-        let mut args = vec![
-            "--browser",
-            "playwright",
-            "--chromium",
-            "/bin/true",
-            "--playwright-mcp",
-            &server_arg,
-            "--evidence",
-            "none",
-        ];
-        if keep {
-            args.push("--keep-scratch");
-        }
+        let args = stand_in_browser(&sb, keep);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = sb.run_cmd("claude", &args).output().unwrap();
         assert_exit_code(&out, 0);
         // The gateway started the stand-in as the run's provisioned browser.
@@ -135,20 +122,9 @@ fn the_browser_files_and_the_scratch_go_when_a_run_ends_unless_kept() {
 fn a_crashed_run_is_archived_self_contained_and_without_its_browser_files_unless_kept() {
     for keep in [false, true] {
         let sb = Sandbox::unboxed();
-        let server = stand_in_browser(&sb);
         sb.set_script("@sleep 60000\n");
-        let server_arg = server.display().to_string();
-        let mut args = vec![
-            "--browser",
-            "playwright",
-            "--chromium",
-            "/bin/true",
-            "--playwright-mcp",
-            &server_arg,
-        ];
-        if keep {
-            args.push("--keep-scratch");
-        }
+        let args = stand_in_browser(&sb, keep);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut child = sb
             .run_cmd("claude", &args)
             .env("__LEOPOLD_PAUSE_AT", "launched")
@@ -180,9 +156,10 @@ fn a_crashed_run_is_archived_self_contained_and_without_its_browser_files_unless
     }
 }
 
-/// A stand-in for `playwright-mcp`: the stub browser, which takes none of its arguments, and a
-/// file that says it was started.
-fn stand_in_browser(sb: &Sandbox) -> std::path::PathBuf {
+/// `persona run`'s arguments for a provisioned browser whose `playwright-mcp` is a stand-in (the
+/// stub browser, which takes none of its arguments, and a file that says it was started), no
+/// evidence, and `--keep-scratch` if `keep`.
+fn stand_in_browser(sb: &Sandbox, keep: bool) -> Vec<String> {
     use std::os::unix::fs::PermissionsExt as _;
     let stub = sb.stub_browser("browser");
     let server = sb.kit().join("playwright-mcp");
@@ -198,7 +175,16 @@ fn stand_in_browser(sb: &Sandbox) -> std::path::PathBuf {
     )
     .unwrap();
     std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
-    server
+    let server = server.display().to_string();
+    let mut args = ["--browser", "playwright", "--chromium", "/bin/true"]
+        .into_iter()
+        .chain(["--playwright-mcp", &server, "--evidence", "none"])
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    if keep {
+        args.push("--keep-scratch".into());
+    }
+    args
 }
 
 fn assert_kept_says_so(out: &std::process::Output, keep: bool) {
