@@ -106,7 +106,6 @@ pub fn recover_locked(
         let _ = std::fs::remove_dir_all(crate::sandbox::sock_dir_for(&st.run_id));
         let crashed_dir = paths.run_dir(&st.run_id);
         crate::sandbox::clean_scratch(&crashed_dir.scratch());
-        report.warnings.extend(archive_crashed(&st, &crashed_dir));
         for w in &st.wiring {
             let kind = w.harness;
             // The run's own copy of the configuration (its record in the run directory) holds
@@ -136,6 +135,8 @@ pub fn recover_locked(
                 report.removed_files.push(gs.clone());
             }
         }
+        // Once unwired: a Codex run's wiring is in its scratch.
+        report.warnings.extend(archive_crashed(&st, &crashed_dir));
         std::fs::create_dir_all(crashed_dir.path())
             .with_context(|| format!("cannot create {}", crashed_dir.path().display()))?;
         let run_json = crashed_dir.run_json();
