@@ -55,8 +55,13 @@ pub struct ActiveFile<E> {
     pub run_id: String,
     /// The flow's name.
     pub flow: String,
-    /// The flow file, absolute.
+    /// The flow file: in ACTIVE.json the one the guard reads, absolute; in `run.json` the run
+    /// directory's copy, relative to it (`flow.md`; docs/reference.md#run-directory).
     pub flow_path: PathBuf,
+    /// In `run.json` only: the flow file the run was given, relative to the project when it lies
+    /// inside it. For people: replay and reports read the copy `flow_path` names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_source: Option<PathBuf>,
     /// The harness running the worker.
     pub harness: Harness,
     /// The supervisor's pid.
@@ -80,6 +85,10 @@ pub struct ActiveFile<E> {
     /// ignores it. Absent: a run of its own, attempt 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suite: Option<SuiteMember>,
+    /// `--keep-scratch`: the browser's profile and the worker's scratch outlive the run (and its
+    /// recovery after a crash); by default both are removed when it ends.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_scratch: bool,
     /// Present only in `run.json`: how the run ended.
     #[serde(default = "none", skip_serializing_if = "Option::is_none")]
     pub end: Option<E>,
@@ -231,6 +240,7 @@ mod tests {
             run_id: "r1".into(),
             flow: "checkout".into(),
             flow_path: "/p/flows/checkout.md".into(),
+            flow_source: None,
             harness: Harness::Codex,
             supervisor_pid: 7,
             worker_pid: Some(8),
@@ -247,6 +257,7 @@ mod tests {
                 ref_map: "/p/.leopold/persona/runs/r1/browser/refs.json".into(),
             }),
             suite: None,
+            keep_scratch: false,
             end: None,
         }
     }

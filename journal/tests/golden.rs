@@ -186,8 +186,15 @@ fn a_missing_flow_is_unreadable_input() {
         ..ReplayOptions::default()
     };
     let err = replay(&opts, &mut |_| {}).unwrap_err();
-    assert!(matches!(err, ReplayError::Flow(_)), "{err}");
-    assert!(err.to_string().contains("flow.md"), "{err}");
+    assert!(matches!(err, ReplayError::NoFlow { .. }), "{err}");
+    // It names the copy it looked for, the file the run recorded, and what to do.
+    let text = err.to_string();
+    assert!(text.contains("holds no copy of its flow (flow.md"), "{err}");
+    assert!(
+        text.contains("the flow it recorded, flow.md, is not there"),
+        "{err}"
+    );
+    assert!(text.contains("pass the flow with --flow FILE"), "{err}");
 }
 
 #[test]

@@ -377,6 +377,13 @@ pub struct RunArgs {
     /// traces show what the pages showed, data included. The model never sees them.
     #[arg(long, value_enum, value_name = "WHAT", default_value = "steps")]
     pub evidence: crate::run_dir::Evidence,
+    /// Keep the provisioned browser's files (its profile: the app's cookies) and the box's
+    /// scratch (the worker's HOME: the harness's transcripts, with full URLs) in the run
+    /// directory when the run ends, for debugging. By default both are removed, so that the runs
+    /// folder is safe to upload (docs/reference.md#run-directory); a kept run directory is not,
+    /// and the run says so on stderr and in its summary.
+    #[arg(long)]
+    pub keep_scratch: bool,
     /// Print only the final summary.
     #[arg(long, conflicts_with = "json")]
     pub quiet: bool,

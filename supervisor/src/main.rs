@@ -4,6 +4,7 @@
 //! `leopold persona guard` is matched on the raw arguments before anything else (no clap, no
 //! logging, no runtime): it runs before every browser tool call.
 
+mod archive;
 mod browser;
 mod cache;
 mod cli;

@@ -266,6 +266,8 @@ fn recover_run(
             report.removed_files.push(gs.clone());
         }
     }
+    // Once unwired: a Codex run's wiring is in its scratch.
+    report.warnings.extend(archive_crashed(&st, &crashed_dir));
     std::fs::create_dir_all(crashed_dir.path())
         .with_context(|| format!("cannot create {}", crashed_dir.path().display()))?;
     let run_json = crashed_dir.run_json();
@@ -286,13 +288,13 @@ fn recover_run(
                 .map(|h| h.to_string()),
             // What the persona reported before the crash, kept (the outcome stays
             // `recovered`: no verdict of a run cut short is complete).
-            verdict: leopold_flows::Flow::load(&st.flow_path).ok().map(|flow| {
+            verdict: leopold_flows::Flow::load(&crashed_dir.flow()).ok().map(|flow| {
                 let seen = crate::gateway::seen_in(&crashed_dir.gateway_record(), &flow);
                 crate::verdict::judge(&flow, seen)
             }),
             ..RunEnd::new(RunOutcome::Recovered)
         });
-        st.write_atomic(&run_json)?;
+        crate::archive::run_json(&st, &crashed_dir, &paths.project).write_atomic(&run_json)?;
     }
     std::fs::remove_file(file).with_context(|| format!("cannot remove {}", file.display()))?;
     state::append_event(
@@ -314,4 +316,23 @@ fn recover_run(
         killed,
     });
     Ok(())
+}
+
+/// A crashed run's directory made as a finished run's is ([`crate::archive`]): the flow's copy
+/// (a run whose copy a power loss took, or made by an older version, gets one now, from the file
+/// it recorded) and no browser files or scratch, unless the run kept them.
+fn archive_crashed(st: &ActiveState, dir: &RunDir) -> Vec<String> {
+    let mut warnings = crate::archive::clear(dir, st.keep_scratch);
+    let copied = std::fs::create_dir_all(dir.path())
+        .map_err(anyhow::Error::from)
+        .and_then(|()| match crate::archive::has_flow(dir) {
+            true => Ok(()),
+            false => crate::archive::copy_flow(&st.flow_path, dir),
+        });
+    if let Err(e) = copied {
+        warnings.push(format!(
+            "the crashed run's directory holds no copy of its flow: {e:#}"
+        ));
+    }
+    warnings
 }

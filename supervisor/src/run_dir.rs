@@ -29,6 +29,11 @@ impl RunDir {
     pub const EVIDENCE: &'static str = "evidence";
     /// The run's Playwright trace (`--evidence steps`).
     pub const TRACE: &'static str = "trace.zip";
+    /// The copy of the flow the run ran, written when it starts: replay and reports read it, so
+    /// that the run directory needs nothing outside it (docs/reference.md#run-directory).
+    pub const FLOW: &'static str = "flow.md";
+    /// The screenshots the persona took itself, kept from the browser's files when they go.
+    pub const SCREENSHOTS: &'static str = "screenshots";
 
     pub fn new(path: impl Into<PathBuf>) -> RunDir {
         RunDir(path.into())
@@ -55,6 +60,14 @@ impl RunDir {
         self.0.join(format!("gateway-{server}.log"))
     }
 
+    pub fn flow(&self) -> PathBuf {
+        self.0.join(Self::FLOW)
+    }
+
+    pub fn screenshots(&self) -> PathBuf {
+        self.0.join(Self::SCREENSHOTS)
+    }
+
     pub fn findings(&self) -> PathBuf {
         self.0.join(Self::FINDINGS)
     }
@@ -63,12 +76,14 @@ impl RunDir {
         self.0.join(Self::REPORT)
     }
 
-    /// Leopold's own files for the run, copied into the box's scratch (docs/security.md#the-box).
+    /// Leopold's own files for the run, copied into the box's scratch (docs/security.md#the-box),
+    /// and the worker's HOME there; removed when the run ends, unless `--keep-scratch`.
     pub fn scratch(&self) -> PathBuf {
         self.0.join("scratch")
     }
 
-    /// The provisioned browser's files: its configuration, profile and home.
+    /// The provisioned browser's files: its configuration, profile and home; removed when the
+    /// run ends, unless `--keep-scratch`.
     pub fn browser(&self) -> PathBuf {
         self.0.join("browser")
     }
@@ -99,6 +114,7 @@ mod tests {
             RunDir::GATEWAY_RECORD,
             leopold_journal::replay::GATEWAY_RECORD
         );
+        assert_eq!(RunDir::FLOW, leopold_journal::replay::FLOW);
     }
 }
 

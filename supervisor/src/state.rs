@@ -423,6 +423,7 @@ mod tests {
             run_id: new_run_id(),
             flow: "checkout".into(),
             flow_path: "/x/flows/checkout.md".into(),
+            flow_source: None,
             harness: Harness::Claude,
             supervisor_pid: 1,
             worker_pid: None,
@@ -435,6 +436,7 @@ mod tests {
             guard_settings: None,
             browser: None,
             suite: None,
+            keep_scratch: false,
             end: None,
         };
         s.write_atomic(&p).unwrap();

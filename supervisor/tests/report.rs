@@ -255,7 +255,8 @@ fn a_violating_run_writes_a_report_chromium_renders_and_a_junit_failure() {
         "evil.example",
         "hook_failed_open",
         "prod-dashboard.example.org",
-        "browser/output/page-shot.png",
+        // Kept from the browser's output folder when the run ended.
+        "screenshots/page-shot.png",
         "5 actions",
         "Go to <staging.example.com> now",
     ] {

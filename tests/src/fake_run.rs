@@ -551,11 +551,13 @@ pub fn active_worker_pid(sb: &Sandbox) -> Option<u32> {
 }
 
 /// What a finished run leaves under `.leopold/persona/`: the project's event log (the guard's
-/// denials, the proof's among them), the inert lock file, and the run directory (the gateway's
-/// record and the worker's MCP config for its browser, journal, report, final state).
-pub const RUN_LISTING: [&str; 7] = [
+/// denials, the proof's among them), the inert lock file, and the run directory (the copy of
+/// its flow, the gateway's record and the worker's MCP config for its browser, journal, report,
+/// final state; no scratch).
+pub const RUN_LISTING: [&str; 8] = [
     "events.jsonl",
     "run.lock",
+    "runs/<run>/flow.md",
     "runs/<run>/gateway.jsonl",
     "runs/<run>/journal.jsonl",
     "runs/<run>/mcp-relay.json",

@@ -9,6 +9,14 @@ use serde_json::{json, Value};
 use crate::script::{Script, ToolCall, Turn};
 use crate::{read_jsonl, require_cli, start_serving, Harness, ModelServer, Sandbox};
 
+/// The value of the cookie `leopold_session` the staging app's `/account` sets: what a finished
+/// runs folder must not hold.
+pub const SESSION_COOKIE: &str = "LeopoldSessionS3cret-c00k1e-5d1f";
+
+/// The bearer token `/account`'s script sends as `Authorization` (the page's text holds it
+/// reversed).
+pub const BEARER_TOKEN: &str = "LeopoldBearerS3cret-t0k3n-9a7e";
+
 /// How the staging app is started: https only (`tls`), and with its review page broken
 /// (`seeded_bug`). A `bool` is `tls` alone.
 #[derive(Debug, Clone, Copy, Default)]
@@ -35,7 +43,8 @@ pub struct StagingApp {
     child: Child,
     /// Its port on 127.0.0.1.
     pub port: u16,
-    /// Its request log (`{"method","path","host"}` lines).
+    /// Its request log (`{"method","path","host"}` lines; `"cookie": true` and `"bearer": true`
+    /// on a request that carried `/account`'s cookie or bearer token).
     pub log: PathBuf,
     /// With [`StagingApp::start_tls`]: the PEM file of the CA its certificate comes from.
     pub ca: Option<PathBuf>,

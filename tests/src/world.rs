@@ -100,6 +100,9 @@ impl World {
         let mut cmd = self
             .sb
             .persona_run(&self.leopold, flow, self.h, &self.cli, &self.model);
+        // The scratch kept: what the box let reach it (a marker, a survivor's beat, a planted
+        // link) is the witness of the contained suites.
+        cmd.arg("--keep-scratch");
         cmd.env("AWS_SECRET_ACCESS_KEY", &self.aws_secret);
         cmd
     }

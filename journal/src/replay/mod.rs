@@ -57,8 +57,8 @@ pub const MAX_LINE: usize = 4 << 20;
 pub struct ReplayOptions {
     /// A `journal.jsonl`, a run directory holding one, or (with `from`) a raw harness stream.
     pub input: PathBuf,
-    /// The flow to check against; default: the run's `run.json` `flow_path`, else the journal
-    /// header's `flow_path`. Required with `from`.
+    /// The flow to check against; default: the run directory's copy ([`FLOW`]), else the
+    /// path the run recorded ([`flow_of_run`]). Required with `from`.
     pub flow: Option<PathBuf>,
     /// Read a raw harness stream of this harness instead of a journal.
     pub from: Option<Harness>,
@@ -99,6 +99,10 @@ pub struct RunEndInfo {
     #[serde(default)]
     pub gateway_hash: Option<String>,
 }
+
+/// The copy of the flow a run ran, in its run directory: what replay and `persona report` check
+/// against when no `--flow` is given ([`flow_of_run`]).
+pub const FLOW: &str = "flow.md";
 
 /// The gateway's record in a run directory, beside the journal: hash-chained from its first
 /// line ([`crate::chain::check_lines`]). Replay checks it when it is there.
@@ -156,13 +160,17 @@ pub fn replay(
     let mut reader = open(&journal)?;
     let (header, header_hash) = read_header(&mut reader, &journal)?;
 
-    let flow_path = match (
-        &opts.flow,
-        run_info.as_ref().and_then(|r| r.flow_path.clone()),
-    ) {
-        (Some(p), _) => p.clone(),
-        (None, Some(p)) => resolve_recorded(&p, &journal),
-        (None, None) => resolve_recorded(&header.flow_path, &journal),
+    let flow_path = match &opts.flow {
+        Some(p) => p.clone(),
+        None => {
+            let recorded = run_info.as_ref().and_then(|r| r.flow_path.clone());
+            let recorded = recorded.unwrap_or_else(|| header.flow_path.clone());
+            let dir = journal.parent().unwrap_or(Path::new("."));
+            flow_of_run(dir, &recorded).map_err(|why| ReplayError::NoFlow {
+                path: opts.input.clone(),
+                why,
+            })?
+        }
     };
     let flow = Flow::load(&flow_path)?;
     let par = Parallelism::new(opts.threads);
@@ -219,22 +227,37 @@ fn read_run_info(path: &Path) -> Result<Option<RunInfo>, ReplayError> {
     }
 }
 
-/// A recorded flow path: as is if it exists (absolute, or relative to the current directory),
-/// else relative to the journal's directory, else to the project root the journal lives in
-/// (`<root>/.leopold/persona/runs/<id>/journal.jsonl`).
-fn resolve_recorded(recorded: &Path, journal: &Path) -> PathBuf {
-    if recorded.is_absolute() || recorded.exists() {
-        return recorded.to_path_buf();
+/// The flow a run directory's journal is checked against when no `--flow` is given: the run
+/// directory's own copy ([`FLOW`], written since runs carry one), else the path the run recorded
+/// (an older run's, absolute), relative to the run directory or else to the project that holds
+/// it (`<root>/.leopold/persona/runs/<id>/`). Never the current directory: a run directory
+/// moved elsewhere must not be judged by whatever `flow.md` lies where replay is run.
+///
+/// # Errors
+///
+/// Why no flow was found, as the rest of a sentence (`no flow to check … against: {why}`).
+pub fn flow_of_run(dir: &Path, recorded: &Path) -> Result<PathBuf, String> {
+    let copy = dir.join(FLOW);
+    if copy.is_file() {
+        return Ok(copy);
     }
-    let Ok(journal) = journal.canonicalize() else {
-        return recorded.to_path_buf();
+    let found = if recorded.is_absolute() {
+        Some(recorded.to_path_buf()).filter(|p| p.exists())
+    } else {
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        [0, 4]
+            .iter()
+            .filter_map(|&n| dir.ancestors().nth(n))
+            .map(|base| base.join(recorded))
+            .find(|p| p.exists())
     };
-    [1, 5]
-        .iter()
-        .filter_map(|&n| journal.ancestors().nth(n))
-        .map(|base| base.join(recorded))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| recorded.to_path_buf())
+    found.ok_or_else(|| {
+        format!(
+            "{} holds no copy of its flow ({FLOW}: a run made before run directories carried one) and the flow it recorded, {}, is not there",
+            dir.display(),
+            recorded.display()
+        )
+    })
 }
 
 /// Compares the journal's head with one recorded elsewhere; a difference is a finding.

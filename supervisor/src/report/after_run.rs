@@ -1,25 +1,11 @@
 //! What a report is made from once a run has ended (the after-run hook `persona run` calls) or
-//! later (`persona report`): the run directory, and the flow it used, found again from the path
-//! the run recorded.
+//! later (`persona report`): the run directory, and the flow it used: the run directory's own
+//! copy, found as `persona replay` finds it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{html, junit, read_run, RunRecord};
 use crate::run_dir::RunDir;
-
-/// Resolves a recorded flow path: absolute, or relative to the project that holds the run
-/// directory (`<project>/.leopold/persona/runs/<id>`), or to the current directory.
-pub fn resolve_flow_path(recorded: &Path, run_dir: &Path) -> PathBuf {
-    if recorded.is_absolute() {
-        return recorded.to_path_buf();
-    }
-    run_dir
-        .ancestors()
-        .nth(4)
-        .map(|root| root.join(recorded))
-        .filter(|p| p.exists())
-        .unwrap_or_else(|| recorded.to_path_buf())
-}
 
 /// What [`after_run`] has the caller say.
 #[derive(Debug, Default)]
@@ -79,7 +65,10 @@ pub fn after_run(run_dir: &RunDir, flow: &leopold_flows::Flow, junit: Option<&Pa
 pub enum FlowSource<'a> {
     /// The flow the run itself used (at the end of a run).
     Given(&'a leopold_flows::Flow),
-    /// Read again from the flow file `run.json` names.
+    /// The run directory's copy of the flow it ran (`flow.md`), read again.
+    Copied(Box<leopold_flows::Flow>),
+    /// The flow file a run made before runs carried a copy recorded, read again: it may have
+    /// changed since.
     Loaded(Box<leopold_flows::Flow>),
     /// The flow file could not be read now: why.
     Missing(String),
@@ -88,11 +77,13 @@ pub enum FlowSource<'a> {
 impl FlowSource<'_> {
     /// Loads the flow the run names, for a report rendered after the fact.
     pub fn load(rec: &RunRecord) -> FlowSource<'static> {
-        let Some(recorded) = rec.flow_path() else {
-            return FlowSource::Missing("the run records no flow file".into());
+        let recorded = rec.flow_path().unwrap_or_default();
+        let path = match leopold_journal::replay::flow_of_run(rec.dir.path(), &recorded) {
+            Ok(p) => p,
+            Err(why) => return FlowSource::Missing(why),
         };
-        let path = resolve_flow_path(&recorded, rec.dir.path());
         match leopold_flows::Flow::load(&path) {
+            Ok(f) if path == rec.dir.flow() => FlowSource::Copied(Box::new(f)),
             Ok(f) => FlowSource::Loaded(Box::new(f)),
             Err(e) => FlowSource::Missing(format!("{e}")),
         }
@@ -102,7 +93,7 @@ impl FlowSource<'_> {
     pub fn flow(&self) -> Option<&leopold_flows::Flow> {
         match self {
             FlowSource::Given(f) => Some(f),
-            FlowSource::Loaded(f) => Some(f),
+            FlowSource::Copied(f) | FlowSource::Loaded(f) => Some(f),
             FlowSource::Missing(_) => None,
         }
     }

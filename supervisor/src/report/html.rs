@@ -194,7 +194,13 @@ fn flow_section(rec: &RunRecord, flow: &FlowSource<'_>) -> Markup {
                     }
                     dl {
                         dt { "Name" } dd { code { (f.name) } }
-                        dt { "File" } dd { code { (f.source.display()) } }
+                        dt { "File" }
+                        @match (flow, rec.state.as_ref().and_then(|s| s.flow_source.as_ref())) {
+                            (FlowSource::Copied(_), Some(source)) => dd {
+                                code { (source.display()) } span.muted { " (its copy in the run directory, " code { "flow.md" } ", shown)" }
+                            },
+                            _ => dd { code { (f.source.display()) } },
+                        }
                         dt { "Allowlist" }
                         dd { ul.plain { @for e in &f.allowlist { li { code { (e) } } } } }
                         @if let Some(start) = &f.start_url {
@@ -344,7 +350,7 @@ fn screenshot(rec: &RunRecord, a: &Action) -> Markup {
         return html! {};
     };
     let Some(path) = rec.screenshot_of(a) else {
-        return html! { span.muted { "screenshot " code { (name) } " not in browser/output/" } };
+        return html! { span.muted { "screenshot " code { (name) } " not in screenshots/" } };
     };
     let mime = match path
         .extension()
@@ -359,7 +365,10 @@ fn screenshot(rec: &RunRecord, a: &Action) -> Markup {
     let size = std::fs::metadata(&path)
         .map(|m| m.len())
         .unwrap_or(u64::MAX);
-    let rel = format!("browser/output/{name}");
+    // Where it is in the run directory: `screenshots/` once the run ended.
+    let rel = path
+        .strip_prefix(rec.dir.path())
+        .map_or_else(|_| name.to_owned(), |p| p.display().to_string());
     match (size <= MAX_EMBED)
         .then(|| std::fs::read(&path).ok())
         .flatten()

@@ -187,7 +187,8 @@ impl RunRecord {
     }
 }
 
-/// The screenshot file `name` in `<run dir>/browser/output/`, if it is a plain file name there
+/// The screenshot file `name` in `<run dir>/browser/output/` (while the run lives) or
+/// `<run dir>/screenshots/` (once the browser's files are gone), if it is a plain file name there
 /// (a name with a path separator or `..` is never followed: the journal names files, it does not
 /// point at them).
 fn screenshot_path(dir: &RunDir, name: &str) -> Option<PathBuf> {
@@ -199,8 +200,10 @@ fn screenshot_path(dir: &RunDir, name: &str) -> Option<PathBuf> {
     if !plain {
         return None;
     }
-    let p = dir.browser_output().join(name);
-    p.is_file().then_some(p)
+    [dir.browser_output(), dir.screenshots()]
+        .into_iter()
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
 }
 
 /// One structured finding as a line: `#3 denied: outside_allowlist: mcp__b__navigate [evil.example]`.

@@ -78,7 +78,7 @@ use probe::probe_for_run;
 pub(crate) use probe::system_args;
 pub use probe::{prefetch_system_args, probe, Availability};
 pub use relay::{make_sock_dir, RunBox};
-pub use scratch::clean_scratch;
+pub use scratch::{clean_scratch, remove_whole};
 pub use spec::{relay_base, Login, Needs};
 
 /// The variable naming the supervisor's event socket, read by the guard.

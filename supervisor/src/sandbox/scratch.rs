@@ -28,6 +28,47 @@ pub fn clean_scratch(scratch: &Path) {
     clean_dir(&top, 0);
 }
 
+/// Removes the folder `dir` with all it holds, at any depth, following no link (the box's
+/// scratch and the browser's files when a run ends: docs/reference.md#run-directory). A folder
+/// its writer made unreadable or unwritable is made the owner's again first. Whether `dir` is
+/// gone (a missing one is).
+pub fn remove_whole(dir: &Path) -> bool {
+    use rustix::fs::Mode;
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return false;
+    };
+    let Ok(name) = std::ffi::CString::new(name.as_encoded_bytes()) else {
+        return false;
+    };
+    if let Ok(parent) = rustix::fs::open(parent, dir_flags(), Mode::empty()) {
+        remove_tree(&parent, name);
+    }
+    std::fs::symlink_metadata(dir).is_err()
+}
+
+/// Opens folder `name` of `parent` to empty it: made the owner's to read and write (a folder of
+/// mode 0500 keeps its files otherwise), through no link.
+fn open_to_empty(
+    parent: &std::os::fd::OwnedFd,
+    name: &std::ffi::CStr,
+) -> rustix::io::Result<std::os::fd::OwnedFd> {
+    use rustix::fs::{AtFlags, FileType, Mode};
+    let dir = match rustix::fs::openat(parent, name, dir_flags(), Mode::empty()) {
+        Err(rustix::io::Errno::ACCESS) => {
+            // Not opened, so not yet known to be a folder rather than a link to one.
+            let st = rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW)?;
+            if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
+                return Err(rustix::io::Errno::NOTDIR);
+            }
+            rustix::fs::chmodat(parent, name, Mode::RWXU, AtFlags::empty())?;
+            rustix::fs::openat(parent, name, dir_flags(), Mode::empty())?
+        }
+        other => other?,
+    };
+    let _ = rustix::fs::fchmod(&dir, Mode::RWXU);
+    Ok(dir)
+}
+
 /// How deep the scratch's folders are kept (and walked) after the run.
 const MAX_KEPT_DEPTH: u32 = 64;
 
@@ -35,12 +76,11 @@ const MAX_KEPT_DEPTH: u32 = 64;
 /// a time: each folder's sub-folders are first moved up into `parent` (under a fresh name), so
 /// that every folder is emptied at the same depth.
 fn remove_tree(parent: &std::os::fd::OwnedFd, name: std::ffi::CString) {
-    use rustix::fs::{AtFlags, FileType, Mode, RenameFlags};
+    use rustix::fs::{AtFlags, FileType, RenameFlags};
     let mut queue = vec![name];
     let mut fresh = 0u64;
     while let Some(name) = queue.pop() {
-        let Ok(dir) = rustix::fs::openat(parent, name.as_c_str(), dir_flags(), Mode::empty())
-        else {
+        let Ok(dir) = open_to_empty(parent, name.as_c_str()) else {
             let _ = rustix::fs::unlinkat(parent, name.as_c_str(), AtFlags::empty());
             continue;
         };

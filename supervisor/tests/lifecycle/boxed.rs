@@ -116,8 +116,9 @@ fn nothing_gets_out(harness: &str) {
     let before = sb.snapshot();
     let flow_before = std::fs::read(sb.flow()).unwrap();
 
+    // The scratch kept, so that it shows what of the worker's HOME reached the disk.
     let out = sb
-        .run_cmd(harness, &[])
+        .run_cmd(harness, &["--keep-scratch"])
         .env(
             "ANTHROPIC_BASE_URL",
             format!("http://127.0.0.1:{}", model.port),
@@ -148,6 +149,7 @@ fn nothing_gets_out(harness: &str) {
     let run_dir = sb.run_dir();
     // HOME is the scratch, a tmpfs: written in the box, gone with it.
     assert_eq!(results_for(&results, "write")[0]["ok"], true, "{results:?}");
+    assert!(run_dir.join("scratch").is_dir());
     assert!(!run_dir.join("scratch/scratch-ok.txt").exists());
 
     // The environment: the supervisor's other variables never reach the box.

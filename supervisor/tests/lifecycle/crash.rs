@@ -150,6 +150,10 @@ fn crash_then_recover_in(sb: Sandbox, harness: &str, step: &str) {
         assert_eq!(rj["run_id"], id.as_str());
         assert_eq!(rj["active"], false);
         assert_eq!(rj["end"]["outcome"], "recovered");
+        // Archived as a finished run is: its flow's copy, named relatively, and no scratch.
+        assert_eq!(rj["flow_path"], "flow.md", "{step}: {rj}");
+        assert!(sb.run_dir().join("flow.md").is_file(), "{step}");
+        assert!(!sb.run_dir().join("scratch").exists(), "{step}");
         // The head recovery found in the journal, for a later replay to `--expect`.
         let journal = sb.run_dir().join("journal.jsonl");
         let head = std::fs::File::open(&journal).ok().and_then(|f| {

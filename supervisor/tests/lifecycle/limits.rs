@@ -31,7 +31,9 @@ fn bytes_under(dir: &Path) -> u64 {
 /// table, the cgroup tree or the scratch.
 fn stopped_at(sb: &Sandbox, script: &str, limits: &[&str], flag: &str) -> Output {
     sb.set_script(script);
-    let out = sb.run_cmd("claude", limits).output().unwrap();
+    // The scratch kept (`--keep-scratch`), so that what of it reached the disk can be measured.
+    let args = [limits, &["--keep-scratch"]].concat();
+    let out = sb.run_cmd("claude", &args).output().unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(5), "{}{err}", stdout(&out));
     let run = sb.run_json();
@@ -48,6 +50,7 @@ fn stopped_at(sb: &Sandbox, script: &str, limits: &[&str], flag: &str) -> Output
         cgroups_of_run(run_id)
     );
     let scratch = sb.run_dir().join("scratch");
+    assert!(scratch.is_dir(), "the scratch is kept");
     assert!(
         bytes_under(&scratch) < 64 << 10,
         "the scratch on disk holds {} bytes",
@@ -109,7 +112,7 @@ fn the_scratch_holds_the_worker_files_and_leopolds_own_under_its_size() {
     );
     let out = sb.run_with_env(
         "codex",
-        &["--max-scratch", "64MiB"],
+        &["--max-scratch", "64MiB", "--keep-scratch"],
         &[("MOCK_API_KEY", "none")],
     );
     assert_exit_code(&out, 0);
@@ -119,6 +122,8 @@ fn the_scratch_holds_the_worker_files_and_leopolds_own_under_its_size() {
         "{:?}",
         sb.results_lines()
     );
+    // Kept (`--keep-scratch`), the scratch on disk holds Leopold's files, not the worker's.
+    assert!(sb.run_dir().join("scratch").is_dir());
     assert!(!sb.run_dir().join("scratch/small").exists());
 }
 

@@ -16,6 +16,7 @@
 //! - `budget`: usage recorded, `--max-tokens`, `--max-cost-usd`, `--max-turns`, `looping`;
 //! - `record`: the journal's hash-chain head in run.json, `run_ended`, the summary and replay.
 
+mod archive;
 mod boxed;
 mod budget;
 mod concurrency;

@@ -83,7 +83,13 @@ fn claude_run_wires_during_and_leaves(sb: Sandbox) {
     assert_eq!(rj["active"], false);
     assert_eq!(rj["end"]["outcome"], "clean");
     assert_eq!(rj["end"]["counts"]["actions"], 1);
-    assert_eq!(rj["flow_path"], sb.flow().display().to_string());
+    // run.json points at the run directory's copy of the flow, byte for byte the file given.
+    assert_eq!(rj["flow_path"], "flow.md");
+    assert_eq!(rj["flow_source"], sb.flow().display().to_string());
+    assert_eq!(
+        std::fs::read(sb.run_dirs()[0].join("flow.md")).unwrap(),
+        std::fs::read(sb.flow()).unwrap()
+    );
     assert_eq!(rj["flow"], "checkout");
 
     // What the worker was given.
@@ -148,7 +154,7 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
     // the answer is also the model's last narration (Codex's every agent message is one).
     let mut listing = RUN_LISTING.to_vec();
     listing.insert(2, "runs/<run>/findings.md");
-    listing.insert(6, "runs/<run>/narration.jsonl");
+    listing.insert(7, "runs/<run>/narration.jsonl");
     assert_eq!(sb.persona_listing(), listing);
     assert_eq!(
         std::fs::read_to_string(sb.run_dirs()[0].join("findings.md")).unwrap(),
@@ -201,14 +207,10 @@ fn codex_run_gets_its_flags_and_mcp_servers_without_touching_user_files() {
     assert_eq!(rj["harness"], "codex");
     assert_eq!(rj["end"]["outcome"], "clean");
     assert_eq!(rj["end"]["counts"]["completed"], 1);
-    // The guard was wired into the run's own copy of the configuration, never the user's.
-    assert_eq!(
-        rj["wiring"][0]["file"],
-        sb.run_dirs()[0]
-            .join("scratch/.codex/config.toml")
-            .display()
-            .to_string()
-    );
+    // The guard was wired into the run's own copy of the configuration, never the user's
+    // (run.json names it relative to the run directory, whose scratch is gone with it).
+    assert_eq!(rj["wiring"][0]["file"], "scratch/.codex/config.toml");
+    assert!(!sb.run_dirs()[0].join("scratch").exists());
 }
 
 #[test]

@@ -33,6 +33,11 @@
 //! With `--seeded-bug-once` it is broken for the first request only (a flaky app: a suite's
 //! `--attempts`).
 //!
+//! And a session (issue #25, a finished runs folder safe to upload): `/account` sets the cookie
+//! `leopold_session` to [`SESSION_COOKIE`](leopold_tests::staging::SESSION_COOKIE), and its
+//! script GETs `/cart/ok` with `Authorization: Bearer <BEARER_TOKEN>`, the token put right by the
+//! script (the page's text holds it reversed). The log says which requests carried either.
+//!
 //! With `--tls DIR` it speaks https only, with a certificate for `staging.example.com` from a CA
 //! it makes and writes to `DIR/ca.pem` (what `persona run --ca-cert` is given).
 //!
@@ -49,6 +54,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use leopold_tests::staging;
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::TcpListener;
 
@@ -207,6 +213,26 @@ fn respond(
                 ),
             ))
         }
+        ("GET", "/account") => {
+            // Reversed in the page, put right by its script.
+            let token: String = staging::BEARER_TOKEN.chars().rev().collect();
+            let (status, mut headers, body) = html(page(
+                "Account",
+                &format!(
+                    "<h1>Account</h1><p>Signed in.</p><script>\
+                     fetch('/cart/ok', {{headers: {{Authorization: 'Bearer ' + \
+                     '{token}'.split('').reverse().join('')}}}}).catch(() => {{}});</script>"
+                ),
+            ));
+            headers.push((
+                "Set-Cookie",
+                format!(
+                    "leopold_session={}; Path=/; HttpOnly",
+                    staging::SESSION_COOKIE
+                ),
+            ));
+            (status, headers, body)
+        }
         ("GET", "/favicon.ico") => (204, Vec::new(), String::new()),
         _ => (
             404,
@@ -230,6 +256,7 @@ where
     let target = parts.next().unwrap_or("").to_owned();
     let mut host = String::new();
     let mut content_length = 0usize;
+    let (mut cookie, mut bearer) = (false, false);
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).await? == 0 || line == "\r\n" || line == "\n" {
@@ -239,6 +266,10 @@ where
             let v = v.trim();
             if k.eq_ignore_ascii_case("host") {
                 host = v.to_owned();
+            } else if k.eq_ignore_ascii_case("cookie") {
+                cookie |= v.contains(staging::SESSION_COOKIE);
+            } else if k.eq_ignore_ascii_case("authorization") {
+                bearer |= v.contains(staging::BEARER_TOKEN);
             } else if k.eq_ignore_ascii_case("content-length") {
                 content_length = v.parse().unwrap_or(0).min(1 << 20);
             }
@@ -260,7 +291,14 @@ where
         .unwrap_or_default();
     let path = path.split(['?', '#']).next().unwrap_or("").to_owned();
     {
-        let line = serde_json::json!({"method": method, "path": path, "host": host});
+        let mut line = serde_json::json!({"method": method, "path": path, "host": host});
+        // Whether the request carried the session's secrets, never the secrets themselves.
+        if cookie {
+            line["cookie"] = true.into();
+        }
+        if bearer {
+            line["bearer"] = true.into();
+        }
         let mut f = log.lock().unwrap_or_else(|p| p.into_inner());
         // One write per line: the test reads this log while requests still arrive.
         let _ = f.write_all(format!("{line}\n").as_bytes());

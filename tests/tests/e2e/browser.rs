@@ -490,9 +490,10 @@ fn a_filename_aimed_at_the_project_is_refused(harness: Harness) {
             p.display()
         );
     }
-    // The positive control: the same tool, into the output folder, wrote its file.
+    // The positive control: the same tool, into the output folder, wrote its file (kept, with
+    // the persona's other screenshots, once the browser's files went with the run).
     assert!(
-        sb.run_dir().join("browser/output/after.png").is_file(),
+        sb.run_dir().join("screenshots/after.png").is_file(),
         "the screenshot into the output folder was not taken\n{run}"
     );
     let results = model.tool_results();

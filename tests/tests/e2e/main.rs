@@ -79,4 +79,5 @@ mod report;
 mod requests;
 mod suite;
 mod two_projects;
+mod upload;
 mod verdict;

@@ -53,11 +53,13 @@ fn screenshot_lands_in_the_report(harness: Harness) {
         .iter()
         .find_map(|a| a["screenshot"].as_str().map(str::to_owned))
         .unwrap_or_else(|| panic!("no action names a screenshot: {journal:?}\n{run}"));
+    // Kept from the browser's output folder, which went with the run.
     assert!(
-        dir.join("browser/output").join(&shot).is_file(),
-        "{shot} is not in the run's browser/output/"
+        dir.join("screenshots").join(&shot).is_file(),
+        "{shot} is not in the run's screenshots/"
     );
-    let png = std::fs::read(dir.join("browser/output").join(&shot)).unwrap();
+    assert!(!dir.join("browser").exists());
+    let png = std::fs::read(dir.join("screenshots").join(&shot)).unwrap();
     assert!(png.starts_with(b"\x89PNG"), "not a PNG");
 
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
@@ -65,7 +67,7 @@ fn screenshot_lands_in_the_report(harness: Harness) {
         html.contains("src=\"data:image/png;base64,"),
         "not embedded"
     );
-    assert!(html.contains(&format!("browser/output/{shot}")), "{html}");
+    assert!(html.contains(&format!("screenshots/{shot}")), "{html}");
     assert!(html.contains("class=\"outcome clean\""), "{html}");
     assert!(!html.contains("://"), "a URL in the report");
     assert_eq!(html.to_ascii_lowercase().matches("<script").count(), 0);

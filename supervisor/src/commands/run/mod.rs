@@ -163,6 +163,7 @@ fn active_state(
         run_id: run_id.to_owned(),
         flow: plan.flow.name.clone(),
         flow_path: plan.flow_path.clone(),
+        flow_source: None,
         harness: plan.kind,
         supervisor_pid: std::process::id(),
         worker_pid: None,
@@ -174,6 +175,7 @@ fn active_state(
         guard_settings,
         browser: browser.map(|p| p.state.clone()),
         suite: plan.suite.clone(),
+        keep_scratch: plan.keep_scratch,
         end: None,
     }
 }
@@ -497,6 +499,10 @@ fn write_state(
     let run_dir = plan.paths.run_dir(&run_id);
     std::fs::create_dir_all(run_dir.path())
         .with_context(|| format!("cannot create {}", run_dir.path().display()))?;
+    crate::archive::copy_flow(&plan.flow_path, &run_dir)?;
+    if plan.keep_scratch {
+        out.warn(crate::archive::KEPT);
+    }
     let guard_settings = harness::guard_settings_file(plan.kind, &run_dir);
     // Codex: the guard goes into the run's own copy of the configuration, never the user's file.
     let ctx = harness::run_context(plan.kind, &plan.ctx, run_dir.path());

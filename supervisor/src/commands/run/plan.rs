@@ -54,6 +54,8 @@ pub struct Plan {
     pub evidence: crate::run_dir::Evidence,
     /// The suite that started this run, and which attempt it is (run.json's `suite`).
     pub suite: Option<leopold_guard::SuiteMember>,
+    /// `--keep-scratch`: the browser's files and the box's scratch outlive the run.
+    pub keep_scratch: bool,
 }
 
 /// Whether the run provisions its browser: `--browser`, or the flow's `browser` key.
@@ -209,6 +211,7 @@ pub fn plan(args: &RunArgs, flow: &std::path::Path, kind: Harness) -> anyhow::Re
             .suite_member
             .clone()
             .map(|(id, attempt)| leopold_guard::SuiteMember { id, attempt }),
+        keep_scratch: args.keep_scratch,
     })
 }
 

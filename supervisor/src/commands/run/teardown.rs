@@ -1,6 +1,7 @@
 //! Step 8's undo, shared by every way out once the run's state file exists: unwire, remove the
-//! `--settings` file, archive the state as `run.json`, remove the state file, release the run's
-//! own lock and `run.lock`, print the summary.
+//! `--settings` file, clear the browser's files and the scratch, archive the state as `run.json`
+//! ([`crate::archive`]), remove the state file, release the run's own lock and `run.lock`, print
+//! the summary.
 
 use anyhow::Context as _;
 
@@ -33,7 +34,7 @@ pub struct Ending {
     /// a chain head left `None` (the journal's before the worker ran, the gateway record's
     /// without a gateway) is read from its file, if the run got that far.
     pub end: RunEnd,
-    /// The persona's final answer, saved verbatim as `findings.md`.
+    /// The persona's final answer, saved as `findings.md` (its URLs as their hosts).
     pub answer: Option<String>,
     /// The journal's last sync, under way: waited for before the project is released.
     pub journal_sync: Option<leopold_journal::PendingSync>,
@@ -68,6 +69,9 @@ impl Teardown<'_> {
             answer,
             journal_sync,
         } = ending;
+        // URLs as their hosts, in findings.md as everywhere a run writes or prints: the runs
+        // folder is safe to upload (docs/reference.md#run-directory).
+        let answer = answer.map(|a| crate::redact::strip_urls(&a));
         let plan = self.plan;
         let _step = tracing::info_span!("teardown", outcome = end.outcome.as_str()).entered();
         let out = self.out;
@@ -129,7 +133,7 @@ impl Teardown<'_> {
         }
         let code = end.exit_code;
         let run_dir = plan.paths.run_dir(&self.st.run_id);
-        // The persona's answer, byte for byte as the model wrote it, before run.json says the
+        // The persona's answer (its URLs as hosts), before run.json says the
         // run ended (a reader that sees run.json finds findings.md too).
         let findings_file = run_dir.findings();
         if let Some(answer) = &answer {
@@ -147,8 +151,11 @@ impl Teardown<'_> {
             leopold_journal::chain::head_of_file(&run_dir.gateway_record()).map(|h| h.to_string())
         });
         end.ended_at = state::now_rfc3339();
-        let mut fin = self.st.clone();
-        fin.active = false;
+        // Before ACTIVE.json goes: a crash before this leaves recovery to do it.
+        for w in crate::archive::clear(&run_dir, self.st.keep_scratch) {
+            self.out.warn(&w);
+        }
+        let mut fin = crate::archive::run_json(&self.st, &run_dir, &plan.paths.project);
         fin.end = Some(end.clone());
         // Whole here, its directory synced below: run.json is written while the journal's last
         // sync is still under way, and the project is released once both files are on disk.
@@ -195,10 +202,8 @@ impl Teardown<'_> {
         if let Some(u) = &end.usage {
             self.out.summary(&format!("leopold: usage: {}", u.line()));
         }
-        // The findings after the summary, URLs shown as hosts (findings.md keeps them).
-        let shown = answer
-            .as_deref()
-            .map(|a| crate::redact::strip_urls(a.trim_end()));
+        // The findings after the summary.
+        let shown = answer.as_deref().map(str::trim_end);
         match &shown {
             Some(text) => self.out.summary(&format!(
                 "leopold: findings ({rel}/{}):\n{text}",
@@ -215,6 +220,10 @@ impl Teardown<'_> {
                 self.out
                     .summary(&format!("leopold: verdict:{}", text.trim_end()));
             }
+        }
+        if self.st.keep_scratch {
+            self.out
+                .summary(&format!("leopold: warning: {}", crate::archive::KEPT));
         }
         self.out
             .json(end.event(&self.st.run_id, &run_dir, answer.as_deref()));
