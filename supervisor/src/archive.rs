@@ -164,6 +164,7 @@ mod tests {
                 server: "browser".into(),
                 ref_map: run_dir.browser().join("refs.json"),
             }),
+            suite: None,
             keep_scratch: false,
             end: None,
         };

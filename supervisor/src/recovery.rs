@@ -288,10 +288,12 @@ fn recover_run(
                 .map(|h| h.to_string()),
             // What the persona reported before the crash, kept (the outcome stays
             // `recovered`: no verdict of a run cut short is complete).
-            verdict: leopold_flows::Flow::load(&crashed_dir.flow()).ok().map(|flow| {
-                let seen = crate::gateway::seen_in(&crashed_dir.gateway_record(), &flow);
-                crate::verdict::judge(&flow, seen)
-            }),
+            verdict: leopold_flows::Flow::load(&crashed_dir.flow())
+                .ok()
+                .map(|flow| {
+                    let seen = crate::gateway::seen_in(&crashed_dir.gateway_record(), &flow);
+                    crate::verdict::judge(&flow, seen)
+                }),
             ..RunEnd::new(RunOutcome::Recovered)
         });
         crate::archive::run_json(&st, &crashed_dir, &paths.project).write_atomic(&run_json)?;

@@ -27,6 +27,8 @@ impl RunDir {
     pub const NARRATION: &'static str = "narration.jsonl";
     /// The folder of the gateway's screenshots, one a step (`--evidence`).
     pub const EVIDENCE: &'static str = "evidence";
+    /// A boxed run's guard events (its denials, host-only), one JSON line each.
+    pub const EVENTS: &'static str = "events.jsonl";
     /// The run's Playwright trace (`--evidence steps`).
     pub const TRACE: &'static str = "trace.zip";
     /// The copy of the flow the run ran, written when it starts: replay and reports read it, so
@@ -66,6 +68,10 @@ impl RunDir {
 
     pub fn screenshots(&self) -> PathBuf {
         self.0.join(Self::SCREENSHOTS)
+    }
+
+    pub fn events(&self) -> PathBuf {
+        self.0.join(Self::EVENTS)
     }
 
     pub fn findings(&self) -> PathBuf {

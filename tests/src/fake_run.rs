@@ -550,11 +550,24 @@ pub fn active_worker_pid(sb: &Sandbox) -> Option<u32> {
     v["worker_pid"].as_u64().map(|p| p as u32)
 }
 
-/// What a finished run leaves under `.leopold/persona/`: the project's event log (the guard's
-/// denials, the proof's among them), the inert lock file, and the run directory (the copy of
-/// its flow, the gateway's record and the worker's MCP config for its browser, journal, report,
-/// final state; no scratch).
+/// What a finished boxed run leaves under `.leopold/persona/`: the inert lock file and the run
+/// directory (its guard events, the proof's among them; the copy of its flow, the gateway's
+/// record and the worker's MCP config for its browser, journal, report, final state; no
+/// scratch).
 pub const RUN_LISTING: [&str; 8] = [
+    "run.lock",
+    "runs/<run>/events.jsonl",
+    "runs/<run>/flow.md",
+    "runs/<run>/gateway.jsonl",
+    "runs/<run>/journal.jsonl",
+    "runs/<run>/mcp-relay.json",
+    "runs/<run>/report.html",
+    "runs/<run>/run.json",
+];
+
+/// [`RUN_LISTING`] for a `--no-contain` run: its guard writes the project's event log (the run
+/// is alone in the project).
+pub const UNBOXED_RUN_LISTING: [&str; 8] = [
     "events.jsonl",
     "run.lock",
     "runs/<run>/flow.md",

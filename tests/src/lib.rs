@@ -683,9 +683,28 @@ impl Sandbox {
         self.persona_dir().join("events.jsonl")
     }
 
-    /// The guard's `events.jsonl` lines.
+    /// Every guard event of the project, as text: `events.jsonl` (the guard's own without the
+    /// box, and the supervisor's `persona_*` lines), then each boxed run's own
+    /// `runs/<run_id>/events.jsonl` (its worker's denials and its proof's), by run id.
+    pub fn events_text(&self) -> String {
+        let mut files = vec![self.events_path()];
+        let mut runs: Vec<PathBuf> = std::fs::read_dir(self.persona_dir().join("runs"))
+            .map(|d| d.flatten().map(|e| e.path().join("events.jsonl")).collect())
+            .unwrap_or_default();
+        runs.sort();
+        files.extend(runs);
+        files
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .collect()
+    }
+
+    /// The guard's event lines ([`Sandbox::events_text`]).
     pub fn events(&self) -> Vec<Value> {
-        read_jsonl(&self.events_path())
+        self.events_text()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
     }
 
     /// The guard's `events.jsonl` lines after a `persona run`, split into the supervisor's

@@ -187,7 +187,7 @@ fn nothing_gets_out(harness: &str) {
     assert_eq!(sb.snapshot(), before, "project and HOME byte-identical");
     assert_eq!(std::fs::read(sb.flow()).unwrap(), flow_before);
     assert!(!sb.root.join("planted-at-root").exists());
-    let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
+    let events = sb.events_text();
     assert!(!events.contains("written by the persona"));
 
     // The detached child: gone with the run; after its time it has not acted.
@@ -374,7 +374,7 @@ fn the_guard_denies_inside_the_box_and_its_event_reaches_the_record() {
     );
     let out = sb.run_cmd("claude", &[]).output().unwrap();
     assert_exit_code(&out, 0);
-    let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
+    let events = sb.events_text();
     let line = events
         .lines()
         .find(|l| l.contains("toolu_fake_1"))

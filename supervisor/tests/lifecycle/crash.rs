@@ -166,7 +166,7 @@ fn crash_then_recover_in(sb: Sandbox, harness: &str, step: &str) {
             head.as_deref(),
             "{step}: {rj}"
         );
-        let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
+        let events = sb.events_text();
         assert!(events.contains("\"persona_recovered\"") && events.contains(id.as_str()));
         assert!(!sb
             .persona_listing()

@@ -137,16 +137,15 @@ fn a_flood_of_events_stops_at_max_records_and_a_forged_url_lands_host_only() {
         r#"{{"event":"persona_guard_block","tool_use_id":"flood","host":"x.example","reason":"outside_allowlist","tool":"{}"}}"#,
         "f".repeat(400)
     );
-    let events = sb.persona_dir().join("events.jsonl");
-    let before = std::fs::metadata(&events).map(|m| m.len()).unwrap_or(0);
     stopped_at(
         &sb,
         &format!("@events 1 {forged}\n@events 3000 {filler}\n@sleep 20000\n@exit 0\n"),
         &["--max-records", "64KiB"],
         "--max-records 64 KiB",
     );
-    let text = std::fs::read_to_string(&events).unwrap();
-    let grown = text.len() as u64 - before;
+    // The run's own events file, new with the run.
+    let text = std::fs::read_to_string(sb.run_dir().join("events.jsonl")).unwrap();
+    let grown = text.len() as u64;
     // The proof's own event is written by the guard, the rest by the receiver, under the cap.
     assert!(
         grown <= (64 << 10) + 4096,

@@ -67,10 +67,15 @@ fn claude_run_wires_during_and_leaves(sb: Sandbox) {
 
     // After: byte-identical files, only the run dir (and the inert lock file) remain.
     assert_eq!(sb.snapshot(), before);
-    assert_eq!(sb.persona_listing(), RUN_LISTING);
+    let listing = if sb.unboxed {
+        UNBOXED_RUN_LISTING
+    } else {
+        RUN_LISTING
+    };
+    assert_eq!(sb.persona_listing(), listing);
     assert!(!std::path::Path::new(&gs).exists());
     // The proof ran the real wired guard: its denial of the probe host is the first event.
-    let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
+    let events = sb.events_text();
     assert!(
         events
             .lines()
@@ -339,7 +344,7 @@ fn the_guard_passed_with_settings_denies_off_allowlist_calls_and_the_run_stays_c
     assert!(j[1..].iter().all(|a| a["verdict"]["result"] == "ok"));
     let rj = sb.run_json();
     assert_eq!(rj["end"]["counts"]["denied"], 2);
-    let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
+    let events = sb.events_text();
     assert_has(&events, "prod-dashboard.example.org");
     assert_has(&events, "staging.example.com.evil.io");
     assert_has(&stdout(&out), "blocked");

@@ -136,7 +136,7 @@ fn two_boxed_runs_of_two_flows_run_side_by_side_each_judged_by_its_own_flow() {
     assert_eq!(rj["end"]["outcome"], "clean", "{rj}");
     assert_eq!(outcomes(&billing_dir), ["\"denied\""]);
     // The denial is billing's guard's, in the project's record, naming its flow.
-    let events = std::fs::read_to_string(sb.persona_dir().join("events.jsonl")).unwrap();
+    let events = sb.events_text();
     assert!(
         events.lines().any(|l| l.contains("\"flow\":\"billing\"")
             && l.contains("staging.example.com")

@@ -193,7 +193,7 @@ fn scenario_checkout(h: Harness) {
     // The browser saw exactly the allowed calls.
     assert_eq!(w.browser.seen(), checkout::allowed_calls(), "{run}");
 
-    // One host-only events line per block, in the project's events.jsonl. The supervisor proves
+    // One host-only events line per block, in the run's events.jsonl. The supervisor proves
     // the wired guard before launch with a synthetic probe, which the guard records too: exactly
     // one such line, set apart.
     let (proofs, events) = w.sb.run_events();
@@ -205,7 +205,7 @@ fn scenario_checkout(h: Harness) {
         .map(|e| e["host"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(hosts, checkout::BLOCKED_HOSTS);
-    let events_text = std::fs::read_to_string(w.sb.events_path()).unwrap();
+    let events_text = w.sb.events_text();
     assert!(!events_text.contains("://"), "{events_text}");
 
     // The journal lists every action with the right outcome, and no violation.

@@ -133,13 +133,13 @@ pub(super) fn launch(
         &plan.flow,
         &started.run_dir.journal(),
         &started.run_id,
-        &plan.paths.events(),
+        &started.events_file(plan),
     )?
     .with_model(plan.model.clone());
     // Without the box nothing holds the worker back from its model: the guard is proven before
     // it starts.
     if let Some(p) = proof {
-        settle(p, plan, &mut observer, timings)?;
+        settle(p, &started.events_file(plan), &mut observer, timings)?;
     }
     let mut cmd = harness::worker_command(&spec, &started.run_id);
     cmd.envs(harness::unboxed_env(plan.kind, &started.ctx));
@@ -157,7 +157,7 @@ pub(super) fn launch(
             )?,
             run_id: &started.run_id,
             run_dir: &started.run_dir,
-            events_file: plan.paths.events(),
+            events_file: started.events_file(plan),
             ro: std::iter::once(plan.flow_path.clone())
                 .chain((!spec.mcp_servers.is_empty()).then(|| relay_config.clone()))
                 .collect(),
@@ -242,17 +242,13 @@ pub(super) fn launch(
 /// denial lands in events.jsonl before them).
 pub(super) fn settle(
     proof: proof::Proof,
-    plan: &Plan,
+    events_file: &std::path::Path,
     observer: &mut Observer,
     timings: &mut Timings,
 ) -> anyhow::Result<()> {
     proof.verdict()?;
     timings.mark("proved");
-    observer.events_from(
-        std::fs::metadata(plan.paths.events())
-            .map(|m| m.len())
-            .unwrap_or(0),
-    );
+    observer.events_from(std::fs::metadata(events_file).map(|m| m.len()).unwrap_or(0));
     Ok(())
 }
 

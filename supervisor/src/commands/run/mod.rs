@@ -210,6 +210,19 @@ struct Started {
     provisioned: Option<crate::browser::Provisioned>,
 }
 
+impl Started {
+    /// Where the guard's events of this run land: a boxed run's own file in its run directory
+    /// (its box's socket and its proof write there), so that runs side by side never read each
+    /// other's denials; a `--no-contain` run's guard writes the project's `events.jsonl` (it
+    /// runs alone).
+    fn events_file(&self, plan: &Plan) -> PathBuf {
+        match plan.bwrap {
+            Some(_) => self.run_dir.events(),
+            None => plan.paths.events(),
+        }
+    }
+}
+
 async fn lifecycle(
     plan: Plan,
     mut lock: RunLock,
@@ -292,7 +305,7 @@ async fn lifecycle(
         .write_as(&started.state_file, state::Durability::Whole);
     // A boxed worker runs beside the proof; its model waits for the guard's answer.
     let proved = match proof {
-        Some(Ok(p)) => settle(p, &plan, &mut observer, timings),
+        Some(Ok(p)) => settle(p, &started.events_file(&plan), &mut observer, timings),
         Some(Err(e)) => Err(e),
         None => Ok(()),
     };

@@ -36,7 +36,12 @@ pub fn probe_host(flow: &leopold_flows::Flow) -> Option<&'static str> {
 /// run drops it before its teardown: no proof outlives the run's lock.
 pub fn start_proof(plan: &Plan, started: &super::Started) -> anyhow::Result<Proof> {
     let root = match &plan.bwrap {
-        Some(_) => boxed_view(&plan.paths, &started.run_id, &started.state_file)?,
+        Some(_) => boxed_view(
+            &plan.paths,
+            &started.run_id,
+            &started.state_file,
+            &started.events_file(plan),
+        )?,
         None => plan.paths.project.clone(),
     };
     start(
@@ -50,19 +55,20 @@ pub fn start_proof(plan: &Plan, started: &super::Started) -> anyhow::Result<Proo
 /// A boxed run's guard finds its run's state as the project's ACTIVE.json (the box binds the
 /// state file there, and shows nothing of other runs). The proof, outside the box, is given the
 /// same view: a root of its own, `active/<run_id>.proof/`, whose `.leopold/persona/ACTIVE.json`
-/// links to the run's state file and whose `events.jsonl` links to the project's, where the
-/// guard's denial lands as it does without the box. Removed once the proof has answered (and by
+/// links to the run's state file and whose `events.jsonl` links to the run's own events file,
+/// where the guard's denial lands beside the boxed worker's. Removed once the proof has answered (and by
 /// recovery after a crash).
 fn boxed_view(
     paths: &crate::state::PersonaPaths,
     run_id: &str,
     state_file: &std::path::Path,
+    events_file: &std::path::Path,
 ) -> anyhow::Result<std::path::PathBuf> {
     let root = paths.proof_root(run_id);
     let persona = root.join(".leopold").join("persona");
     let made = std::fs::create_dir_all(&persona).and_then(|()| {
         std::os::unix::fs::symlink(state_file, persona.join("ACTIVE.json"))?;
-        std::os::unix::fs::symlink(paths.events(), persona.join("events.jsonl"))
+        std::os::unix::fs::symlink(events_file, persona.join("events.jsonl"))
     });
     made.with_context(|| format!("cannot make the guard's proof view {}", root.display()))?;
     Ok(root)
