@@ -69,13 +69,19 @@ fn most_at_once(runs: &[(PathBuf, Value)]) -> usize {
         .unwrap_or(0)
 }
 
-/// A JUnit file with its times, timestamps and run ids blanked: what two runs of one suite
-/// share.
+/// A JUnit file with what differs between two runs of one suite blanked: times, timestamps,
+/// run ids, hash-chain heads, and where the run directories lie.
 fn junit_shape(xml: &str) -> String {
-    let re = regex::Regex::new(r#"(time|timestamp|id|uuid)="[^"]*""#).unwrap();
+    let attrs = regex::Regex::new(r#"(time|timestamp|id|uuid)="[^"]*""#).unwrap();
+    let props =
+        regex::Regex::new(r#"name="(run_dir|report|journal_hash|gateway_hash)" value="[^"]*""#)
+            .unwrap();
+    let report = regex::Regex::new(r"Report: \S+").unwrap();
     let runs = regex::Regex::new(r"\d{8}T\d{6}Z-\d+").unwrap();
-    runs.replace_all(&re.replace_all(xml, "$1=\"\""), "RUN")
-        .into_owned()
+    let xml = attrs.replace_all(xml, "$1=\"\"");
+    let xml = props.replace_all(&xml, "name=\"$1\" value=\"\"");
+    let xml = report.replace_all(&xml, "Report: …");
+    runs.replace_all(&xml, "RUN").into_owned()
 }
 
 #[test]
