@@ -483,7 +483,8 @@ pub struct ReplayArgs {
     /// A `journal.jsonl`, a run directory holding one, or (with `--from`) a raw harness stream.
     #[arg(value_name = "JOURNAL|RUN_DIR")]
     pub input: PathBuf,
-    /// Check against this flow instead of the one recorded in the run's `run.json`.
+    /// Check against this flow instead of the run directory's own copy (`flow.md`), or, for an
+    /// older run directory without one, the flow file its `run.json` names.
     #[arg(long, value_name = "FILE")]
     pub flow: Option<PathBuf>,
     /// Print violations and the summary as JSON lines.
