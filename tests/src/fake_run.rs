@@ -566,17 +566,18 @@ pub const RUN_LISTING: [&str; 8] = [
 ];
 
 /// [`RUN_LISTING`] for a `--no-contain` run: its guard writes the project's event log (the run
-/// is alone in the project).
-pub const UNBOXED_RUN_LISTING: [&str; 8] = [
-    "events.jsonl",
-    "run.lock",
-    "runs/<run>/flow.md",
-    "runs/<run>/gateway.jsonl",
-    "runs/<run>/journal.jsonl",
-    "runs/<run>/mcp-relay.json",
-    "runs/<run>/report.html",
-    "runs/<run>/run.json",
-];
+/// is alone in the project), not one of the run directory.
+pub fn unboxed_run_listing() -> Vec<&'static str> {
+    let mut l: Vec<&str> = RUN_LISTING
+        .iter()
+        .map(|f| match *f {
+            "runs/<run>/events.jsonl" => "events.jsonl",
+            f => f,
+        })
+        .collect();
+    l.sort_unstable();
+    l
+}
 
 /// The results of one op (`read`, `get`, ...) among the adversary's result lines, in order.
 pub fn results_for<'a>(lines: &'a [serde_json::Value], op: &str) -> Vec<&'a serde_json::Value> {

@@ -59,7 +59,7 @@ fn eight_no_contain_runs_at_once_exactly_one_runs_the_others_exit_4_untouched() 
     }
     assert_eq!(sb.run_dirs().len(), 1, "only the winner made a run dir");
     assert_eq!(sb.snapshot(), before);
-    assert_eq!(sb.persona_listing(), UNBOXED_RUN_LISTING);
+    assert_eq!(sb.persona_listing(), unboxed_run_listing());
 }
 
 #[test]

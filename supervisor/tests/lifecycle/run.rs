@@ -68,9 +68,9 @@ fn claude_run_wires_during_and_leaves(sb: Sandbox) {
     // After: byte-identical files, only the run dir (and the inert lock file) remain.
     assert_eq!(sb.snapshot(), before);
     let listing = if sb.unboxed {
-        UNBOXED_RUN_LISTING
+        unboxed_run_listing()
     } else {
-        RUN_LISTING
+        RUN_LISTING.to_vec()
     };
     assert_eq!(sb.persona_listing(), listing);
     assert!(!std::path::Path::new(&gs).exists());

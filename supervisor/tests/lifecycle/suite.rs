@@ -51,21 +51,22 @@ fn suite(sb: &Sandbox, flows: &[PathBuf], harness: &str, extra: &[&str]) -> Outp
     wait_output(child, 120)
 }
 
-/// Each run directory's (flow, harness, outcome), sorted.
-fn runs_left(sb: &Sandbox) -> Vec<(String, String, String)> {
-    let mut out: Vec<_> = sb
-        .run_dirs()
+/// Each run directory's run.json.
+fn run_jsons(sb: &Sandbox) -> Vec<serde_json::Value> {
+    sb.run_dirs()
         .iter()
         .filter(|d| d.is_dir())
-        .map(|d| {
-            let v: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(d.join("run.json")).unwrap()).unwrap();
+        .map(|d| serde_json::from_slice(&std::fs::read(d.join("run.json")).unwrap()).unwrap())
+        .collect()
+}
+
+/// Each run directory's (flow, harness, outcome), sorted.
+fn runs_left(sb: &Sandbox) -> Vec<(String, String, String)> {
+    let mut out: Vec<_> = run_jsons(sb)
+        .iter()
+        .map(|v| {
             let s = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
-            (
-                s("flow"),
-                s("harness"),
-                v["end"]["outcome"].as_str().unwrap().to_owned(),
-            )
+            (s("flow"), s("harness"), v["end"]["outcome"].as_str().unwrap().to_owned())
         })
         .collect();
     out.sort();
@@ -150,13 +151,9 @@ fn a_run_that_fails_once_is_tried_again_and_reported_flaky() {
     let outcomes: Vec<String> = runs_left(&sb).into_iter().map(|r| r.2).collect();
     assert_eq!(outcomes, ["clean", "worker_failed"]);
     // Each run says which attempt of which suite it was.
-    let mut members: Vec<(String, u64)> = sb
-        .run_dirs()
+    let mut members: Vec<(String, u64)> = run_jsons(&sb)
         .iter()
-        .filter(|d| d.is_dir())
-        .map(|d| {
-            let v: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(d.join("run.json")).unwrap()).unwrap();
+        .map(|v| {
             (
                 v["suite"]["id"].as_str().unwrap().to_owned(),
                 v["suite"]["attempt"].as_u64().unwrap(),

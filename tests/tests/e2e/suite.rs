@@ -91,15 +91,8 @@ fn four_flows_under_both_harnesses_run_side_by_side_into_one_result() {
         return;
     };
     let junit = s.sb.root.join("suite.xml");
-    let run = s.run(&[
-        "flows",
-        "--harness",
-        "claude,codex",
-        "--jobs",
-        "4",
-        "--junit",
-        junit.to_str().unwrap(),
-    ]);
+    let junit_arg = format!("--junit={}", junit.display());
+    let run = s.run(&["flows", "--harness=claude,codex", "--jobs=4", &junit_arg]);
     assert_eq!(run.status.code(), Some(0), "{run}");
     assert!(
         run.stdout.contains("suite of 8 runs, 4 at a time (--jobs)"),
@@ -247,15 +240,8 @@ fn two_shards_merged_equal_the_whole_suite() {
     assert_eq!(seen.len(), 6, "no pair twice: {seen:?}");
 
     let whole_junit = s.sb.root.join("whole.xml");
-    let run = s.run(&[
-        "flows",
-        "--harness",
-        "all",
-        "--jobs",
-        "3",
-        "--junit",
-        whole_junit.to_str().unwrap(),
-    ]);
+    let junit_arg = format!("--junit={}", whole_junit.display());
+    let run = s.run(&["flows", "--harness=all", "--jobs=3", &junit_arg]);
     assert_eq!(run.status.code(), Some(0), "{run}");
     let merged = s.sb.root.join("merged");
     let mut cmd = Command::new(leopold_bin());

@@ -1,7 +1,8 @@
 //! `--jobs`'s default: as many runs at once as the machine's cores and memory allow, said aloud.
 
 /// A boxed real-browser run's peak memory, the harness, the browser and their servers together
-/// (measured: BENCHMARKS.md#suites), rounded up: what the default leaves for each run.
+/// (measured 674–713 MiB PSS: BENCHMARKS.md#suites), rounded up for a heavier app's pages:
+/// what the default leaves for each run.
 pub const RUN_PEAK_MEMORY: u64 = 1 << 30;
 
 /// Runs a core can carry: a run spends most of its time waiting on its model, not computing.

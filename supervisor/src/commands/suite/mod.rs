@@ -130,10 +130,13 @@ fn suite(args: &RunArgs, pairs: Vec<Pair>, listed: usize) -> Result<ExitCode, Fa
 mod results;
 
 /// Finds each harness of the suite and learns what its runs would each learn the same way
-/// (Codex's model catalog, cached by `crate::cache`): once, before any run, so that runs
+/// (the box's trial, Codex's model catalog, cached by `crate::cache`): once, before any run, so that runs
 /// started together do not all probe at once, and a harness that cannot run stops the suite
 /// here (exit 2) rather than failing every one of its runs.
 fn warm_harnesses(args: &RunArgs, pairs: &[Pair]) -> anyhow::Result<()> {
+    // The box's trial (and its listing of /etc), cached the same way: runs started together
+    // would each build a trial box at once.
+    crate::sandbox::for_run(args.no_contain)?;
     let mut done = Vec::new();
     for kind in pairs.iter().map(|p| p.harness) {
         if done.contains(&kind) {
