@@ -66,7 +66,11 @@ fn runs_left(sb: &Sandbox) -> Vec<(String, String, String)> {
         .iter()
         .map(|v| {
             let s = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
-            (s("flow"), s("harness"), v["end"]["outcome"].as_str().unwrap().to_owned())
+            (
+                s("flow"),
+                s("harness"),
+                v["end"]["outcome"].as_str().unwrap().to_owned(),
+            )
         })
         .collect();
     out.sort();
