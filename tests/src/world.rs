@@ -249,8 +249,8 @@ pub fn assert_files_unchanged(w: &World, before: &BTreeMap<PathBuf, Entry>, run:
     let mut before = before.clone();
     before.remove(&events);
     // The run lock is the supervisor's, left (unlocked) by design; the runs/ folder appears; and
-    // the supervisor caches the harness's `--version` answer, the box's trial build and the
-    // listings of `/etc` in the user's cache folder (docs/guide.md#running-a-persona, steps 1 and 5),
+    // the supervisor caches the harness's `--version` answer, the box's trial build, the
+    // listings of `/etc` and Codex's model catalog in the user's cache folder (docs/guide.md#running-a-persona, steps 1 and 5),
     // outside the box.
     let cache = w.sb.home.join(".cache");
     for supervisor_own in [
@@ -260,6 +260,7 @@ pub fn assert_files_unchanged(w: &World, before: &BTreeMap<PathBuf, Entry>, run:
         cache.join("leopold").join("harness-versions.json"),
         cache.join("leopold").join("box-probe.json"),
         cache.join("leopold").join("etc-listing.json"),
+        cache.join("leopold").join("codex-catalog.json"),
         cache.join("leopold"),
         cache.clone(),
     ] {
