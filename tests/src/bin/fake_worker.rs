@@ -93,7 +93,9 @@ fn record(path: &Path, argv: &[String]) {
         // can tell when the worker really started, inside the box or not.
         "mono_ns": mono_ns(),
     });
-    let tmp = path.with_extension("tmp");
+    // Workers of a suite run side by side and share this path: each writes its own temporary
+    // file, so one's rename cannot take away the file another is about to rename.
+    let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
     std::fs::write(&tmp, v.to_string()).expect("write record");
     std::fs::rename(&tmp, path).expect("rename record");
 }
