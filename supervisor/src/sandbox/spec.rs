@@ -74,6 +74,10 @@ fn passes(name: &str, needs: &Needs, knob_names: &[String]) -> bool {
         || needs.extra.iter().chain(knob_names).any(|e| e == name)
 }
 
+/// The box's copy of the run's state file, in its socket directory: what its guard reads as
+/// `ACTIVE.json`.
+const BOX_STATE: &str = "state.json";
+
 /// Fills a [`BoxSpec`] for a run: what is bound, the environment, the credentials, the
 /// endpoint.
 pub fn plan_spec(
@@ -94,8 +98,12 @@ pub fn plan_spec(
     // the runs beside this one; the run's own state file is bound at its ACTIVE.json, where the
     // guard reads it, and its own directory back, read-only, its scratch read-write. The state
     // file is bound as it is at launch, which already holds all the guard reads (`active`,
-    // `flow`, `flow_path`, `browser`: docs/security.md#state-when-the-guard-judges-at-all); its
-    // later rewrites (the worker's pid, for recovery) are new files the box never sees.
+    // `flow`, `flow_path`, `browser`: docs/security.md#state-when-the-guard-judges-at-all).
+    // What is bound is a copy in the run's socket directory, which nothing replaces: the run
+    // rewrites its state file by rename once the worker is spawned (the worker's pid, for
+    // recovery), which can land while bwrap is still making its mounts, and a bind whose source
+    // was just replaced fails the box ("Unable to find … (deleted) in mount table": seen with
+    // eight runs starting at once).
     let dot_leopold = l.project.join(".leopold");
     let paths = crate::state::PersonaPaths::new(l.project);
     let runs = paths.runs();
@@ -103,16 +111,19 @@ pub fn plan_spec(
         .parent()
         .filter(|d| d.parent() == Some(runs.as_path()));
     let hide: Vec<PathBuf> = own_dir.map(|_| paths.dir.clone()).into_iter().collect();
-    let ro_late: Vec<(PathBuf, PathBuf)> = own_dir
-        .map(|d| {
-            [
-                (paths.state_of(l.run_id), paths.active()),
-                (d.to_path_buf(), d.to_path_buf()),
-            ]
-        })
-        .into_iter()
-        .flatten()
-        .collect();
+    let mut ro_late: Vec<(PathBuf, PathBuf)> = Vec::new();
+    if let Some(d) = own_dir {
+        let (state, copy) = (paths.state_of(l.run_id), sock_dir.join(BOX_STATE));
+        std::fs::copy(&state, &copy).with_context(|| {
+            format!(
+                "cannot copy the run's state {} for its box to {}",
+                state.display(),
+                copy.display()
+            )
+        })?;
+        ro_late.push((copy, paths.active()));
+        ro_late.push((d.to_path_buf(), d.to_path_buf()));
+    }
     let mut ro = vec![dot_leopold, leopold.to_path_buf()];
     if let Ok(c) = std::fs::canonicalize(leopold) {
         ro.push(c);
@@ -306,6 +317,10 @@ mod tests {
         let project = dir.path().join("p");
         let run_dir = project.join(".leopold/persona/runs/r1");
         std::fs::create_dir_all(run_dir.join("scratch")).unwrap();
+        std::fs::create_dir_all(project.join(".leopold/persona/active")).unwrap();
+        std::fs::write(project.join(".leopold/persona/active/r1.json"), "{}").unwrap();
+        let sock_dir = dir.path().join("s");
+        std::fs::create_dir_all(&sock_dir).unwrap();
         let needs = crate::harness::box_needs(
             crate::harness::Harness::Claude,
             &run_dir.join("scratch"),
@@ -335,7 +350,7 @@ mod tests {
             &launch,
             Path::new("/usr/bin/true"),
             run_dir.join("scratch"),
-            dir.path().join("s"),
+            sock_dir.clone(),
             vec![],
         )
         .unwrap();
@@ -346,10 +361,13 @@ mod tests {
         assert_eq!(
             spec.ro_late,
             [
-                (persona.join("active/r1.json"), persona.join("ACTIVE.json")),
+                (sock_dir.join(BOX_STATE), persona.join("ACTIVE.json")),
                 (run_dir.clone(), run_dir.clone())
             ]
         );
+        // A copy of the state as it is now, which the run's later rewrites of its own state
+        // file (by rename) leave in place under the box's bind.
+        assert_eq!(std::fs::read(sock_dir.join(BOX_STATE)).unwrap(), b"{}");
         let cmd = command(
             Path::new("/usr/bin/bwrap"),
             Path::new("/usr/bin/true"),
@@ -369,7 +387,7 @@ mod tests {
         let shown = |p: &Path| p.display().to_string();
         let (persona_s, rd) = (shown(&persona), shown(&run_dir));
         let (own, active) = (
-            shown(&persona.join("active/r1.json")),
+            shown(&sock_dir.join(BOX_STATE)),
             shown(&persona.join("ACTIVE.json")),
         );
         // The tmpfs over the project's runs and states comes before the run's own state and
