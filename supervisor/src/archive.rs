@@ -138,8 +138,7 @@ mod tests {
 
     #[test]
     fn run_json_points_into_the_run_directory_relatively() {
-        let dir = tempfile::tempdir().unwrap();
-        let project = dir.path().join("p");
+        let (_dir, project) = crate::test_support::temp_path("p");
         let run_dir = RunDir::new(project.join(".leopold/persona/runs/r1"));
         std::fs::create_dir_all(run_dir.path()).unwrap();
         let st = ActiveState {

@@ -36,6 +36,8 @@ mod sandbox;
 mod state;
 mod suite;
 mod table;
+#[cfg(test)]
+mod test_support;
 mod usage;
 mod verdict;
 mod web;

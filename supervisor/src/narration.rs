@@ -105,8 +105,7 @@ mod tests {
 
     #[test]
     fn texts_are_kept_by_step_host_only_and_bounded() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("narration.jsonl");
+        let (_d, p) = crate::test_support::temp_path("narration.jsonl");
         let mut n = Narration::new(p.clone());
         n.push(
             0,

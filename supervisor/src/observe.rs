@@ -441,11 +441,7 @@ mod tests {
     #[test]
     fn a_call_and_its_result_are_one_journaled_action() {
         let dir = tempfile::tempdir().unwrap();
-        let flow = Flow::parse(
-            "+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\"]\n+++\nBrief.\n",
-            Path::new("flows/checkout.md"),
-        )
-        .unwrap();
+        let flow = crate::test_support::checkout_flow("");
         let mut o = Observer::new(
             Harness::Claude,
             &flow,

@@ -177,8 +177,7 @@ mod tests {
 
     #[test]
     fn a_harness_that_hangs_is_killed_with_its_children() {
-        let dir = tempfile::tempdir().unwrap();
-        let pidfile = dir.path().join("child.pid");
+        let (dir, pidfile) = crate::test_support::temp_path("child.pid");
         // The wrapper starts a child that holds stdout too, the way an npm shim runs the native
         // binary, then both sleep.
         let bin = script(

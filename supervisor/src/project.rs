@@ -93,8 +93,7 @@ mod tests {
 
     #[test]
     fn the_nearest_leopold_dir_wins_then_the_repository_root_then_the_start() {
-        let tmp = tempfile::tempdir().unwrap();
-        let repo = tmp.path().join("repo");
+        let (_tmp, repo) = crate::test_support::temp_path("repo");
         let sub = repo.join("flows").join("deep");
         std::fs::create_dir_all(&sub).unwrap();
         assert_eq!(discover(&sub).unwrap(), sub, "nothing above: the start");

@@ -415,8 +415,7 @@ mod tests {
 
     #[test]
     fn active_state_round_trips_and_rejects_unknown_keys() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ACTIVE.json");
+        let (dir, p) = crate::test_support::temp_path("ACTIVE.json");
         let s = ActiveState {
             version: ACTIVE_VERSION,
             active: true,

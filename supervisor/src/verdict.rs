@@ -159,14 +159,7 @@ pub fn judge(flow: &Flow, seen: Seen) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn flow(expect: &str) -> Flow {
-        Flow::parse(
-            &format!("+++\nname=\"c\"\nallowlist=[\"shop.example\"]\n{expect}\n+++\n"),
-            std::path::Path::new("t.md"),
-        )
-        .unwrap()
-    }
+    use crate::test_support::checkout_flow;
 
     fn finding(seq: u64, severity: &str, title: &str) -> Reported {
         Reported {
@@ -181,7 +174,7 @@ mod tests {
 
     #[test]
     fn findings_at_or_above_fail_on_and_a_goal_not_reached_fail_the_app() {
-        let f = flow("[expect]\nfail_on = \"major\"");
+        let f = checkout_flow("[expect]\nfail_on = \"major\"");
         let seen = Seen {
             reported: vec![
                 finding(3, "minor", "typo"),
@@ -207,7 +200,7 @@ mod tests {
         assert!(v.unmet.is_empty());
         // The default, blocker: only the blocker fails it.
         let v = judge(
-            &flow(""),
+            &checkout_flow(""),
             Seen {
                 reported: vec![finding(5, "major", "total is wrong")],
                 ..Seen::default()
@@ -219,10 +212,10 @@ mod tests {
 
     #[test]
     fn an_expectation_is_met_by_the_first_page_on_it() {
-        let f = flow("[expect]\nreach = [\"/cart\", \"/checkout/review\"]");
+        let f = checkout_flow("[expect]\nreach = [\"/cart\", \"/checkout/review\"]");
         let mut seen = Seen::default();
-        seen.reach(&f, 4, "https://shop.example/cart");
-        seen.reach(&f, 7, "https://shop.example/cart");
+        seen.reach(&f, 4, "https://staging.example.com/cart");
+        seen.reach(&f, 7, "https://staging.example.com/cart");
         seen.reach(&f, 8, "https://evil.example/checkout/review");
         let v = judge(&f, seen);
         assert_eq!(

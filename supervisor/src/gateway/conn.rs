@@ -412,7 +412,6 @@ fn client_notification(ctx: &Ctx, srv: &Server, conn: u64, m: &str, mut msg: Val
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
     use std::sync::Mutex;
 
     use super::super::compare::{Answer, Shared};
@@ -435,11 +434,7 @@ mod tests {
         fn new() -> Wire {
             let dir = tempfile::tempdir().unwrap();
             let out = std::fs::canonicalize(dir.path()).unwrap();
-            let flow = leopold_flows::Flow::parse(
-                "+++\nname = \"checkout\"\nallowlist = [\"staging.example.com\"]\n+++\nBrief.\n",
-                Path::new("flows/checkout.md"),
-            )
-            .unwrap();
+            let flow = crate::test_support::checkout_flow("");
             let file =
                 std::fs::File::create(out.join(crate::run_dir::RunDir::GATEWAY_RECORD)).unwrap();
             let ctx = Ctx {

@@ -236,8 +236,7 @@ mod tests {
 
     #[test]
     fn the_zip_lists_the_trace_and_its_resources() {
-        let d = tempfile::tempdir().unwrap();
-        let t = d.path().join("traces");
+        let (d, t) = crate::test_support::temp_path("traces");
         std::fs::create_dir_all(t.join("resources")).unwrap();
         std::fs::write(t.join("trace-1.trace"), b"{\"type\":\"context-options\"}\n").unwrap();
         std::fs::write(t.join("trace-1.network"), b"").unwrap();
@@ -264,8 +263,7 @@ mod tests {
 
     #[test]
     fn the_zip_holds_no_cookie_credential_header_or_request_body() {
-        let d = tempfile::tempdir().unwrap();
-        let t = d.path().join("traces");
+        let (d, t) = crate::test_support::temp_path("traces");
         std::fs::create_dir_all(t.join("resources")).unwrap();
         std::fs::write(
             t.join("trace-1.trace"),

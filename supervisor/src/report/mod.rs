@@ -296,8 +296,7 @@ mod tests {
 
     #[test]
     fn screenshots_are_plain_names_in_the_run_s_browser_output_only() {
-        let d = tempfile::tempdir().unwrap();
-        let out = d.path().join("browser/output");
+        let (d, out) = crate::test_support::temp_path("browser/output");
         std::fs::create_dir_all(&out).unwrap();
         std::fs::write(out.join("page-1.png"), b"x").unwrap();
         std::fs::write(d.path().join("secret.png"), b"x").unwrap();

@@ -436,8 +436,7 @@ mod tests {
 
     #[test]
     fn a_cache_unreadable_or_for_another_root_is_ignored_and_rewritten() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = dir.path().join("etc.json");
+        let (dir, cache) = crate::test_support::temp_path("etc.json");
         let (a, b) = (dir.path().join("a"), dir.path().join("b"));
         tree(&a);
         tree(&b);

@@ -313,8 +313,7 @@ mod tests {
 
     #[test]
     fn the_project_is_not_bound_only_its_dot_leopold_with_all_but_this_run_hidden() {
-        let dir = tempfile::tempdir().unwrap();
-        let project = dir.path().join("p");
+        let (dir, project) = crate::test_support::temp_path("p");
         let run_dir = project.join(".leopold/persona/runs/r1");
         std::fs::create_dir_all(run_dir.join("scratch")).unwrap();
         std::fs::create_dir_all(project.join(".leopold/persona/active")).unwrap();

@@ -76,16 +76,9 @@ pub fn judge(flow: &Flow, method: &str, host: &str, path: &str) -> Result<(), Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     fn flow(irreversible: &str) -> Flow {
-        Flow::parse(
-            &format!(
-                "+++\nname = \"shop\"\nallowlist = [\"staging.example.com\"]\n[irreversible]\n{irreversible}\n+++\n"
-            ),
-            Path::new("shop.md"),
-        )
-        .unwrap()
+        crate::test_support::checkout_flow(&format!("[irreversible]\n{irreversible}"))
     }
 
     #[test]

@@ -157,8 +157,7 @@ mod tests {
 
     #[test]
     fn a_ca_file_that_is_not_one_is_refused_by_name() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ca.pem");
+        let (dir, p) = crate::test_support::temp_path("ca.pem");
         std::fs::write(&p, "not a certificate\n").unwrap();
         let e = format!("{:#}", client_config(std::slice::from_ref(&p)).unwrap_err());
         assert!(e.contains("ca.pem"), "{e}");

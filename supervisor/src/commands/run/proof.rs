@@ -177,19 +177,12 @@ fn run_proof(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn checkout() -> leopold_flows::Flow {
-        leopold_flows::Flow::parse(
-            "+++\nname = \"f\"\nallowlist = [\"staging.example.com\"]\n+++\n",
-            std::path::Path::new("f.md"),
-        )
-        .unwrap()
-    }
+    use crate::test_support::checkout_flow;
 
     fn prove(command: &str) -> anyhow::Result<()> {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().to_path_buf();
-        start(&checkout(), command.to_owned(), p.clone(), p)
+        start(&checkout_flow(""), command.to_owned(), p.clone(), p)
             .unwrap()
             .verdict()
     }
@@ -208,15 +201,14 @@ mod tests {
 
     #[test]
     fn the_guard_is_given_the_probe_on_stdin_and_runs_in_the_project() {
-        let dir = tempfile::tempdir().unwrap();
-        let seen = dir.path().join("seen");
+        let (dir, seen) = crate::test_support::temp_path("seen");
         let cmd = format!(
             "cat > '{}'; pwd >> '{}'; exit 2",
             seen.display(),
             seen.display()
         );
         let p = dir.path().to_path_buf();
-        start(&checkout(), cmd, p.clone(), p)
+        start(&checkout_flow(""), cmd, p.clone(), p)
             .unwrap()
             .verdict()
             .unwrap();
@@ -231,11 +223,10 @@ mod tests {
 
     #[test]
     fn a_proof_dropped_unjudged_is_waited_for() {
-        let dir = tempfile::tempdir().unwrap();
-        let done = dir.path().join("done");
+        let (dir, done) = crate::test_support::temp_path("done");
         let cmd = format!("sleep 0.3; touch '{}'; exit 2", done.display());
         let p = dir.path().to_path_buf();
-        let proof = start(&checkout(), cmd, p.clone(), p).unwrap();
+        let proof = start(&checkout_flow(""), cmd, p.clone(), p).unwrap();
         drop(proof);
         // Dropping returned only once the guard had exited: nothing of it is left running.
         assert!(done.exists());

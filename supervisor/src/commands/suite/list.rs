@@ -140,8 +140,7 @@ mod tests {
 
     #[test]
     fn folders_expand_by_name_and_every_pair_is_listed_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let sub = dir.path().join("flows");
+        let (dir, sub) = crate::test_support::temp_path("flows");
         std::fs::create_dir(&sub).unwrap();
         flow(&sub, "b.md", "browse");
         flow(&sub, "a.md", "checkout");
