@@ -199,41 +199,68 @@ mod tests {
         SystemTime::now() + Duration::from_secs(60)
     }
 
-    /// Calls through the cache with a probe that counts its calls and answers `answer`.
-    fn ask(file: &Path, bin: &Path, now: SystemTime, calls: &Cell<u32>, answer: &str) -> String {
-        version_output::<()>(Some(file), bin, now, |_| {
-            calls.set(calls.get() + 1);
-            Ok(answer.to_owned())
-        })
-        .unwrap()
+    /// What every test probes: an executable holding `body` and a cache file, in a fresh
+    /// temporary directory, and the count of the probes made.
+    struct Probed {
+        dir: tempfile::TempDir,
+        file: PathBuf,
+        bin: PathBuf,
+        calls: Cell<u32>,
+    }
+
+    fn probed(cache: &str, bin: &str, body: &str) -> Probed {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, bin) = (dir.path().join(cache), dir.path().join(bin));
+        binary(&bin, body);
+        Probed {
+            dir,
+            file,
+            bin,
+            calls: Cell::new(0),
+        }
+    }
+
+    impl Probed {
+        /// Calls through the cache with a probe that counts its calls and answers `answer`.
+        fn ask(&self, now: SystemTime, answer: &str) -> String {
+            self.ask_for(&self.bin, now, answer)
+        }
+
+        /// [`Probed::ask`] about `bin`.
+        fn ask_for(&self, bin: &Path, now: SystemTime, answer: &str) -> String {
+            version_output::<()>(Some(&self.file), bin, now, |_| {
+                self.calls.set(self.calls.get() + 1);
+                Ok(answer.to_owned())
+            })
+            .unwrap()
+        }
     }
 
     #[test]
     fn the_extra_key_is_part_of_the_answer_and_entries_of_both_are_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let (file, bin) = (dir.path().join("c/box.json"), dir.path().join("bwrap"));
-        binary(&bin, "#!/bin/sh\n");
-        let calls = Cell::new(0);
+        let p = probed("c/box.json", "bwrap", "#!/bin/sh\n");
         let ask_with = |extra: &str| {
-            cached_answer::<()>(Some(&file), &bin, extra, later(), |_| {
-                calls.set(calls.get() + 1);
+            cached_answer::<()>(Some(&p.file), &p.bin, extra, later(), |_| {
+                p.calls.set(p.calls.get() + 1);
                 Ok("box ok".to_owned())
             })
             .unwrap()
         };
         ask_with("boot=a");
         ask_with("boot=a");
-        assert_eq!(calls.get(), 1, "same binary, same boot: probed once");
+        assert_eq!(p.calls.get(), 1, "same binary, same boot: probed once");
         // Another boot (or namespace switch) is another question.
         ask_with("boot=b");
-        assert_eq!(calls.get(), 2);
+        assert_eq!(p.calls.get(), 2);
         ask_with("boot=a");
         ask_with("boot=b");
-        assert_eq!(calls.get(), 2, "both answers kept");
+        assert_eq!(p.calls.get(), 2, "both answers kept");
         // A failure is never cached, whatever the extra key.
-        let failed = cached_answer(Some(&file), &bin, "boot=c", later(), |_| Err("no userns"));
+        let failed = cached_answer(Some(&p.file), &p.bin, "boot=c", later(), |_| {
+            Err("no userns")
+        });
         assert_eq!(failed, Err("no userns"));
-        let again = cached_answer::<&str>(Some(&file), &bin, "boot=c", later(), |_| {
+        let again = cached_answer::<&str>(Some(&p.file), &p.bin, "boot=c", later(), |_| {
             Ok("box ok".to_owned())
         });
         assert_eq!(again, Ok("box ok".to_owned()));
@@ -241,39 +268,33 @@ mod tests {
 
     #[test]
     fn an_unchanged_binary_is_probed_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let (file, bin) = (dir.path().join("c/v.json"), dir.path().join("claude"));
-        binary(&bin, "#!/bin/sh\necho 2.1.332\n");
-        let calls = Cell::new(0);
+        let p = probed("c/v.json", "claude", "#!/bin/sh\necho 2.1.332\n");
         let now = later();
-        assert_eq!(ask(&file, &bin, now, &calls, "2.1.332\n"), "2.1.332\n");
-        assert_eq!(ask(&file, &bin, now, &calls, "other"), "2.1.332\n");
-        assert_eq!(calls.get(), 1);
+        assert_eq!(p.ask(now, "2.1.332\n"), "2.1.332\n");
+        assert_eq!(p.ask(now, "other"), "2.1.332\n");
+        assert_eq!(p.calls.get(), 1);
         // Through a symlink, the same binary: still the cached answer.
-        let link = dir.path().join("link");
-        std::os::unix::fs::symlink(&bin, &link).unwrap();
-        assert_eq!(ask(&file, &link, now, &calls, "other"), "2.1.332\n");
-        assert_eq!(calls.get(), 1);
+        let link = p.dir.path().join("link");
+        std::os::unix::fs::symlink(&p.bin, &link).unwrap();
+        assert_eq!(p.ask_for(&link, now, "other"), "2.1.332\n");
+        assert_eq!(p.calls.get(), 1);
     }
 
     #[test]
     fn any_change_of_the_binary_probes_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let (file, bin) = (dir.path().join("v.json"), dir.path().join("claude"));
-        binary(&bin, "#!/bin/sh\necho 2.1.100\n");
-        let calls = Cell::new(0);
-        assert_eq!(ask(&file, &bin, later(), &calls, "old"), "old");
+        let p = probed("v.json", "claude", "#!/bin/sh\necho 2.1.100\n");
+        assert_eq!(p.ask(later(), "old"), "old");
 
         // Rewritten in place, same size: mtime and ctime move.
         std::thread::sleep(Duration::from_millis(20));
-        binary(&bin, "#!/bin/sh\necho 2.1.332\n");
-        assert_eq!(ask(&file, &bin, later(), &calls, "new"), "new");
-        assert_eq!(calls.get(), 2);
+        binary(&p.bin, "#!/bin/sh\necho 2.1.332\n");
+        assert_eq!(p.ask(later(), "new"), "new");
+        assert_eq!(p.calls.get(), 2);
 
         // Replaced by rename (a new inode), then given its old mtime back: the inode and ctime
         // still tell.
-        let old_mtime = std::fs::metadata(&bin).unwrap().modified().unwrap();
-        let tmp = dir.path().join("claude.new");
+        let old_mtime = std::fs::metadata(&p.bin).unwrap().modified().unwrap();
+        let tmp = p.dir.path().join("claude.new");
         binary(&tmp, "#!/bin/sh\necho 2.1.400\n");
         std::fs::File::options()
             .write(true)
@@ -281,100 +302,88 @@ mod tests {
             .unwrap()
             .set_modified(old_mtime)
             .unwrap();
-        std::fs::rename(&tmp, &bin).unwrap();
-        assert_eq!(ask(&file, &bin, later(), &calls, "newer"), "newer");
-        assert_eq!(calls.get(), 3);
+        std::fs::rename(&tmp, &p.bin).unwrap();
+        assert_eq!(p.ask(later(), "newer"), "newer");
+        assert_eq!(p.calls.get(), 3);
 
         // A chmod changes ctime.
         std::thread::sleep(Duration::from_millis(20));
-        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o700)).unwrap();
-        assert_eq!(ask(&file, &bin, later(), &calls, "chmod"), "chmod");
-        assert_eq!(calls.get(), 4);
+        std::fs::set_permissions(&p.bin, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(p.ask(later(), "chmod"), "chmod");
+        assert_eq!(p.calls.get(), 4);
     }
 
     #[test]
     fn an_old_entry_and_a_just_written_binary_are_probed() {
-        let dir = tempfile::tempdir().unwrap();
-        let (file, bin) = (dir.path().join("v.json"), dir.path().join("claude"));
-        binary(&bin, "#!/bin/sh\n");
-        let calls = Cell::new(0);
+        let p = probed("v.json", "claude", "#!/bin/sh\n");
         // Just written: probed, not cached.
         let now = SystemTime::now();
-        ask(&file, &bin, now, &calls, "a");
-        ask(&file, &bin, now, &calls, "a");
-        assert_eq!(calls.get(), 2);
-        assert!(!file.exists());
+        p.ask(now, "a");
+        p.ask(now, "a");
+        assert_eq!(p.calls.get(), 2);
+        assert!(!p.file.exists());
         // Cached, then past MAX_AGE: probed again.
-        ask(&file, &bin, later(), &calls, "b");
-        ask(&file, &bin, later() + MAX_AGE, &calls, "c");
-        assert_eq!(calls.get(), 4);
+        p.ask(later(), "b");
+        p.ask(later() + MAX_AGE, "c");
+        assert_eq!(p.calls.get(), 4);
     }
 
     #[test]
     fn a_corrupt_or_foreign_cache_is_ignored_and_rewritten() {
-        let dir = tempfile::tempdir().unwrap();
-        let (file, bin) = (dir.path().join("v.json"), dir.path().join("claude"));
-        binary(&bin, "#!/bin/sh\n");
-        let calls = Cell::new(0);
+        let p = probed("v.json", "claude", "#!/bin/sh\n");
         for junk in [
             "not json".to_owned(),
             String::new(),
             "{\"version\":99,\"entries\":[]}".to_owned(),
             "{\"version\":1,\"entries\":[{\"key\":7}]}".to_owned(),
         ] {
-            std::fs::write(&file, &junk).unwrap();
-            assert_eq!(ask(&file, &bin, later(), &calls, "v"), "v", "{junk}");
+            std::fs::write(&p.file, &junk).unwrap();
+            assert_eq!(p.ask(later(), "v"), "v", "{junk}");
         }
-        assert_eq!(calls.get(), 4);
+        assert_eq!(p.calls.get(), 4);
         // Rewritten valid: the next call is a hit.
-        ask(&file, &bin, later(), &calls, "x");
-        assert_eq!(calls.get(), 4);
+        p.ask(later(), "x");
+        assert_eq!(p.calls.get(), 4);
         // An entry whose key names this path but another inode is another binary.
-        let text = std::fs::read_to_string(&file).unwrap();
+        let text = std::fs::read_to_string(&p.file).unwrap();
         let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
         v["entries"][0]["key"]["ino"] = serde_json::json!(1);
-        std::fs::write(&file, v.to_string()).unwrap();
-        assert_eq!(ask(&file, &bin, later(), &calls, "y"), "y");
-        assert_eq!(calls.get(), 5);
+        std::fs::write(&p.file, v.to_string()).unwrap();
+        assert_eq!(p.ask(later(), "y"), "y");
+        assert_eq!(p.calls.get(), 5);
     }
 
     #[test]
     fn a_failure_is_not_cached_and_no_cache_means_a_probe_each_time() {
-        let dir = tempfile::tempdir().unwrap();
-        let (file, bin) = (dir.path().join("v.json"), dir.path().join("claude"));
-        binary(&bin, "#!/bin/sh\n");
-        let calls = Cell::new(0);
-        let fail = version_output(Some(&file), &bin, later(), |_| {
-            calls.set(calls.get() + 1);
+        let p = probed("v.json", "claude", "#!/bin/sh\n");
+        let fail = version_output(Some(&p.file), &p.bin, later(), |_| {
+            p.calls.set(p.calls.get() + 1);
             Err("timed out")
         });
         assert_eq!(fail, Err("timed out"));
-        assert!(!file.exists());
-        assert_eq!(ask(&file, &bin, later(), &calls, "v"), "v");
-        assert_eq!(calls.get(), 2);
+        assert!(!p.file.exists());
+        assert_eq!(p.ask(later(), "v"), "v");
+        assert_eq!(p.calls.get(), 2);
         for _ in 0..2 {
-            version_output::<()>(None, &bin, later(), |_| {
-                calls.set(calls.get() + 1);
+            version_output::<()>(None, &p.bin, later(), |_| {
+                p.calls.set(p.calls.get() + 1);
                 Ok("v".into())
             })
             .unwrap();
         }
-        assert_eq!(calls.get(), 4);
+        assert_eq!(p.calls.get(), 4);
     }
 
     #[test]
     fn a_binary_changed_during_the_probe_is_not_cached() {
-        let dir = tempfile::tempdir().unwrap();
-        let (file, bin) = (dir.path().join("v.json"), dir.path().join("claude"));
-        binary(&bin, "#!/bin/sh\n");
-        version_output::<()>(Some(&file), &bin, later(), |b| {
+        let p = probed("v.json", "claude", "#!/bin/sh\n");
+        version_output::<()>(Some(&p.file), &p.bin, later(), |b| {
             std::thread::sleep(Duration::from_millis(20));
             binary(b, "#!/bin/sh\necho upgraded\n");
             Ok("2.1.100".into())
         })
         .unwrap();
-        let calls = Cell::new(0);
-        assert_eq!(ask(&file, &bin, later(), &calls, "v"), "v");
-        assert_eq!(calls.get(), 1);
+        assert_eq!(p.ask(later(), "v"), "v");
+        assert_eq!(p.calls.get(), 1);
     }
 }
