@@ -5,7 +5,7 @@
 //! it) and exits as soon as either side closes, so a harness that stops its server and a
 //! gateway that ends the run both end it.
 
-use std::io::{Read as _, Write as _};
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::ExitCode;
@@ -23,7 +23,7 @@ pub fn main(socket: &Path) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let Ok(mut to_gateway) = sock.try_clone() else {
+    let Ok(to_gateway) = sock.try_clone() else {
         return ExitCode::from(1);
     };
     let Ok(closer) = sock.try_clone() else {
@@ -32,36 +32,25 @@ pub fn main(socket: &Path) -> ExitCode {
     // stdin -> socket on a thread; when the harness closes stdin, the socket is shut down both
     // ways, which ends the copy below.
     std::thread::spawn(move || {
-        let mut stdin = std::io::stdin().lock();
-        let mut buf = [0u8; 64 * 1024];
-        loop {
-            match stdin.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if to_gateway.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
+        copy(std::io::stdin().lock(), to_gateway);
         let _ = closer.shutdown(std::net::Shutdown::Both);
     });
-    let mut from_gateway = sock;
-    let mut stdout = std::io::stdout().lock();
+    copy(sock, std::io::stdout().lock());
+    ExitCode::SUCCESS
+}
+
+/// Copies `from` to `to` until either side closes or fails, each read passed on and flushed at
+/// once: a message must not wait in a buffer for the next one.
+fn copy(mut from: impl Read, mut to: impl Write) {
     let mut buf = [0u8; 64 * 1024];
     loop {
-        match from_gateway.read(&mut buf) {
-            Ok(0) | Err(_) => break,
+        match from.read(&mut buf) {
+            Ok(0) | Err(_) => return,
             Ok(n) => {
-                if stdout
-                    .write_all(&buf[..n])
-                    .and_then(|()| stdout.flush())
-                    .is_err()
-                {
-                    break;
+                if to.write_all(&buf[..n]).and_then(|()| to.flush()).is_err() {
+                    return;
                 }
             }
         }
     }
-    ExitCode::SUCCESS
 }
