@@ -315,7 +315,11 @@ fn browser_findings(project: &Path) -> Vec<Finding> {
     ]
     .into_iter()
     .map(|(check, bin)| {
-        match crate::process::version_output(bin, crate::process::version_timeout()) {
+        // Playwright MCP's `--version` loads its whole Node bundle, about a second of CPU: past
+        // the harnesses' 5 s on a loaded CI machine (seen with a dozen processes runnable on two
+        // cores). A doctor is no run waiting to start: four times that bound.
+        let within = crate::process::version_timeout() * 4;
+        match crate::process::version_output(bin, within) {
             Ok(v) => f(
                 "browser",
                 check,
