@@ -16,12 +16,13 @@
 
 use std::io::Read;
 
-use leopold_journal::{ActionKind, Harness, Outcome, UrlRole};
+use leopold_journal::{ActionKind, BrowserBlock, Harness, Outcome, UrlRole};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 /// Every field of a journal line: strings borrowed (a line with an escaped string fails and is
-/// counted: there is none in a generated journal), the journal's own enums for the closed sets.
+/// counted: there is none in a generated journal), the journal's own enums for the closed sets,
+/// and a browser's refusal as the journal's own type (replay reads that one owned too).
 #[derive(Deserialize)]
 #[allow(dead_code)]
 struct Line<'a> {
@@ -46,7 +47,7 @@ struct Line<'a> {
     #[serde(default)]
     verdict: Option<Verdict<'a>>,
     #[serde(default)]
-    browser_blocked: Option<Block<'a>>,
+    browser_blocked: Option<BrowserBlock>,
     #[serde(default)]
     prev: Option<&'a str>,
 }
@@ -71,14 +72,6 @@ struct Verdict<'a> {
     rule: Option<&'a str>,
     #[serde(default)]
     detail: Option<&'a str>,
-}
-
-#[derive(Deserialize)]
-#[allow(dead_code)]
-struct Block<'a> {
-    how: &'a str,
-    #[serde(default)]
-    host: Option<&'a str>,
 }
 
 fn main() -> std::io::Result<()> {

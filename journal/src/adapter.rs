@@ -164,19 +164,22 @@ impl Adapter {
 
     fn wants(&mut self) -> &mut Wants {
         match self {
-            Adapter::Claude(a) => &mut a.wants,
-            Adapter::Codex(a) => &mut a.wants,
+            Adapter::Claude(a) => &mut a.state.wants,
+            Adapter::Codex(a) => &mut a.state.wants,
+        }
+    }
+
+    fn state(&self) -> &StreamState {
+        match self {
+            Adapter::Claude(a) => &a.state,
+            Adapter::Codex(a) => &a.state,
         }
     }
 
     /// The tools of the calls issued and not yet answered, oldest first: what a silent run is
     /// waiting for.
     pub fn pending_tools(&self) -> Vec<String> {
-        let pending = match self {
-            Adapter::Claude(a) => &a.pending,
-            Adapter::Codex(a) => &a.pending,
-        };
-        let mut calls: Vec<&Pending> = pending.calls.values().collect();
+        let mut calls: Vec<&Pending> = self.state().pending.calls.values().collect();
         calls.sort_by_key(|p| p.order);
         calls.into_iter().map(|p| p.tool.clone()).collect()
     }
@@ -184,18 +187,12 @@ impl Adapter {
     /// The element refs of the page snapshots seen so far (for the guard's denials, which name
     /// a ref the stream showed).
     pub fn refs(&self) -> &RefMap {
-        match self {
-            Adapter::Claude(a) => &a.refs,
-            Adapter::Codex(a) => &a.refs,
-        }
+        &self.state().refs
     }
 
     /// Counters so far.
     pub fn stats(&self) -> &AdapterStats {
-        match self {
-            Adapter::Claude(a) => &a.stats,
-            Adapter::Codex(a) => &a.stats,
-        }
+        &self.state().stats
     }
 }
 
@@ -293,6 +290,72 @@ struct Wants {
     narration: bool,
 }
 
+/// What either adapter keeps over its stream; only the reading of each harness's lines differs.
+#[derive(Debug, Default)]
+struct StreamState {
+    pending: PendingCalls,
+    refs: RefMap,
+    wants: Wants,
+    stats: AdapterStats,
+}
+
+impl StreamState {
+    /// The start of `push_line`: the line as a JSON object, with the line's usage report
+    /// (`usage` reads it) as the first event when usage was asked for. `Err` holds what the line
+    /// produces instead ([`AdapterStats::parse_line`]).
+    fn open_line(
+        &mut self,
+        line_no: u64,
+        line: &str,
+        usage: fn(&Value) -> Option<crate::usage::UsageReport>,
+    ) -> Result<(Value, Vec<AdapterEvent>), Vec<AdapterEvent>> {
+        let v = self.stats.parse_line(line_no, line)?;
+        let out = usage_events(self.wants.usage, || usage(&v));
+        Ok((v, out))
+    }
+
+    /// A call issued: it waits for its result; when the table was full, the oldest waiting call
+    /// comes out as unfinished.
+    fn issued(
+        &mut self,
+        harness: Harness,
+        id: String,
+        tool: String,
+        args: Value,
+        out: &mut Vec<AdapterEvent>,
+    ) {
+        if let Some((old_id, old)) = self.pending.insert(id, tool, args) {
+            out.push(old.unfinished(harness, old_id, &self.refs));
+        }
+    }
+
+    /// A call answered: the result of a completed call teaches the refs and, when asked for,
+    /// comes out just before the action.
+    fn answered(
+        &mut self,
+        tool: String,
+        result: Option<&str>,
+        action: Action,
+        out: &mut Vec<AdapterEvent>,
+    ) {
+        if let Some(t) = result {
+            self.refs.learn(t);
+            if self.wants.tool_results {
+                out.push(AdapterEvent::ToolResult {
+                    tool,
+                    text: t.to_owned(),
+                });
+            }
+        }
+        out.push(AdapterEvent::Action(action));
+    }
+
+    /// Ends the stream: calls never answered come out as [`Outcome::Unfinished`].
+    fn finish(&mut self, harness: Harness) -> Vec<AdapterEvent> {
+        self.pending.finish(harness, &self.refs)
+    }
+}
+
 /// Claude Code `-p --output-format stream-json --verbose`.
 ///
 /// `assistant` messages' `tool_use` blocks are paired with the `tool_result` blocks of the `user`
@@ -302,26 +365,21 @@ struct Wants {
 /// otherwise `errored`.
 #[derive(Debug, Default)]
 pub struct ClaudeAdapter {
-    pending: PendingCalls,
-    refs: RefMap,
-    wants: Wants,
-    /// Counters so far.
-    pub stats: AdapterStats,
+    state: StreamState,
 }
 
 impl ClaudeAdapter {
     /// Feeds one line (without its newline); `line_no` is 1-based.
     pub fn push_line(&mut self, line_no: u64, line: &str) -> Vec<AdapterEvent> {
-        let v = match self.stats.parse_line(line_no, line) {
-            Ok(v) => v,
+        let (v, mut out) = match self.state.open_line(line_no, line, crate::usage::claude) {
+            Ok(opened) => opened,
             Err(produced) => return produced,
         };
-        let mut out = usage_events(self.wants.usage, || crate::usage::claude(&v));
         match v.get("type").and_then(Value::as_str) {
             Some("assistant") => {
                 for block in content_blocks(&v) {
                     let ty = block.get("type").and_then(Value::as_str);
-                    if ty == Some("text") && self.wants.narration {
+                    if ty == Some("text") && self.state.wants.narration {
                         if let Some(text) = block.get("text").and_then(Value::as_str) {
                             out.push(AdapterEvent::Narration {
                                 text: text.to_owned(),
@@ -338,11 +396,13 @@ impl ClaudeAdapter {
                         continue;
                     };
                     let args = block.get("input").cloned().unwrap_or(Value::Null);
-                    if let Some((old_id, old)) =
-                        self.pending.insert(id.to_owned(), name.to_owned(), args)
-                    {
-                        out.push(old.unfinished(Harness::Claude, old_id, &self.refs));
-                    }
+                    self.state.issued(
+                        Harness::Claude,
+                        id.to_owned(),
+                        name.to_owned(),
+                        args,
+                        &mut out,
+                    );
                 }
             }
             Some("user") => {
@@ -357,7 +417,7 @@ impl ClaudeAdapter {
                     let Some(id) = block.get("tool_use_id").and_then(Value::as_str) else {
                         continue;
                     };
-                    let Some(call) = self.pending.calls.remove(id) else {
+                    let Some(call) = self.state.pending.calls.remove(id) else {
                         continue;
                     };
                     let text = block.get("content").and_then(result_text);
@@ -380,7 +440,7 @@ impl ClaudeAdapter {
                         &call.args,
                         outcome,
                         result,
-                        &self.refs,
+                        &self.state.refs,
                         ts.clone(),
                     );
                     if outcome == Outcome::Denied {
@@ -391,16 +451,7 @@ impl ClaudeAdapter {
                             .and_then(crate::classify::browser_blocked)
                             .map(Box::new);
                     }
-                    if let Some(t) = result {
-                        self.refs.learn(t);
-                        if self.wants.tool_results {
-                            out.push(AdapterEvent::ToolResult {
-                                tool: call.tool.clone(),
-                                text: t.to_owned(),
-                            });
-                        }
-                    }
-                    out.push(AdapterEvent::Action(action));
+                    self.state.answered(call.tool, result, action, &mut out);
                 }
             }
             Some("result") => {
@@ -414,15 +465,20 @@ impl ClaudeAdapter {
                 }
             }
             Some("system" | "stream_event") => {}
-            Some(other) => self.stats.unknown(other),
-            None => self.stats.unknown("(no type)"),
+            Some(other) => self.state.stats.unknown(other),
+            None => self.state.stats.unknown("(no type)"),
         }
         out
     }
 
     /// Ends the stream: calls never answered come out as [`Outcome::Unfinished`].
     pub fn finish(&mut self) -> Vec<AdapterEvent> {
-        self.pending.finish(Harness::Claude, &self.refs)
+        self.state.finish(Harness::Claude)
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> &AdapterStats {
+        &self.state.stats
     }
 }
 
@@ -512,21 +568,16 @@ fn claude_denial_reason(text: Option<&str>) -> String {
 /// guard's events with [`guard_denials`](crate::guard_denials).
 #[derive(Debug, Default)]
 pub struct CodexAdapter {
-    pending: PendingCalls,
-    refs: RefMap,
-    wants: Wants,
-    /// Counters so far.
-    pub stats: AdapterStats,
+    state: StreamState,
 }
 
 impl CodexAdapter {
     /// Feeds one line (without its newline); `line_no` is 1-based.
     pub fn push_line(&mut self, line_no: u64, line: &str) -> Vec<AdapterEvent> {
-        let v = match self.stats.parse_line(line_no, line) {
-            Ok(v) => v,
+        let (v, mut out) = match self.state.open_line(line_no, line, crate::usage::codex) {
+            Ok(opened) => opened,
             Err(produced) => return produced,
         };
-        let mut out = usage_events(self.wants.usage, || crate::usage::codex(&v));
         let ty = v.get("type").and_then(Value::as_str);
         match ty {
             Some(t @ ("item.started" | "item.updated" | "item.completed")) => {
@@ -547,7 +598,7 @@ impl CodexAdapter {
                         item_type,
                         "agent_message" | "reasoning" | "error" | "todo_list" | "file_change"
                     ) {
-                        self.stats.unknown(&format!("item:{item_type}"));
+                        self.state.stats.unknown(&format!("item:{item_type}"));
                     }
                     return out;
                 };
@@ -557,12 +608,10 @@ impl CodexAdapter {
                     .unwrap_or("")
                     .to_owned();
                 if t != "item.completed" {
-                    if let Some((old_id, old)) = self.pending.insert(id, tool, args) {
-                        out.push(old.unfinished(Harness::Codex, old_id, &self.refs));
-                    }
+                    self.state.issued(Harness::Codex, id, tool, args, &mut out);
                     return out;
                 }
-                self.pending.calls.remove(&id);
+                self.state.pending.calls.remove(&id);
                 let status = item.get("status").and_then(Value::as_str).unwrap_or("");
                 let failed = matches!(status, "failed" | "declined" | "cancelled")
                     || item.get("error").is_some_and(|e| !e.is_null());
@@ -589,7 +638,7 @@ impl CodexAdapter {
                     &args,
                     outcome,
                     result,
-                    &self.refs,
+                    &self.state.refs,
                     now_rfc3339(),
                 );
                 action.browser_blocked = text
@@ -601,16 +650,7 @@ impl CodexAdapter {
                     })
                     .and_then(crate::classify::browser_blocked)
                     .map(Box::new);
-                if let Some(t) = result {
-                    self.refs.learn(t);
-                    if self.wants.tool_results {
-                        out.push(AdapterEvent::ToolResult {
-                            tool,
-                            text: t.to_owned(),
-                        });
-                    }
-                }
-                out.push(AdapterEvent::Action(action));
+                self.state.answered(tool, result, action, &mut out);
             }
             Some("turn.failed") => {
                 if let Some(text) = v.pointer("/error/message").and_then(Value::as_str) {
@@ -620,15 +660,20 @@ impl CodexAdapter {
                 }
             }
             Some("thread.started" | "turn.started" | "turn.completed" | "error") => {}
-            Some(other) => self.stats.unknown(other),
-            None => self.stats.unknown("(no type)"),
+            Some(other) => self.state.stats.unknown(other),
+            None => self.state.stats.unknown("(no type)"),
         }
         out
     }
 
     /// Ends the stream: calls never answered come out as [`Outcome::Unfinished`].
     pub fn finish(&mut self) -> Vec<AdapterEvent> {
-        self.pending.finish(Harness::Codex, &self.refs)
+        self.state.finish(Harness::Codex)
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> &AdapterStats {
+        &self.state.stats
     }
 }
 
@@ -873,6 +918,6 @@ mod tests {
             }]
         );
         assert!(a.push_line(8, "   ").is_empty());
-        assert_eq!(a.stats.malformed, 1);
+        assert_eq!(a.stats().malformed, 1);
     }
 }

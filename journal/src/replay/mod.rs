@@ -71,32 +71,28 @@ pub struct ReplayOptions {
 }
 
 /// The fields replay reads from a run directory's `run.json` (written by the supervisor; any
-/// other field is ignored).
+/// other field is ignored). Each may be absent: runs of every version are read.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub struct RunInfo {
     /// The flow file the run used.
-    #[serde(default)]
     pub flow_path: Option<PathBuf>,
     /// The flow's name.
-    #[serde(default)]
     pub flow: Option<String>,
     /// The chain's head when the run ended (`end.journal_hash`; a top-level `journal_hash` is
     /// read too).
-    #[serde(default)]
     pub journal_hash: Option<String>,
     /// The end of the run, when it ended.
-    #[serde(default)]
     pub end: Option<RunEndInfo>,
 }
 
-/// The fields replay reads from `run.json`'s `end`.
+/// The fields replay reads from `run.json`'s `end`, each of which may be absent.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub struct RunEndInfo {
     /// The chain's head when the run ended.
-    #[serde(default)]
     pub journal_hash: Option<String>,
     /// The gateway record's chain head when the run ended ([`GATEWAY_RECORD`]).
-    #[serde(default)]
     pub gateway_hash: Option<String>,
 }
 
