@@ -379,8 +379,15 @@ fn a_codex_whose_catalog_cannot_be_switched_off_is_refused() {
 
 /// Runs `turns` (one browser call, then the forbidden ones) with `--no-contain` and checks
 /// the bound: each forbidden call refused as `refusal`, nothing reached the forbidden host, no
-/// file changed in the project or the user's home, the secret never reached the model.
-fn refused(w: &CheckoutWorld, forbidden: &Forbidden, n_forbidden: usize, refusal: &str) -> Run {
+/// file changed in the project or the user's home, the secret never reached the model, and the
+/// run ended 0 (nothing ran, so nothing was violated; `case` opens that failure's message).
+fn refused(
+    w: &CheckoutWorld,
+    forbidden: &Forbidden,
+    n_forbidden: usize,
+    refusal: &str,
+    case: &str,
+) {
     let project_before = snapshot(&w.sb.project);
     let home_before = snapshot(&w.sb.home);
     let run = persona_run(w, &["--no-contain"]);
@@ -415,7 +422,11 @@ fn refused(w: &CheckoutWorld, forbidden: &Forbidden, n_forbidden: usize, refusal
         );
     }
     assert_eq!(w.browser.seen().len(), 1, "the browser call ran\n{run}");
-    run
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{case}nothing ran, so nothing was violated\n{run}"
+    );
 }
 
 /// A developer's own Claude settings that allow everything a persona must not have.
@@ -442,6 +453,29 @@ fn plant_secret(sb: &Sandbox) -> PathBuf {
     secret
 }
 
+/// The world of [`refused`]: the secret planted, the model makes the browser call, then the
+/// `forbidden` calls one per turn (given the sandbox, the secret's path and the flow's, which
+/// they go for). Returns it with how many forbidden calls there are.
+fn forbidden_world(
+    h: Harness,
+    forbidden: impl FnOnce(&Sandbox, &Path, &Path) -> Vec<Turn>,
+    codex_user_head: &str,
+    codex_user_tail: &str,
+) -> Option<(CheckoutWorld, usize)> {
+    let mut n = 0;
+    let script = |sb: &Sandbox| {
+        let secret = plant_secret(sb);
+        let calls = forbidden(sb, &secret, &sb.project.join("flows/checkout.md"));
+        n = calls.len();
+        Script {
+            turns: std::iter::once(navigate()).chain(calls).collect(),
+            final_answer: "Done.".into(),
+        }
+    };
+    let w = world(h, script, codex_user_head, codex_user_tail)?;
+    Some((w, n))
+}
+
 /// Claude's settings: the user's permissive file in HOME (seen by the worker with
 /// `--no-contain`), the project's `acceptEdits`.
 fn plant_claude_settings(sb: &Sandbox, mode: &str) {
@@ -462,15 +496,11 @@ fn claude_refuses_every_non_browser_tool_even_when_the_user_allows_it() {
 
 fn claude_refuses_under_user_mode(mode: &str) {
     let forbidden = Forbidden::start();
-    let mut n = 0;
-    let Some(w) = world(
+    let Some((w, n)) = forbidden_world(
         Harness::Claude,
-        |sb| {
-            let secret = plant_secret(sb);
+        |sb, secret, target| {
             plant_claude_settings(sb, mode);
-            let target = sb.project.join("flows/checkout.md");
-            let turns = vec![
-                navigate(),
+            vec![
                 call(
                     "Bash",
                     json!({"command": format!("cat {}; echo pwned >> {}", secret.display(), target.display())}),
@@ -494,24 +524,15 @@ fn claude_refuses_under_user_mode(mode: &str) {
                     "NotebookEdit",
                     json!({"notebook_path": target, "new_source": "x"}),
                 ),
-            ];
-            n = turns.len() - 1;
-            Script {
-                turns,
-                final_answer: "Done.".into(),
-            }
+            ]
         },
         "",
         "",
     ) else {
         return;
     };
-    let run = refused(&w, &forbidden, n, "No such tool available");
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "user defaultMode {mode}: nothing ran, so nothing was violated\n{run}"
-    );
+    let case = format!("user defaultMode {mode}: ");
+    refused(&w, &forbidden, n, "No such tool available", &case);
 }
 
 #[test]
@@ -646,17 +667,13 @@ fn claude_loads_the_project_hooks_and_not_the_users() {
 fn codex_refuses_every_non_browser_tool_even_when_the_user_config_allows_it() {
     let forbidden = Forbidden::start();
     let url = format!("http://127.0.0.1:{}/", forbidden.port);
-    let mut n = 0;
     // A developer's own config.toml: no sandbox, never ask, every tool on, an MCP server of
     // their own (a second stub that logs what it is asked).
     let head = "sandbox_mode = \"danger-full-access\"\napproval_policy = \"never\"\nweb_search = \"live\"\n";
-    let Some(w) = world(
+    let Some((w, n)) = forbidden_world(
         Harness::Codex,
-        |sb| {
-            let secret = plant_secret(sb);
-            let target = sb.project.join("flows/checkout.md");
-            let turns = vec![
-                navigate(),
+        |_, secret, target| {
+            vec![
                 call(
                     "exec_command",
                     json!({"cmd": format!("curl -s {url}exec; cat {}; echo pwned >> {}", secret.display(), target.display())}),
@@ -680,12 +697,7 @@ fn codex_refuses_every_non_browser_tool_even_when_the_user_config_allows_it() {
                     "mcp__evil__navigate",
                     json!({"url": "https://staging.example.com/evil"}),
                 ),
-            ];
-            n = turns.len() - 1;
-            Script {
-                turns,
-                final_answer: "Done.".into(),
-            }
+            ]
         },
         head,
         &format!(
@@ -695,12 +707,7 @@ fn codex_refuses_every_non_browser_tool_even_when_the_user_config_allows_it() {
     ) else {
         return;
     };
-    let run = refused(&w, &forbidden, n, "unsupported call");
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "nothing ran, so nothing was violated\n{run}"
-    );
+    refused(&w, &forbidden, n, "unsupported call", "");
     assert_eq!(
         first_request_tools(&w.model),
         CODEX_TOOLS,
