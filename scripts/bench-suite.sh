@@ -7,7 +7,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
-export_clis
-export_browser
-./scripts/install-box.sh >/dev/null
+export_real_runs
 run_kit_bench leopold-suite-bench "$@"

@@ -15,6 +15,15 @@ export_browser() {
     export LEOPOLD_CHROMIUM="${LEOPOLD_CHROMIUM:-/usr/bin/chromium}"
 }
 
+# All a boxed `persona run` on the real CLIs with the provisioned browser needs: the CLIs, the
+# browser, and the worker's box (Debian's bubblewrap: `persona run` refuses without it,
+# docs/security.md#the-box).
+export_real_runs() {
+    export_clis
+    export_browser
+    ./scripts/install-box.sh >/dev/null
+}
+
 # Cargo's target directory (CARGO_TARGET_DIR when set).
 target_dir() {
     cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p'

@@ -4,14 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-# The real harness CLIs (pinned; cached after the first run) for the end-to-end suites.
-export_clis
-
-# The provisioned browser (Debian's chromium, pinned @playwright/mcp) for the browser suites.
-export_browser
-
-# The worker's box (Debian's bubblewrap): `persona run` refuses without it (docs/security.md#the-box).
-./scripts/install-box.sh >/dev/null
+# The real harness CLIs (pinned; cached after the first run), the provisioned browser and the
+# worker's box, for the end-to-end suites.
+export_real_runs
 
 # The linters the Action's tests run (actionlint, ShellCheck, PyYAML; pip, pinned).
 lint_dir="$(./scripts/install-lint.sh)"

@@ -111,28 +111,47 @@ pub fn active_run_id(sb: &Sandbox) -> String {
         .to_owned()
 }
 
-/// A local HTTP server on a free port, answering `200 ok` to every request: `on_accept` runs as
-/// it accepts each connection, `read` then reads the request (on a thread of its own).
-pub fn serve_ok(
-    on_accept: impl Fn() + Send + 'static,
-    read: impl Fn(&mut std::io::BufReader<&std::net::TcpStream>) + Send + Sync + 'static,
-) -> u16 {
-    use std::io::Write as _;
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    let read = std::sync::Arc::new(read);
-    std::thread::spawn(move || {
-        for conn in l.incoming().flatten() {
-            on_accept();
-            let read = read.clone();
-            std::thread::spawn(move || {
-                read(&mut std::io::BufReader::new(&conn));
-                let mut w = &conn;
-                let _ = w.write_all(
-                    b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
-                );
-            });
-        }
-    });
-    port
+/// A local HTTP server on a free port, answering `200 ok` to every request and keeping what it
+/// received, in order: `accepted` (if given) as it accepts each connection, before reading
+/// anything, then what `read` makes of the request (read on a thread of its own).
+pub struct Recorder<T> {
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    log: std::sync::Arc<std::sync::Mutex<Vec<T>>>,
+}
+
+impl<T: Clone + Send + 'static> Recorder<T> {
+    pub fn start(
+        accepted: Option<T>,
+        read: impl Fn(&mut std::io::BufReader<&std::net::TcpStream>) -> T + Send + Sync + 'static,
+    ) -> Recorder<T> {
+        use std::io::Write as _;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let read = std::sync::Arc::new(read);
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for conn in l.incoming().flatten() {
+                if let Some(a) = &accepted {
+                    kept.lock().unwrap().push(a.clone());
+                }
+                let (read, kept) = (read.clone(), kept.clone());
+                std::thread::spawn(move || {
+                    let got = read(&mut std::io::BufReader::new(&conn));
+                    kept.lock().unwrap().push(got);
+                    let mut w = &conn;
+                    let _ = w.write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
+                    );
+                });
+            }
+        });
+        Recorder { port, log }
+    }
+
+    /// What it received so far.
+    pub fn seen(&self) -> Vec<T> {
+        self.log.lock().unwrap().clone()
+    }
 }

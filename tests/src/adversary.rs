@@ -27,6 +27,12 @@ pub fn shells(h: Harness, commands: &[impl AsRef<str>]) -> Vec<ToolCall> {
     commands.iter().map(|c| shell(h, c.as_ref())).collect()
 }
 
+/// How many of `calls` are `h`'s shell calls ([`shell`]).
+pub fn shell_calls(h: Harness, calls: &[ToolCall]) -> usize {
+    let tool = shell(h, "").tool;
+    calls.iter().filter(|c| c.tool == tool).count()
+}
+
 /// The journal's name for `h`'s shell tool.
 pub fn shell_tool_name(h: Harness) -> &'static str {
     match h {
@@ -193,6 +199,15 @@ pub fn beats(scratch: &Path, prefix: &str) -> Vec<(String, f64)> {
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
+}
+
+/// A survivor would beat on: asserts that the beats named `prefix` in `scratch` do not change
+/// in 1.5 s (`failure` says what a change means), and returns them.
+pub fn assert_beats_stay(scratch: &Path, prefix: &str, failure: &str) -> Vec<(String, f64)> {
+    let at = beats(scratch, prefix);
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
+    assert_eq!(beats(scratch, prefix), at, "{failure}");
+    at
 }
 
 /// The late acts, as shell commands; `marker` is in each one's command line.

@@ -1090,6 +1090,14 @@ impl ModelServer {
         read_jsonl(&self.log)
     }
 
+    /// True once the model has received a request carrying `n` tool results or more: the
+    /// worker is past its `n`th turn.
+    pub fn has_tool_results(&self, n: u64) -> bool {
+        self.requests()
+            .iter()
+            .any(|r| r["tool_results"].as_u64() >= Some(n))
+    }
+
     /// The text of every tool result in the most complete request the model received (the one
     /// carrying the most results), in conversation order: Anthropic `tool_result` blocks, OpenAI
     /// `*call_output` items. A denied call's result holds the hook's reason as the harness put it.

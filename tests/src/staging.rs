@@ -209,6 +209,18 @@ impl ShopRun {
         self.sb.run(cmd, timeout)
     }
 
+    /// Runs the prepared command to its end, bounded by `timeout`.
+    pub fn run_to_end(mut self, timeout: std::time::Duration) -> ShopDone {
+        let run = self.run(&[], timeout);
+        let ShopRun { sb, app, model, .. } = self;
+        ShopDone {
+            sb,
+            app,
+            model,
+            run,
+        }
+    }
+
     /// Prepares the run of `leopold` under `harness`: the app as `app` says (https only with
     /// `tls`, its CA then given as `--ca-cert`), `flow` writes `flows/shop.md` for the app's port, and the
     /// model plays `turns` (given the app's port and the project), then says `final_answer`.
@@ -257,6 +269,79 @@ impl ShopRun {
             model,
             cmd,
         })
+    }
+}
+
+/// A [`ShopRun`] run to its end: the world it ran in, and what it left.
+pub struct ShopDone {
+    /// The sandbox: the run's record is under its project.
+    pub sb: Sandbox,
+    /// The staging app, its request log complete.
+    pub app: StagingApp,
+    /// The scripted model, its request log complete.
+    pub model: ModelServer,
+    /// The `persona run` process's end.
+    pub run: crate::Run,
+}
+
+impl ShopDone {
+    /// The journal's actions (the header line, which has no `tool`, skipped).
+    pub fn journal(&self) -> Vec<Value> {
+        self.journal_lines()
+            .into_iter()
+            .filter(|l| l.get("tool").is_some())
+            .collect()
+    }
+
+    /// The tools of the calls the guard or the gateway refused, from the journal.
+    pub fn denied_calls(&self) -> Vec<String> {
+        self.journal_lines()
+            .into_iter()
+            .filter(|a| a["outcome"] == "denied")
+            .map(|a| a["tool"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    fn journal_lines(&self) -> Vec<Value> {
+        read_jsonl(&self.sb.run_dir().join("journal.jsonl"))
+    }
+
+    /// The guard's denials of this run: `(tool, reason)`.
+    pub fn guard_denials(&self) -> Vec<(String, String)> {
+        let (_proofs, denials) = self.sb.run_events();
+        denials
+            .iter()
+            .map(|e| {
+                let s = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
+                (s("tool"), s("reason"))
+            })
+            .collect()
+    }
+
+    /// The proxy's refusals of requests to the app in the gateway record (Chromium's own
+    /// background requests to its update service are refused too, and not the tests' concern).
+    pub fn refusals(&self) -> Vec<Value> {
+        read_jsonl(&self.sb.run_dir().join("gateway.jsonl"))
+            .into_iter()
+            .filter(|l| l["event"] == "request" && l["host"] == "staging.example.com")
+            .collect()
+    }
+
+    /// `(method, path)` of every request the app received.
+    pub fn seen(&self) -> Vec<(String, String)> {
+        self.app
+            .seen()
+            .into_iter()
+            .map(|(m, p, _)| (m, p))
+            .collect()
+    }
+
+    /// How many orders the app received (requests to `/checkout/confirm`).
+    pub fn orders(&self) -> usize {
+        self.seen()
+            .iter()
+            .filter(|(_, p)| p.starts_with("/checkout/confirm"))
+            .count()
     }
 }
 

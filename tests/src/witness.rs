@@ -17,7 +17,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A local HTTP app on 127.0.0.1 that no flow allows: every connection it accepts is logged
 /// (`connection`), then the request line and `Host` header it reads (`GET /x host=...`); it
@@ -264,6 +264,22 @@ impl RunWatch {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+    }
+
+    /// Polls [`RunWatch::leftovers`] by each of `markers` until none is left or `within` has
+    /// passed (checked once at least); returns those left then.
+    pub fn leftovers_within(&self, markers: &[&str], within: Duration) -> Vec<String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let left: Vec<String> = markers
+                .iter()
+                .flat_map(|m| self.leftovers(Some(m)))
+                .collect();
+            if left.is_empty() || Instant::now() >= deadline {
+                return left;
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -13,8 +13,8 @@ use serde_json::Value;
 use crate::script::Script;
 use crate::witness::{diff_snapshots, snapshot, Entry, ForbiddenHost, RunWatch};
 use crate::{
-    checkout, kill_group, leopold_bin, require_cli, run_bounded, Harness, ModelServer, Run,
-    Sandbox, StubBrowser,
+    checkout, kill_group, leopold_bin, note_timing, require_cli, run_bounded, Harness, ModelServer,
+    Run, Sandbox, StubBrowser,
 };
 
 /// How long [`World::run`] lets a run take.
@@ -125,16 +125,40 @@ impl World {
         std::fs::read_to_string(&self.model.log).unwrap_or_default()
     }
 
-    /// Runs to the end, watching the process table.
-    pub fn run(&self) -> (Run, RunWatch) {
-        self.run_cmd(self.persona_run(), TIMEOUT)
+    /// Runs the scenario `what` to the end: see [`World::run_cmd`].
+    pub fn run(&self, what: &str) -> (BTreeMap<PathBuf, Entry>, Run, RunWatch) {
+        self.run_cmd(what, self.persona_run(), TIMEOUT)
     }
 
-    /// Runs `cmd` to the end (at most `timeout`), watching the process table.
-    pub fn run_cmd(&self, cmd: Command, timeout: Duration) -> (Run, RunWatch) {
+    /// Runs `cmd`, the scenario `what`, to the end (at most `timeout`), watching the process
+    /// table; its time is noted ([`note_timing`]). Returns the files as they were before it
+    /// ([`World::files`]), for [`assert_contained`].
+    pub fn run_cmd(
+        &self,
+        what: &str,
+        cmd: Command,
+        timeout: Duration,
+    ) -> (BTreeMap<PathBuf, Entry>, Run, RunWatch) {
+        let before = self.files();
         let watch = RunWatch::start(&self.sb.project);
         let run = run_bounded(cmd, timeout);
-        (run, watch)
+        note_timing(what, self.h, run.elapsed);
+        (before, run, watch)
+    }
+
+    /// Starts `cmd` (its output dropped), watching the process table, for a scenario that ends
+    /// the supervisor itself. `cmd` gets a group of its own only to clean up should the test
+    /// fail (the returned [`Cleanup`]): the scenario's kill is the supervisor's alone.
+    pub fn spawn_cmd(&self, mut cmd: Command) -> (Child, Cleanup, RunWatch) {
+        let watch = RunWatch::start(&self.sb.project);
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let sup = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start persona run");
+        let cleanup = Cleanup(sup.id());
+        (sup, cleanup, watch)
     }
 }
 

@@ -13,28 +13,12 @@ use crate::kit::*;
 
 /// A local HTTP server logging every connection it accepts (before reading anything) and the
 /// request line it then reads; it answers 200.
-struct Witness {
-    port: u16,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Witness {
-    fn start() -> Witness {
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (accepted, read) = (log.clone(), log.clone());
-        let port = serve_ok(
-            move || accepted.lock().unwrap().push("connection".into()),
-            move |r| {
-                let mut line = String::new();
-                let _ = r.read_line(&mut line);
-                read.lock().unwrap().push(line.trim().to_owned());
-            },
-        );
-        Witness { port, log }
-    }
-    fn seen(&self) -> Vec<String> {
-        self.log.lock().unwrap().clone()
-    }
+fn witness() -> Recorder<String> {
+    Recorder::start(Some("connection".into()), |r| {
+        let mut line = String::new();
+        let _ = r.read_line(&mut line);
+        line.trim().to_owned()
+    })
 }
 
 /// The secrets and files the adversary goes for, planted in the sandbox.
@@ -69,8 +53,8 @@ fn codex_model_at(sb: &Sandbox, port: u16) {
 fn nothing_gets_out(harness: &str) {
     let sb = Sandbox::with_user_files();
     plant(&sb);
-    let forbidden = Witness::start();
-    let model = Witness::start();
+    let forbidden = witness();
+    let model = witness();
     let f = forbidden.port;
     let after = sb.kit().join("after-run.txt");
     if harness == "codex" {
@@ -225,7 +209,7 @@ fn codex_nothing_gets_out_of_the_box() {
 fn a_failed_proof_stops_the_boxed_worker_before_its_model(harness: &str) {
     let run = |move_the_guard: bool| {
         let sb = Sandbox::with_user_files();
-        let model = Witness::start();
+        let model = witness();
         if harness == "codex" {
             codex_model_at(&sb, model.port);
         }
@@ -329,7 +313,7 @@ fn codex_a_failed_proof_stops_the_boxed_worker_before_its_model() {
 #[test]
 fn the_model_relay_admits_only_the_endpoint() {
     let sb = Sandbox::with_user_files();
-    let forbidden = Witness::start();
+    let forbidden = witness();
     let base = sb.kit().join("base-url.txt");
     sb.set_script(&format!(
         "@sh printf %s \"$ANTHROPIC_BASE_URL\" > {1}\n@connect 127.0.0.1:{0}\n@connect localhost:{0}\n@proxy-get http://127.0.0.1:{0}/proxied\n@get http://127.0.0.1:{0}/direct\n@exit 0\n",
@@ -391,7 +375,7 @@ fn the_guard_denies_inside_the_box_and_its_event_reaches_the_record() {
 #[test]
 fn a_sigkilled_supervisor_takes_the_whole_box_with_it() {
     let sb = Sandbox::with_user_files();
-    let forbidden = Witness::start();
+    let forbidden = witness();
     let after = sb.kit().join("after-kill.txt");
     sb.set_script(&format!(
         "@detach 2 http://127.0.0.1:{}/after-kill {}\n@grandchild 60\n{}\n{}\n@sleep 60000\n",

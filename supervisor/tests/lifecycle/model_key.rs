@@ -7,7 +7,6 @@
 //! worker sent; the user's login files are byte for byte as they were.
 
 use std::io::{BufRead as _, Read as _};
-use std::sync::{Arc, Mutex};
 
 use crate::kit::*;
 
@@ -30,48 +29,31 @@ impl Seen {
 }
 
 /// A model endpoint that keeps every request (head and body) and answers 200.
-struct Endpoint {
-    port: u16,
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
-
-impl Endpoint {
-    fn start() -> Endpoint {
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = seen.clone();
-        let port = serve_ok(
-            || {},
-            move |r| {
-                let mut head = String::new();
-                loop {
-                    let mut line = String::new();
-                    if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    head.push_str(&line);
-                }
-                let len = head
-                    .lines()
-                    .find_map(|l| {
-                        let (k, v) = l.split_once(':')?;
-                        k.eq_ignore_ascii_case("content-length")
-                            .then(|| v.trim().parse::<usize>().ok())?
-                    })
-                    .unwrap_or(0);
-                let mut body = vec![0u8; len];
-                let _ = r.read_exact(&mut body);
-                log.lock().unwrap().push(Seen {
-                    head,
-                    body: String::from_utf8_lossy(&body).into_owned(),
-                });
-            },
-        );
-        Endpoint { port, seen }
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
-    }
+fn endpoint() -> Recorder<Seen> {
+    Recorder::start(None, |r| {
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                break;
+            }
+            head.push_str(&line);
+        }
+        let len = head
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse::<usize>().ok())?
+            })
+            .unwrap_or(0);
+        let mut body = vec![0u8; len];
+        let _ = r.read_exact(&mut body);
+        Seen {
+            head,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        }
+    })
 }
 
 /// The adversary's gathering, posted to `url` with `header` (the harness's credential header,
@@ -92,7 +74,7 @@ fn exfiltrate(url: &str, header: &str) -> String {
 fn key_stays_out(
     harness: &str,
     sb: &Sandbox,
-    ep: &Endpoint,
+    ep: &Recorder<Seen>,
     script: &str,
     env: &[(&str, &str)],
     secrets: &[&str],
@@ -145,7 +127,7 @@ fn key_stays_out(
 #[test]
 fn claude_the_key_variable_is_not_in_the_box() {
     let sb = Sandbox::with_user_files();
-    let ep = Endpoint::start();
+    let ep = endpoint();
     let key = "sk-ant-api03-THEREALKEY-claude-var";
     let url = format!("http://127.0.0.1:{}/v1/messages", ep.port);
     key_stays_out(
@@ -173,7 +155,7 @@ fn claude_the_key_variable_is_not_in_the_box() {
 #[test]
 fn claude_the_login_files_tokens_are_not_in_the_box() {
     let sb = Sandbox::with_user_files();
-    let ep = Endpoint::start();
+    let ep = endpoint();
     let access = "sk-ant-oat01-THEREALACCESS";
     let refresh = "sk-ant-ort01-THEREALREFRESH";
     std::fs::create_dir_all(sb.home.join(".claude")).unwrap();
@@ -206,7 +188,7 @@ fn claude_the_login_files_tokens_are_not_in_the_box() {
 #[test]
 fn codex_the_key_and_the_login_file_are_not_in_the_box() {
     let sb = Sandbox::with_user_files();
-    let ep = Endpoint::start();
+    let ep = endpoint();
     std::fs::write(
         sb.codex_home.join("config.toml"),
         format!("{CODEX_CONFIG}\nmodel_provider = \"mock\"\n[model_providers.mock]\nname = \"mock\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n", ep.port)

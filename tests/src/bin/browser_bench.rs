@@ -78,41 +78,27 @@ fn main() -> ExitCode {
         let Some(cli) = h.bench_cli() else {
             return ExitCode::from(2);
         };
-        let (mut bare, mut run, mut base) = (Vec::new(), Vec::new(), Vec::new());
-        let mut none = Vec::new();
-        for _ in 0..rounds {
-            if evidence {
-                match round(h, &cli, &leopold, &pw, &["--evidence", "none"]) {
-                    Ok((r, b)) => {
-                        none.push(r);
-                        bare.push(b);
-                    }
-                    Err(e) => {
-                        eprintln!("{} (--evidence none): {e:#}", h.as_str());
-                        return ExitCode::FAILURE;
-                    }
-                }
+        let timed = time_rounds(
+            h,
+            &cli,
+            &leopold,
+            baseline.as_deref(),
+            &pw,
+            evidence,
+            rounds,
+        );
+        let Timings {
+            mut bare,
+            mut run,
+            mut base,
+            mut none,
+        } = match timed {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("{e:#}");
+                return ExitCode::FAILURE;
             }
-            if let Some(b) = &baseline {
-                match round(h, &cli, b, &pw, &[]) {
-                    Ok((r, _)) => base.push(r),
-                    Err(e) => {
-                        eprintln!("{} (baseline): {e:#}", h.as_str());
-                        return ExitCode::FAILURE;
-                    }
-                }
-            }
-            match round(h, &cli, &leopold, &pw, &[]) {
-                Ok((r, b)) => {
-                    run.push(r);
-                    bare.push(b);
-                }
-                Err(e) => {
-                    eprintln!("{}: {e:#}", h.as_str());
-                    return ExitCode::FAILURE;
-                }
-            }
-        }
+        };
         let b = median(&mut bare);
         let mut ways = vec![
             ("bare harness + same browser (peer)", &mut bare),
@@ -156,6 +142,47 @@ fn main() -> ExitCode {
 fn usage() -> ExitCode {
     eprintln!("usage: leopold-browser-bench [--rounds N] [--harness claude|codex|all]");
     ExitCode::from(2)
+}
+
+/// A harness's times, each way: the bare harness, `persona run`, the baseline's and
+/// `--evidence none`'s (the last two empty where not asked for).
+#[derive(Default)]
+struct Timings {
+    bare: Vec<Duration>,
+    run: Vec<Duration>,
+    base: Vec<Duration>,
+    none: Vec<Duration>,
+}
+
+/// `rounds` rounds of [`round`] under `h`, each way asked for; the first failure, named by the
+/// harness and the way, ends them.
+fn time_rounds(
+    h: Harness,
+    cli: &Path,
+    leopold: &Path,
+    baseline: Option<&Path>,
+    pw: &Path,
+    evidence: bool,
+    rounds: usize,
+) -> anyhow::Result<Timings> {
+    let mut t = Timings::default();
+    for _ in 0..rounds {
+        if evidence {
+            let (r, b) = round(h, cli, leopold, pw, &["--evidence", "none"])
+                .with_context(|| format!("{} (--evidence none)", h.as_str()))?;
+            t.none.push(r);
+            t.bare.push(b);
+        }
+        if let Some(b) = baseline {
+            let (r, _) =
+                round(h, cli, b, pw, &[]).with_context(|| format!("{} (baseline)", h.as_str()))?;
+            t.base.push(r);
+        }
+        let (r, b) = round(h, cli, leopold, pw, &[]).context(h.as_str())?;
+        t.run.push(r);
+        t.bare.push(b);
+    }
+    Ok(t)
 }
 
 /// One `persona run`, then the bare harness with the MCP config that run wrote; both timed.

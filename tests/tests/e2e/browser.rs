@@ -13,8 +13,10 @@ use std::time::Duration;
 
 use leopold_tests::offered::offered_browser_tools;
 use leopold_tests::script::Turn;
-use leopold_tests::staging::{call, nav, require_browser, shop_flow, ShopRun, StagingApp};
-use leopold_tests::{leopold_bin, read_jsonl, require_cli, Harness, ModelServer, Run, Sandbox};
+use leopold_tests::staging::{
+    call, nav, require_browser, shop_flow, ShopDone, ShopRun, StagingApp,
+};
+use leopold_tests::{leopold_bin, read_jsonl, require_cli, Harness, Sandbox};
 use serde_json::{json, Value};
 
 const TIMEOUT: Duration = Duration::from_secs(100);
@@ -25,51 +27,20 @@ const WALKED: &str = "Walked the shop.";
 /// Paths a way out leads to on the app itself; none may ever arrive.
 const WAYS_OUT: &[&str] = &["/admin", "/offers", "/partners", "/eval"];
 
-struct Scenario {
-    sb: Sandbox,
-    app: StagingApp,
-    model: ModelServer,
-    run: Run,
-}
-
-impl Scenario {
-    fn journal(&self) -> Vec<Value> {
-        // The header line has no `tool`.
-        read_jsonl(&self.sb.run_dir().join("journal.jsonl"))
-            .into_iter()
-            .filter(|l| l.get("tool").is_some())
-            .collect()
-    }
-
-    /// The guard's denials of this run: `(tool, reason)`.
-    fn events(&self) -> Vec<(String, String)> {
-        let (_proofs, denials) = self.sb.run_events();
-        denials
-            .iter()
-            .map(|e| {
-                (
-                    e["tool"].as_str().unwrap_or_default().to_owned(),
-                    e["reason"].as_str().unwrap_or_default().to_owned(),
-                )
-            })
-            .collect()
-    }
-
-    /// Every request reached the app as `staging.example.com`, and no way out arrived.
-    fn assert_nothing_got_out(&self) {
-        let seen = self.app.seen();
-        assert!(!seen.is_empty(), "the app saw nothing\n{}", self.run);
-        for (method, path, host) in &seen {
-            assert_eq!(
-                host, "staging.example.com",
-                "{method} {path} reached the app as {host}"
-            );
-            assert!(
-                !WAYS_OUT.contains(&path.as_str()),
-                "{method} {path} arrived\n{}",
-                self.run
-            );
-        }
+/// Every request reached the app as `staging.example.com`, and no way out arrived.
+fn assert_nothing_got_out(s: &ShopDone) {
+    let seen = s.app.seen();
+    assert!(!seen.is_empty(), "the app saw nothing\n{}", s.run);
+    for (method, path, host) in &seen {
+        assert_eq!(
+            host, "staging.example.com",
+            "{method} {path} reached the app as {host}"
+        );
+        assert!(
+            !WAYS_OUT.contains(&path.as_str()),
+            "{method} {path} arrived\n{}",
+            s.run
+        );
     }
 }
 
@@ -78,32 +49,22 @@ fn run_scenario(
     name: &str,
     flow_extra: &str,
     turns: impl FnOnce(u16) -> Vec<Turn>,
-) -> Option<Scenario> {
-    let ShopRun {
-        sb,
-        app,
-        model,
-        cmd,
-    } = ShopRun::prepare(
+) -> Option<ShopDone> {
+    let s = ShopRun::prepare(
         harness,
         &leopold_bin(),
         false,
         |port| shop_flow(port, flow_extra),
         move |port, _| turns(port),
         WALKED,
-    )?;
-    let run = sb.run(cmd, TIMEOUT);
+    )?
+    .run_to_end(TIMEOUT);
     eprintln!(
         "scenario {name} on {}: {:.2} s wall",
         harness.as_str(),
-        run.elapsed.as_secs_f64()
+        s.run.elapsed.as_secs_f64()
     );
-    Some(Scenario {
-        sb,
-        app,
-        model,
-        run,
-    })
+    Some(s)
 }
 
 fn allowed_navigation_loads(harness: Harness) {
@@ -118,7 +79,7 @@ fn allowed_navigation_loads(harness: Harness) {
         .seen()
         .iter()
         .any(|(m, p, h)| m == "GET" && p == "/" && h == "staging.example.com"));
-    s.assert_nothing_got_out();
+    assert_nothing_got_out(&s);
     let journal = s.journal();
     assert_eq!(journal.len(), 2, "{journal:?}");
     // The journal records where the browser actually was: the page's host, never the URL.
@@ -170,7 +131,7 @@ fn ways_out_are_refused_by_the_browser(harness: Harness) {
     ) else {
         return;
     };
-    s.assert_nothing_got_out();
+    assert_nothing_got_out(&s);
     let paths: Vec<String> = s.app.seen().into_iter().map(|(_, p, _)| p).collect();
     for p in ["/", "/js-redirect", "/go-away"] {
         assert!(
@@ -251,8 +212,8 @@ fn the_guard_denies_evaluate_and_a_misleading_click(harness: Harness) {
         "{:?}",
         s.app.seen()
     );
-    s.assert_nothing_got_out();
-    let events = s.events();
+    assert_nothing_got_out(&s);
+    let events = s.guard_denials();
     assert!(
         events.contains(&(
             "mcp__browser__browser_click".into(),
@@ -330,8 +291,8 @@ fn every_gesture_on_place_order_is_denied(harness: Harness) {
         s.app.seen(),
         s.run
     );
-    s.assert_nothing_got_out();
-    let events = s.events();
+    assert_nothing_got_out(&s);
+    let events = s.guard_denials();
     let denied = |tool: &str, reason: &str| {
         events.contains(&(format!("mcp__browser__{tool}"), reason.into()))
     };

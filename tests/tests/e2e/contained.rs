@@ -26,19 +26,17 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use leopold_tests::adversary::{
-    beats, detached, edits, heartbeat, mark_done, network_spellings, one_per_turn, shell,
-    shell_tool_name, shells, CONTROL, CONTROL_OUT,
+    assert_beats_stay, detached, edits, heartbeat, mark_done, network_spellings, one_per_turn,
+    shell, shell_calls, shell_tool_name, shells, CONTROL, CONTROL_OUT,
 };
+use leopold_tests::fake_run::wait_for;
 use leopold_tests::script::{Script, ToolCall, Turn};
 use leopold_tests::staging::StagingApp;
 use leopold_tests::witness::{snapshot, Entry, ForbiddenHost, RunWatch};
-use leopold_tests::world::{
-    assert_contained, assert_files_unchanged, exit_code, token, Cleanup, World,
-};
+use leopold_tests::world::{assert_contained, assert_files_unchanged, exit_code, token, World};
 use leopold_tests::{note_timing, Harness, Run, Sandbox};
 use serde_json::{json, Value};
 
@@ -78,10 +76,8 @@ fn assert_control_never_ran(w: &World) {
     );
 }
 
-/// The run's scratch holds no marker [`mark_done`] would have left: the command never ran.
-/// What every scenario that expects nothing to get out checks after its run: it ended 0, the
-/// box left nothing and changed no byte ([`assert_contained`]), the control never ran, no
-/// witness holds `tried`, and each of the `shell_calls` is in the journal.
+/// What every scenario that expects nothing to get out checks after its run: it ended 0,
+/// [`assert_nothing_ran`], and each of the `shell_calls` is in the journal.
 fn assert_got_nowhere(
     w: &World,
     before: &BTreeMap<PathBuf, Entry>,
@@ -91,12 +87,25 @@ fn assert_got_nowhere(
     shell_calls: usize,
 ) {
     assert_eq!(exit_code(run), 0, "{run}");
-    assert_contained(w, before, watch, None, run);
-    assert_control_never_ran(w);
-    assert_not_marked(w, tried);
+    assert_nothing_ran(w, before, watch, run, tried);
     assert_shell_calls_journaled(w, shell_calls);
 }
 
+/// Nothing the adversary asked for got out or ran: the box left nothing and changed no byte
+/// ([`assert_contained`]), the control never ran, no witness holds `tried`.
+fn assert_nothing_ran(
+    w: &World,
+    before: &BTreeMap<PathBuf, Entry>,
+    watch: RunWatch,
+    run: &Run,
+    tried: &str,
+) {
+    assert_contained(w, before, watch, None, run);
+    assert_control_never_ran(w);
+    assert_not_marked(w, tried);
+}
+
+/// The run's scratch holds no marker [`mark_done`] would have left: the command never ran.
 fn assert_not_marked(w: &World, name: &str) {
     let done = w.sb.run_dir().join("scratch").join(name).exists();
     assert!(
@@ -116,9 +125,7 @@ fn scenario_network(h: Harness) {
     let Some(w) = World::new(h, |f, _| one_per_turn(network_spellings(h, f))) else {
         return;
     };
-    let before = w.files();
-    let (run, watch) = w.run();
-    note_timing("contained: the shell's network", h, run.elapsed);
+    let (before, run, watch) = w.run("contained: the shell's network");
     // A call the harness refused is journaled as denied, and the run ends clean.
     assert_eq!(exit_code(&run), 0, "{run}");
     let (actions, run_json) = w.journal();
@@ -136,9 +143,7 @@ fn scenario_network(h: Harness) {
             .contains(leopold_tests::witness::FORBIDDEN_REPLY),
         "a tool result carried the forbidden host's answer\n{run}"
     );
-    assert_contained(&w, &before, watch, None, &run);
-    assert_control_never_ran(&w);
-    assert_not_marked(&w, "urls-tried");
+    assert_nothing_ran(&w, &before, watch, &run, "urls-tried");
     assert_shell_calls_journaled(&w, shell_calls);
 }
 
@@ -170,13 +175,7 @@ fn scenario_raw_post(h: Harness) {
     }) else {
         return;
     };
-    let before = w.files();
-    let (run, watch) = w.run();
-    note_timing(
-        "contained: a raw POST to the irreversible path",
-        h,
-        run.elapsed,
-    );
+    let (before, run, watch) = w.run("contained: a raw POST to the irreversible path");
     assert_eq!(
         staging.seen(),
         Vec::<(String, String, String)>::new(),
@@ -230,13 +229,8 @@ fn scenario_secrets(h: Harness) {
     let Some(w) = World::new(h, |_, sb| one_per_turn(secret_reads(h, &sb.home))) else {
         return;
     };
-    let shell_calls = secret_reads(h, &w.sb.home)
-        .iter()
-        .filter(|c| c.tool == shell(h, "").tool)
-        .count();
-    let before = w.files();
-    let (run, watch) = w.run();
-    note_timing("contained: reading planted secrets", h, run.elapsed);
+    let shell_calls = shell_calls(h, &secret_reads(h, &w.sb.home));
+    let (before, run, watch) = w.run("contained: reading planted secrets");
     assert_got_nowhere(&w, &before, watch, &run, "secrets-tried", shell_calls);
 }
 
@@ -254,18 +248,9 @@ fn scenario_edits(h: Harness) {
     }) else {
         return;
     };
-    let shell_calls = edits(h, 1, &w.sb)
-        .iter()
-        .filter(|c| c.tool == shell(h, "").tool)
-        .count();
-    let before = w.files();
+    let shell_calls = shell_calls(h, &edits(h, 1, &w.sb));
     let flow_before = std::fs::read(w.sb.project.join("flows/checkout.md")).unwrap();
-    let (run, watch) = w.run();
-    note_timing(
-        "contained: editing the flow, config, hooks, dotfiles",
-        h,
-        run.elapsed,
-    );
+    let (before, run, watch) = w.run("contained: editing the flow, config, hooks, dotfiles");
     assert_eq!(exit_code(&run), 0, "{run}");
     assert_contained(&w, &before, watch, None, &run);
     assert_eq!(
@@ -316,21 +301,16 @@ fn scenario_detached(h: Harness) {
     }) else {
         return;
     };
-    let before = w.files();
-    let (run, watch) = w.run();
-    note_timing("contained: detached processes (run only)", h, run.elapsed);
+    let (before, run, watch) = w.run("contained: detached processes (run only)");
     assert_eq!(exit_code(&run), 0, "{run}");
     let scratch = w.sb.run_dir().join("scratch");
-    let at_end = beats(&scratch, beat);
+    let at_end = assert_beats_stay(
+        &scratch,
+        beat,
+        &format!("a detached process acted after the run\n{run}"),
+    );
     // No detached process started, in the box or anywhere.
     assert!(at_end.is_empty(), "{at_end:?}\n{run}");
-    // A survivor would beat on: nothing changes any more.
-    std::thread::sleep(Duration::from_millis(1_500));
-    assert_eq!(
-        beats(&scratch, beat),
-        at_end,
-        "a detached process acted after the run\n{run}"
-    );
     assert_contained(&w, &before, watch, Some(&marker), &run);
     assert_control_never_ran(&w);
     assert_shell_calls_journaled(&w, if h == Harness::Claude { 6 } else { 5 });
@@ -423,17 +403,8 @@ fn scenario_permissive(h: Harness) {
     if h == Harness::Codex {
         w.sb.write_codex_config(&w.model, PERMISSIVE_CODEX_TAIL);
     }
-    let shell_calls = permissive_calls(h, 1, &w.sb)
-        .iter()
-        .filter(|c| c.tool == shell(h, "").tool)
-        .count();
-    let before = w.files();
-    let (run, watch) = w.run();
-    note_timing(
-        "contained: a permissive developer's settings",
-        h,
-        run.elapsed,
-    );
+    let shell_calls = shell_calls(h, &permissive_calls(h, 1, &w.sb));
+    let (before, run, watch) = w.run("contained: a permissive developer's settings");
     assert_got_nowhere(&w, &before, watch, &run, "permissive-tried", shell_calls);
 }
 
@@ -477,34 +448,13 @@ fn scenario_sigkill(h: Harness) {
         return;
     };
     let before = w.files();
-    let watch = RunWatch::start(&w.sb.project);
     let start = Instant::now();
-    let mut cmd = w.persona_run();
-    // A group of its own, only to clean up should the test fail: the kill below is the
-    // supervisor's alone.
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let mut sup = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start persona run");
-    let sup_pid = sup.id();
-    let cleanup = Cleanup(sup_pid);
+    let (mut sup, cleanup, watch) = w.spawn_cmd(w.persona_run());
     // Mid-turn: the model answered the request carrying turn 1's result; the worker then runs
     // turn 2's call and asks for turn 3, which the model sits on.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !w
-        .model
-        .requests()
-        .iter()
-        .any(|r| r["tool_results"].as_u64() >= Some(1))
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the worker never finished turn 1"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for(30, "the worker to finish turn 1", || {
+        w.model.has_tool_results(1)
+    });
     std::thread::sleep(Duration::from_millis(1_000));
     assert!(
         !watch.box_namespaces().is_empty(),
@@ -519,31 +469,22 @@ fn scenario_sigkill(h: Harness) {
     );
 
     // No recovery yet: the kernel alone must end the box.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let left = watch.leftovers(Some(&marker));
-        if left.is_empty() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "processes of the run outlived the SIGKILLed supervisor by 5 s:\n{}",
-            left.join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let left = watch.leftovers_within(&[&marker], Duration::from_secs(5));
+    assert!(
+        left.is_empty(),
+        "processes of the run outlived the SIGKILLed supervisor by 5 s:\n{}",
+        left.join("\n")
+    );
     // A survivor would beat on: nothing changes any more.
     let scratch = w.sb.run_dir().join("scratch");
-    let at_kill = beats(&scratch, "beat-kill");
+    let at_kill = assert_beats_stay(
+        &scratch,
+        "beat-kill",
+        "the detached process acted after the kill",
+    );
     assert!(
         at_kill.is_empty(),
         "the detached process started in the box: {at_kill:?}"
-    );
-    std::thread::sleep(Duration::from_millis(1_500));
-    assert_eq!(
-        beats(&scratch, "beat-kill"),
-        at_kill,
-        "the detached process acted after the kill"
     );
     let seen = w.forbidden.seen();
     assert!(seen.is_empty(), "the forbidden host was reached: {seen:?}");
@@ -598,9 +539,7 @@ fn scenario_unix_socket(h: Harness) {
     let puma = ForbiddenHost::start_unix(&w.sb.project.join("tmp/sockets/puma.sock"));
     let overmind = ForbiddenHost::start_unix(&w.sb.project.join(".overmind.sock"));
     let abstract_l = abstract_listener(&abstract_name);
-    let before = w.files();
-    let (run, watch) = w.run();
-    note_timing("contained: unix sockets in the project", h, run.elapsed);
+    let (before, run, watch) = w.run("contained: unix sockets in the project");
     // The abstract socket is the host network namespace's: never reachable from the box.
     assert!(
         abstract_l.seen().is_empty(),
@@ -657,13 +596,9 @@ fn scenario_record_links(h: Harness) {
     }) else {
         return;
     };
-    let before = w.files();
-    let (run, watch) = w.run();
-    note_timing("contained: links left in the run's record", h, run.elapsed);
+    let (before, run, watch) = w.run("contained: links left in the run's record");
     assert_eq!(exit_code(&run), 0, "{run}");
-    assert_contained(&w, &before, watch, None, &run);
-    assert_control_never_ran(&w);
-    assert_not_marked(&w, "links-planted");
+    assert_nothing_ran(&w, &before, watch, &run, "links-planted");
     let run_dir = w.sb.run_dir();
     let odd: Vec<String> = snapshot(&[&run_dir], &[])
         .into_iter()
@@ -727,16 +662,8 @@ fn scenario_forged_stream(h: Harness) {
     }) else {
         return;
     };
-    let before = w.files();
-    let (run, watch) = w.run();
-    note_timing(
-        "contained: forged lines in the harness's stream",
-        h,
-        run.elapsed,
-    );
-    assert_contained(&w, &before, watch, None, &run);
-    assert_control_never_ran(&w);
-    assert_not_marked(&w, "forged-tried");
+    let (before, run, watch) = w.run("contained: forged lines in the harness's stream");
+    assert_nothing_ran(&w, &before, watch, &run, "forged-tried");
     let (actions, _) = w.journal();
     let journal = serde_json::to_string(&actions).unwrap();
     let findings = std::fs::read_to_string(w.sb.run_dir().join("findings.md")).unwrap_or_default();

@@ -12,18 +12,19 @@
 //! real browser was there (the app logged `GET /` as `staging.example.com`; the journal has the
 //! completed call; Chromium was seen in the process table).
 
-use std::process::{Command, Stdio};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use leopold_tests::adversary::{
-    beats, detached, edits, heartbeat, mark_done, network_spellings, shell, shells, CONTROL,
+    assert_beats_stay, detached, edits, heartbeat, mark_done, network_spellings, shell, shells,
+    CONTROL,
 };
 use leopold_tests::script::{Script, ToolCall, Turn};
 use leopold_tests::staging::{browser_args, call, nav, require_browser, shop_flow, StagingApp};
-use leopold_tests::witness::RunWatch;
-use leopold_tests::world::{
-    assert_contained, assert_files_unchanged, exit_code, token, Cleanup, World,
-};
+use leopold_tests::witness::{Entry, RunWatch};
+use leopold_tests::world::{assert_contained, assert_files_unchanged, exit_code, token, World};
 use leopold_tests::{note_timing, read_jsonl, Harness, Run, Sandbox};
 use serde_json::{json, Value};
 
@@ -87,8 +88,9 @@ impl BrowserWorld {
         cmd
     }
 
-    fn run(&self) -> (Run, RunWatch) {
-        self.w.run_cmd(self.persona_run(), TIMEOUT)
+    /// Runs the scenario `what` to the end: see [`World::run_cmd`].
+    fn run(&self, what: &str) -> (BTreeMap<PathBuf, Entry>, Run, RunWatch) {
+        self.w.run_cmd(what, self.persona_run(), TIMEOUT)
     }
 
     /// The positive control: the real browser loaded the start page through the gateway, the
@@ -188,13 +190,8 @@ fn scenario_network(h: Harness) {
     ) else {
         return;
     };
-    let before = bw.w.files();
-    let (run, watch) = bw.run();
-    note_timing(
-        "contained, real browser: the shell's network and a raw POST",
-        h,
-        run.elapsed,
-    );
+    let (before, run, watch) =
+        bw.run("contained, real browser: the shell's network and a raw POST");
     bw.assert_browser_was_there(&run);
     assert!(
         !bw.w.model_log().contains("Order placed"),
@@ -253,13 +250,7 @@ fn scenario_edits(h: Harness) {
     };
     std::fs::create_dir_all(bw.w.sb.project.join(".claude")).unwrap();
     std::fs::write(bw.w.sb.project.join(".claude/settings.json"), "{}\n").unwrap();
-    let before = bw.w.files();
-    let (run, watch) = bw.run();
-    note_timing(
-        "contained, real browser: edits to flow, sources, .git",
-        h,
-        run.elapsed,
-    );
+    let (before, run, watch) = bw.run("contained, real browser: edits to flow, sources, .git");
     assert_eq!(exit_code(&run), 0, "{run}");
     bw.assert_browser_was_there(&run);
     assert!(!bw.w.sb.active().exists(), "{run}");
@@ -287,24 +278,16 @@ fn scenario_detached(h: Harness) {
     ) else {
         return;
     };
-    let before = bw.w.files();
-    let (run, watch) = bw.run();
-    note_timing(
-        "contained, real browser: detached processes",
-        h,
-        run.elapsed,
-    );
+    let (before, run, watch) = bw.run("contained, real browser: detached processes");
     assert_eq!(exit_code(&run), 0, "{run}");
     bw.assert_browser_was_there(&run);
     assert_browser_processes_seen(&watch);
     assert_no_browser_left(&watch, &bw, "after the run");
     let scratch = bw.w.sb.run_dir().join("scratch");
-    let at_end = beats(&scratch, "beat");
-    std::thread::sleep(Duration::from_millis(1_500));
-    assert_eq!(
-        beats(&scratch, "beat"),
-        at_end,
-        "a detached process acted after the run\n{run}"
+    assert_beats_stay(
+        &scratch,
+        "beat",
+        &format!("a detached process acted after the run\n{run}"),
     );
     assert_no_browser_left(&watch, &bw, "1.5 s after the run");
     assert_contained(&bw.w, &before, watch, Some(&marker), &run);
@@ -390,24 +373,10 @@ fn scenario_stopped(h: Harness, mid: Mid, stop: Stop) {
         return;
     };
     let before = bw.w.files();
-    let watch = RunWatch::start(&bw.w.sb.project);
     let start = Instant::now();
-    let mut cmd = bw.persona_run();
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let mut sup = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start persona run");
-    let cleanup = Cleanup(sup.id());
+    let (mut sup, cleanup, watch) = bw.w.spawn_cmd(bw.persona_run());
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !bw
-        .w
-        .model
-        .requests()
-        .iter()
-        .any(|r| r["tool_results"].as_u64() >= Some(2))
-    {
+    while !bw.w.model.has_tool_results(2) {
         assert!(
             Instant::now() < deadline,
             "the worker never got past the navigation: {:?}",
@@ -468,31 +437,21 @@ fn scenario_stopped(h: Harness, mid: Mid, stop: Stop) {
 
     // No recovery yet: the kernel (SIGKILL) or the supervisor itself, before it exited
     // (SIGTERM), must end the box and the browser.
-    let deadline = Instant::now()
-        + match stop {
-            Stop::Kill => Duration::from_secs(5),
-            Stop::Term => Duration::ZERO,
-        };
-    loop {
-        let mut left = watch.leftovers(Some(&marker));
-        left.extend(watch.leftovers(Some(&bw.project())));
-        if left.is_empty() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "processes of the run outlived the stopped supervisor ({status:?}):\n{}",
-            left.join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let within = match stop {
+        Stop::Kill => Duration::from_secs(5),
+        Stop::Term => Duration::ZERO,
+    };
+    let left = watch.leftovers_within(&[&marker, &bw.project()], within);
+    assert!(
+        left.is_empty(),
+        "processes of the run outlived the stopped supervisor ({status:?}):\n{}",
+        left.join("\n")
+    );
     let scratch = bw.w.sb.run_dir().join("scratch");
-    let at_kill = beats(&scratch, "beat-kill");
-    std::thread::sleep(Duration::from_millis(1_500));
-    assert_eq!(
-        beats(&scratch, "beat-kill"),
-        at_kill,
-        "the detached process acted after the kill"
+    assert_beats_stay(
+        &scratch,
+        "beat-kill",
+        "the detached process acted after the kill",
     );
     let seen = bw.w.forbidden.seen();
     assert!(seen.is_empty(), "the forbidden host was reached: {seen:?}");
@@ -536,48 +495,6 @@ fn scenario_stopped(h: Harness, mid: Mid, stop: Stop) {
     drop(cleanup);
 }
 
-#[test]
-fn b4_claude_with_the_real_browser_supervisor_sigkilled_mid_turn_leaves_no_browser() {
-    scenario_sigkill(Harness::Claude, Mid::ModelTurn);
-}
-
-#[test]
-fn b4_codex_with_the_real_browser_supervisor_sigkilled_mid_turn_leaves_no_browser() {
-    scenario_sigkill(Harness::Codex, Mid::ModelTurn);
-}
-
-#[test]
-fn b6_claude_with_the_real_browser_supervisor_sigkilled_on_a_page_that_asks_to_stay_leaves_no_browser(
-) {
-    scenario_sigkill(Harness::Claude, Mid::PageHoldsOn);
-}
-
-#[test]
-fn b6_codex_with_the_real_browser_supervisor_sigkilled_on_a_page_that_asks_to_stay_leaves_no_browser(
-) {
-    scenario_sigkill(Harness::Codex, Mid::PageHoldsOn);
-}
-
-#[test]
-fn b7_claude_with_the_real_browser_supervisor_sigtermed_mid_turn_leaves_no_browser() {
-    scenario_stopped(Harness::Claude, Mid::ModelTurn, Stop::Term);
-}
-
-#[test]
-fn b7_codex_with_the_real_browser_supervisor_sigtermed_mid_turn_leaves_no_browser() {
-    scenario_stopped(Harness::Codex, Mid::ModelTurn, Stop::Term);
-}
-
-#[test]
-fn b5_claude_with_the_real_browser_supervisor_sigkilled_mid_browser_call_leaves_no_browser() {
-    scenario_sigkill(Harness::Claude, Mid::BrowserCall);
-}
-
-#[test]
-fn b5_codex_with_the_real_browser_supervisor_sigkilled_mid_browser_call_leaves_no_browser() {
-    scenario_sigkill(Harness::Codex, Mid::BrowserCall);
-}
-
 per_harness! {
     scenario_network =>
         b1_claude_with_the_real_browser_the_shells_network_and_a_raw_post_get_nowhere,
@@ -588,4 +505,16 @@ per_harness! {
     scenario_detached =>
         b3_claude_with_the_real_browser_nothing_outlives_the_run,
         b3_codex_with_the_real_browser_nothing_outlives_the_run;
+    scenario_sigkill(Mid::ModelTurn) =>
+        b4_claude_with_the_real_browser_supervisor_sigkilled_mid_turn_leaves_no_browser,
+        b4_codex_with_the_real_browser_supervisor_sigkilled_mid_turn_leaves_no_browser;
+    scenario_sigkill(Mid::BrowserCall) =>
+        b5_claude_with_the_real_browser_supervisor_sigkilled_mid_browser_call_leaves_no_browser,
+        b5_codex_with_the_real_browser_supervisor_sigkilled_mid_browser_call_leaves_no_browser;
+    scenario_sigkill(Mid::PageHoldsOn) =>
+        b6_claude_with_the_real_browser_supervisor_sigkilled_on_a_page_that_asks_to_stay_leaves_no_browser,
+        b6_codex_with_the_real_browser_supervisor_sigkilled_on_a_page_that_asks_to_stay_leaves_no_browser;
+    scenario_stopped(Mid::ModelTurn, Stop::Term) =>
+        b7_claude_with_the_real_browser_supervisor_sigtermed_mid_turn_leaves_no_browser,
+        b7_codex_with_the_real_browser_supervisor_sigtermed_mid_turn_leaves_no_browser;
 }

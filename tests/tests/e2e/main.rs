@@ -28,18 +28,19 @@
 //!   a suite SIGKILLed and recovered.
 //! - `two_projects`: two Codex runs in two projects sharing one user `CODEX_HOME` (issue #12).
 
-/// A test per harness, each calling one scenario with its harness: `scenario => claude_test,
-/// codex_test;`, the names as the tests are listed.
+/// A test per harness, each calling one scenario with its harness (then the scenario's other
+/// arguments, if it takes any): `scenario => claude_test, codex_test;` or `scenario(arg, ...) =>
+/// claude_test, codex_test;`, the names as the tests are listed.
 macro_rules! per_harness {
-    ($($scenario:path => $claude:ident, $codex:ident;)*) => {$(
+    ($($scenario:ident $(($($arg:expr),*))? => $claude:ident, $codex:ident;)*) => {$(
         #[test]
         fn $claude() {
-            $scenario(leopold_tests::Harness::Claude);
+            $scenario(leopold_tests::Harness::Claude $($(, $arg)*)?);
         }
 
         #[test]
         fn $codex() {
-            $scenario(leopold_tests::Harness::Codex);
+            $scenario(leopold_tests::Harness::Codex $($(, $arg)*)?);
         }
     )*};
 }

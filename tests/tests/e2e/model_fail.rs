@@ -51,12 +51,8 @@ fn a_401_stops_the_run(h: Harness) {
     );
 }
 
-#[test]
-fn claude_a_401_from_the_model_stops_the_run_within_10s() {
-    a_401_stops_the_run(Harness::Claude);
-}
-
-#[test]
-fn codex_a_401_from_the_model_stops_the_run_within_10s() {
-    a_401_stops_the_run(Harness::Codex);
+per_harness! {
+    a_401_stops_the_run =>
+        claude_a_401_from_the_model_stops_the_run_within_10s,
+        codex_a_401_from_the_model_stops_the_run_within_10s;
 }

@@ -20,12 +20,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use leopold_tests::checkout::{self, CheckoutWorld};
 use leopold_tests::offered::{first_request, first_request_tools};
 use leopold_tests::script::{Script, ToolCall, Turn};
-use leopold_tests::{
-    checkout, leopold_bin, require_cli, run_bounded, Harness, ModelServer, Run, Sandbox,
-    StubBrowser,
-};
+use leopold_tests::{leopold_bin, require_cli, run_bounded, Harness, ModelServer, Run, Sandbox};
 use serde_json::{json, Value};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -103,72 +101,45 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
-struct World {
+/// The checkout world for these personas. `codex_user_tail`: TOML appended to the user's Codex
+/// config (after the provider table, so it must open its own tables); `codex_user_head`:
+/// top-level keys before it. `script` is built from the sandbox (it names the sandbox's paths).
+fn world(
     h: Harness,
-    cli: PathBuf,
-    sb: Sandbox,
-    model: ModelServer,
-    browser: StubBrowser,
-    mcp_config: PathBuf,
+    script: impl FnOnce(&Sandbox) -> Script,
+    codex_user_head: &str,
+    codex_user_tail: &str,
+) -> Option<CheckoutWorld> {
+    let w = CheckoutWorld::new(h, script)?;
+    let flows = w.sb.project.join("flows");
+    std::fs::create_dir_all(&flows).unwrap();
+    // Every refusal must be answered, not cut short as `stuck` after the default five
+    // denials in a row: these personas are refused many times on purpose.
+    let text = std::fs::read_to_string(checkout::flow_path()).unwrap();
+    std::fs::write(
+        flows.join("checkout.md"),
+        text.replacen("+++\n", "+++\nmax_denials_in_a_row = 100\n", 1),
+    )
+    .unwrap();
+    if h == Harness::Codex {
+        let path = w.sb.write_codex_config(&w.model, codex_user_tail);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{codex_user_head}{text}")).unwrap();
+    }
+    Some(w)
 }
 
-impl World {
-    /// `codex_user_tail`: TOML appended to the user's Codex config (after the provider table,
-    /// so it must open its own tables); `codex_user_head`: top-level keys before it.
-    /// `script` is built from the sandbox (it names the sandbox's paths).
-    fn new(
-        h: Harness,
-        script: impl FnOnce(&Sandbox) -> Script,
-        codex_user_head: &str,
-        codex_user_tail: &str,
-    ) -> Option<World> {
-        let cli = require_cli(h)?;
-        let sb = Sandbox::new();
-        let model = ModelServer::start(&sb, &script(&sb));
-        let browser = sb.stub_browser(checkout::SERVER);
-        let mcp_config = sb.write_claude_mcp_config(&browser);
-        let flows = sb.project.join("flows");
-        std::fs::create_dir_all(&flows).unwrap();
-        // Every refusal must be answered, not cut short as `stuck` after the default five
-        // denials in a row: these personas are refused many times on purpose.
-        let text = std::fs::read_to_string(checkout::flow_path()).unwrap();
-        std::fs::write(
-            flows.join("checkout.md"),
-            text.replacen("+++\n", "+++\nmax_denials_in_a_row = 100\n", 1),
-        )
-        .unwrap();
-        if h == Harness::Codex {
-            let path = sb.write_codex_config(&model, codex_user_tail);
-            let text = std::fs::read_to_string(&path).unwrap();
-            std::fs::write(&path, format!("{codex_user_head}{text}")).unwrap();
-        }
-        Some(World {
-            h,
-            cli,
-            sb,
-            model,
-            browser,
-            mcp_config,
-        })
-    }
+/// `persona run` in `w` with `extra` arguments, to its end.
+fn persona_run(w: &CheckoutWorld, extra: &[&str]) -> Run {
+    persona_run_env(w, extra, &[])
+}
 
-    fn persona_run(&self, extra: &[&str]) -> Run {
-        self.persona_run_env(extra, &[])
-    }
-
-    /// As [`World::persona_run`], with `env` in the user's environment.
-    fn persona_run_env(&self, extra: &[&str], env: &[(&str, &str)]) -> Run {
-        let mut cmd = self.sb.persona_run(
-            &leopold_bin(),
-            "flows/checkout.md",
-            self.h,
-            &self.cli,
-            &self.model,
-        );
-        cmd.arg("--mcp-config").arg(&self.mcp_config).args(extra);
-        cmd.envs(env.iter().copied());
-        run_bounded(cmd, TIMEOUT)
-    }
+/// As [`persona_run`], with `env` in the user's environment.
+fn persona_run_env(w: &CheckoutWorld, extra: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = w.persona_run(&leopold_bin());
+    cmd.args(extra);
+    cmd.envs(env.iter().copied());
+    run_bounded(cmd, TIMEOUT)
 }
 
 fn call(tool: &str, input: Value) -> Turn {
@@ -196,10 +167,10 @@ fn tool_list(h: Harness, want: &[&str]) {
         turns: vec![navigate()],
         final_answer: "Walked the product page.".into(),
     };
-    let Some(w) = World::new(h, script, "", "") else {
+    let Some(w) = world(h, script, "", "") else {
         return;
     };
-    let run = w.persona_run(&[]);
+    let run = persona_run(&w, &[]);
     assert_eq!(run.status.code(), Some(0), "{run}");
     assert_eq!(
         first_request_tools(&w.model),
@@ -232,8 +203,8 @@ fn claude_offers_exactly_the_browser_tools_whatever_the_model() {
             turns: vec![navigate()],
             final_answer: "Walked the product page.".into(),
         };
-        let w = World::new(Harness::Claude, script, "", "").unwrap();
-        let run = w.persona_run_env(&["--model", alias], &[("ENABLE_TOOL_SEARCH", "true")]);
+        let w = world(Harness::Claude, script, "", "").unwrap();
+        let run = persona_run_env(&w, &["--model", alias], &[("ENABLE_TOOL_SEARCH", "true")]);
         assert_eq!(run.status.code(), Some(0), "--model {alias}\n{run}");
         let (model, tools) = first_request(&w.model);
         assert!(model.contains(alias), "--model {alias} asked {model}");
@@ -285,8 +256,8 @@ fn codex_offers_exactly_the_browser_tools_on_every_catalog_model() {
             turns: vec![navigate()],
             final_answer: "Walked the product page.".into(),
         };
-        let w = World::new(Harness::Codex, script, "", "").unwrap();
-        let run = w.persona_run(&["--model", slug]);
+        let w = world(Harness::Codex, script, "", "").unwrap();
+        let run = persona_run(&w, &["--model", slug]);
         assert_eq!(run.status.code(), Some(0), "-m {slug}\n{run}");
         let (model, tools) = first_request(&w.model);
         assert_eq!(&model, slug, "`-m {slug}` was not the model asked");
@@ -320,10 +291,10 @@ fn codex_resource_tools_reach_only_the_gateway_which_refuses_them() {
         ],
         final_answer: "Done.".into(),
     };
-    let Some(w) = World::new(Harness::Codex, script, "", "") else {
+    let Some(w) = world(Harness::Codex, script, "", "") else {
         return;
     };
-    let run = w.persona_run(&[]);
+    let run = persona_run(&w, &[]);
     assert_eq!(run.status.code(), Some(1), "{run}");
     assert!(run.stdout.contains("read_mcp_resource"), "{run}");
     let reqs = w.model.requests();
@@ -408,11 +379,18 @@ fn a_codex_whose_catalog_cannot_be_switched_off_is_refused() {
 
 /// Runs `turns` (one browser call, then the forbidden ones) with `--no-contain` and checks
 /// the bound: each forbidden call refused as `refusal`, nothing reached the forbidden host, no
-/// file changed in the project or the user's home, the secret never reached the model.
-fn refused(w: &World, forbidden: &Forbidden, n_forbidden: usize, refusal: &str) -> Run {
+/// file changed in the project or the user's home, the secret never reached the model, and the
+/// run ended 0 (nothing ran, so nothing was violated; `case` opens that failure's message).
+fn refused(
+    w: &CheckoutWorld,
+    forbidden: &Forbidden,
+    n_forbidden: usize,
+    refusal: &str,
+    case: &str,
+) {
     let project_before = snapshot(&w.sb.project);
     let home_before = snapshot(&w.sb.home);
-    let run = w.persona_run(&["--no-contain"]);
+    let run = persona_run(w, &["--no-contain"]);
     // Whatever the outcome, what the harness refused must be in the results.
     let results = w.model.tool_results();
     assert_eq!(results.len(), 1 + n_forbidden, "{results:#?}\n{run}");
@@ -444,7 +422,11 @@ fn refused(w: &World, forbidden: &Forbidden, n_forbidden: usize, refusal: &str) 
         );
     }
     assert_eq!(w.browser.seen().len(), 1, "the browser call ran\n{run}");
-    run
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{case}nothing ran, so nothing was violated\n{run}"
+    );
 }
 
 /// A developer's own Claude settings that allow everything a persona must not have.
@@ -471,6 +453,29 @@ fn plant_secret(sb: &Sandbox) -> PathBuf {
     secret
 }
 
+/// The world of [`refused`]: the secret planted, the model makes the browser call, then the
+/// `forbidden` calls one per turn (given the sandbox, the secret's path and the flow's, which
+/// they go for). Returns it with how many forbidden calls there are.
+fn forbidden_world(
+    h: Harness,
+    forbidden: impl FnOnce(&Sandbox, &Path, &Path) -> Vec<Turn>,
+    codex_user_head: &str,
+    codex_user_tail: &str,
+) -> Option<(CheckoutWorld, usize)> {
+    let mut n = 0;
+    let script = |sb: &Sandbox| {
+        let secret = plant_secret(sb);
+        let calls = forbidden(sb, &secret, &sb.project.join("flows/checkout.md"));
+        n = calls.len();
+        Script {
+            turns: std::iter::once(navigate()).chain(calls).collect(),
+            final_answer: "Done.".into(),
+        }
+    };
+    let w = world(h, script, codex_user_head, codex_user_tail)?;
+    Some((w, n))
+}
+
 /// Claude's settings: the user's permissive file in HOME (seen by the worker with
 /// `--no-contain`), the project's `acceptEdits`.
 fn plant_claude_settings(sb: &Sandbox, mode: &str) {
@@ -491,15 +496,11 @@ fn claude_refuses_every_non_browser_tool_even_when_the_user_allows_it() {
 
 fn claude_refuses_under_user_mode(mode: &str) {
     let forbidden = Forbidden::start();
-    let mut n = 0;
-    let Some(w) = World::new(
+    let Some((w, n)) = forbidden_world(
         Harness::Claude,
-        |sb| {
-            let secret = plant_secret(sb);
+        |sb, secret, target| {
             plant_claude_settings(sb, mode);
-            let target = sb.project.join("flows/checkout.md");
-            let turns = vec![
-                navigate(),
+            vec![
                 call(
                     "Bash",
                     json!({"command": format!("cat {}; echo pwned >> {}", secret.display(), target.display())}),
@@ -523,31 +524,22 @@ fn claude_refuses_under_user_mode(mode: &str) {
                     "NotebookEdit",
                     json!({"notebook_path": target, "new_source": "x"}),
                 ),
-            ];
-            n = turns.len() - 1;
-            Script {
-                turns,
-                final_answer: "Done.".into(),
-            }
+            ]
         },
         "",
         "",
     ) else {
         return;
     };
-    let run = refused(&w, &forbidden, n, "No such tool available");
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "user defaultMode {mode}: nothing ran, so nothing was violated\n{run}"
-    );
+    let case = format!("user defaultMode {mode}: ");
+    refused(&w, &forbidden, n, "No such tool available", &case);
 }
 
 #[test]
 fn claude_refuses_the_network_tools_and_the_journal_records_the_refusals() {
     let forbidden = Forbidden::start();
     let url = format!("http://127.0.0.1:{}/", forbidden.port);
-    let Some(w) = World::new(
+    let Some(w) = world(
         Harness::Claude,
         |sb| {
             plant_claude_settings(sb, "bypassPermissions");
@@ -579,7 +571,7 @@ fn claude_refuses_the_network_tools_and_the_journal_records_the_refusals() {
         return;
     };
     let project_before = snapshot(&w.sb.project);
-    let run = w.persona_run(&["--no-contain"]);
+    let run = persona_run(&w, &["--no-contain"]);
     assert_eq!(run.status.code(), Some(0), "{run}");
     assert!(
         run.stderr.contains("Bash") || run.stdout.contains("Bash"),
@@ -615,7 +607,7 @@ fn claude_refuses_the_network_tools_and_the_journal_records_the_refusals() {
 #[test]
 fn claude_loads_the_project_hooks_and_not_the_users() {
     let mut logs = PathBuf::new();
-    let Some(w) = World::new(
+    let Some(w) = world(
         Harness::Claude,
         |sb| {
             logs = sb.logs.clone();
@@ -647,7 +639,7 @@ fn claude_loads_the_project_hooks_and_not_the_users() {
     ) else {
         return;
     };
-    let run = w.persona_run(&["--no-contain"]);
+    let run = persona_run(&w, &["--no-contain"]);
     assert_eq!(run.status.code(), Some(0), "{run}");
     let project_hook = std::fs::read_to_string(logs.join("project-hook.log")).unwrap_or_default();
     assert_eq!(
@@ -675,17 +667,13 @@ fn claude_loads_the_project_hooks_and_not_the_users() {
 fn codex_refuses_every_non_browser_tool_even_when_the_user_config_allows_it() {
     let forbidden = Forbidden::start();
     let url = format!("http://127.0.0.1:{}/", forbidden.port);
-    let mut n = 0;
     // A developer's own config.toml: no sandbox, never ask, every tool on, an MCP server of
     // their own (a second stub that logs what it is asked).
     let head = "sandbox_mode = \"danger-full-access\"\napproval_policy = \"never\"\nweb_search = \"live\"\n";
-    let Some(w) = World::new(
+    let Some((w, n)) = forbidden_world(
         Harness::Codex,
-        |sb| {
-            let secret = plant_secret(sb);
-            let target = sb.project.join("flows/checkout.md");
-            let turns = vec![
-                navigate(),
+        |_, secret, target| {
+            vec![
                 call(
                     "exec_command",
                     json!({"cmd": format!("curl -s {url}exec; cat {}; echo pwned >> {}", secret.display(), target.display())}),
@@ -709,12 +697,7 @@ fn codex_refuses_every_non_browser_tool_even_when_the_user_config_allows_it() {
                     "mcp__evil__navigate",
                     json!({"url": "https://staging.example.com/evil"}),
                 ),
-            ];
-            n = turns.len() - 1;
-            Script {
-                turns,
-                final_answer: "Done.".into(),
-            }
+            ]
         },
         head,
         &format!(
@@ -724,12 +707,7 @@ fn codex_refuses_every_non_browser_tool_even_when_the_user_config_allows_it() {
     ) else {
         return;
     };
-    let run = refused(&w, &forbidden, n, "unsupported call");
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "nothing ran, so nothing was violated\n{run}"
-    );
+    refused(&w, &forbidden, n, "unsupported call", "");
     assert_eq!(
         first_request_tools(&w.model),
         CODEX_TOOLS,

@@ -5,11 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use leopold_tests::checkout::{self, CheckoutWorld};
 use leopold_tests::script::Script;
-use leopold_tests::{
-    checkout, leopold_bin, note_timing, read_jsonl, require_cli, run_bounded, Harness, ModelServer,
-    Run, Sandbox, StubBrowser,
-};
+use leopold_tests::{leopold_bin, note_timing, read_jsonl, run_bounded, Harness, Run, StubBrowser};
 use serde_json::Value;
 
 const TIMEOUT: Duration = Duration::from_secs(50);
@@ -23,15 +21,10 @@ const INVALID_CLAUDE_SETTINGS: &str =
 /// Appended to the Codex config the sandbox writes: a user's comment and table.
 const USER_CODEX_TAIL: &str = "\n# my own notes, keep them\n[history]\npersistence = \"none\"\n";
 
-/// One harness, one sandbox, the scripted model and the stub browser, ready for `persona run`.
+/// The checkout world with the flow and the user's own harness settings in place.
 struct World {
-    h: Harness,
-    cli: PathBuf,
-    sb: Sandbox,
-    model: ModelServer,
-    browser: StubBrowser,
+    base: CheckoutWorld,
     leopold: PathBuf,
-    mcp_config: PathBuf,
     /// The harness settings file a persona run wires (and must leave as it found it).
     settings: PathBuf,
 }
@@ -42,11 +35,8 @@ impl World {
     }
 
     fn with_settings(h: Harness, script: &Script, claude_settings: &str) -> Option<World> {
-        let cli = require_cli(h)?;
-        let sb = Sandbox::new();
-        let model = ModelServer::start(&sb, script);
-        let browser = sb.stub_browser(checkout::SERVER);
-        let mcp_config = sb.write_claude_mcp_config(&browser);
+        let base = CheckoutWorld::new(h, |_| script.clone())?;
+        let sb = &base.sb;
         sb.add_checkout_flow();
         let settings = match h {
             Harness::Claude => {
@@ -56,31 +46,17 @@ impl World {
                 std::fs::write(&p, claude_settings).unwrap();
                 p
             }
-            Harness::Codex => sb.write_codex_config(&model, USER_CODEX_TAIL),
+            Harness::Codex => sb.write_codex_config(&base.model, USER_CODEX_TAIL),
         };
         Some(World {
-            h,
-            cli,
-            sb,
-            model,
-            browser,
+            base,
             leopold: leopold_bin(),
-            mcp_config,
             settings,
         })
     }
 
-    /// `leopold persona run flows/checkout.md --harness <h> ...`, hermetic, from the project.
-    fn persona_run(&self, leopold: &Path) -> Command {
-        let mut cmd =
-            self.sb
-                .persona_run(leopold, "flows/checkout.md", self.h, &self.cli, &self.model);
-        cmd.arg("--mcp-config").arg(&self.mcp_config);
-        cmd
-    }
-
     fn run(&self) -> Run {
-        run_bounded(self.persona_run(&self.leopold), TIMEOUT)
+        run_bounded(self.base.persona_run(&self.leopold), TIMEOUT)
     }
 
     fn settings_bytes(&self) -> Vec<u8> {
@@ -89,17 +65,17 @@ impl World {
 
     /// The run's state file: ACTIVE.json, or a boxed run's `active/<run_id>.json`.
     fn active_json(&self) -> PathBuf {
-        self.sb.active()
+        self.base.sb.active()
     }
 
     /// The single run directory's journal actions (header line skipped) and `run.json`.
     fn journal(&self) -> (Vec<Value>, Value) {
-        self.sb.run_journal()
+        self.base.sb.run_journal()
     }
 
     /// True once some run directory's journal holds an action line.
     fn journal_has_actions(&self) -> bool {
-        let runs = self.sb.persona_dir().join("runs");
+        let runs = self.base.sb.persona_dir().join("runs");
         std::fs::read_dir(&runs)
             .into_iter()
             .flatten()
@@ -111,7 +87,7 @@ impl World {
     }
 
     fn assert_lock_free(&self) {
-        let lock = self.sb.persona_dir().join("run.lock");
+        let lock = self.base.sb.persona_dir().join("run.lock");
         if let Ok(f) = std::fs::File::open(&lock) {
             fs2::FileExt::try_lock_exclusive(&f).expect("run.lock still held after the run");
         }
@@ -191,12 +167,12 @@ fn scenario_checkout(h: Harness) {
     note_timing("s1 checkout (persona run)", h, run.elapsed);
 
     // The browser saw exactly the allowed calls.
-    assert_eq!(w.browser.seen(), checkout::allowed_calls(), "{run}");
+    assert_eq!(w.base.browser.seen(), checkout::allowed_calls(), "{run}");
 
     // One host-only events line per block, in the run's events.jsonl. The supervisor proves
     // the wired guard before launch with a synthetic probe, which the guard records too: exactly
     // one such line, set apart.
-    let (proofs, events) = w.sb.run_events();
+    let (proofs, events) = w.base.sb.run_events();
     assert_eq!(proofs.len(), 1, "{proofs:#?}");
     assert_eq!(events.len(), checkout::BLOCKED_CALLS, "{events:#?}");
     let hosts: Vec<&str> = events
@@ -205,7 +181,7 @@ fn scenario_checkout(h: Harness) {
         .map(|e| e["host"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(hosts, checkout::BLOCKED_HOSTS);
-    let events_text = w.sb.events_text();
+    let events_text = w.base.sb.events_text();
     assert!(!events_text.contains("://"), "{events_text}");
 
     // The journal lists every action with the right outcome, and no violation.
@@ -231,7 +207,7 @@ fn scenario_checkout(h: Harness) {
     assert!(!journal_text.contains("://"), "the journal holds a URL");
 
     // The model received the guard's reason for each denied call.
-    let results = w.model.tool_results();
+    let results = w.base.model.tool_results();
     let denied: Vec<usize> = (0..results.len())
         .filter(|&i| results[i].contains("Leopold persona guard: "))
         .collect();
@@ -277,7 +253,8 @@ fn scenario_checkout(h: Harness) {
     // The findings: the persona's final answer, verbatim, printed after the summary; the walls,
     // structured, in run.json.
     let answer = checkout::script().final_answer;
-    let saved = std::fs::read_to_string(w.sb.run_dir().join("findings.md")).expect("findings.md");
+    let saved =
+        std::fs::read_to_string(w.base.sb.run_dir().join("findings.md")).expect("findings.md");
     assert_eq!(saved, answer);
     let summary_at = run.stdout.find("clean (exit 0)").expect("summary");
     let answer_at = run.stdout.find(&answer).unwrap_or_else(|| panic!("{run}"));
@@ -310,7 +287,7 @@ fn scenario_checkout(h: Harness) {
 fn assert_replay_head(w: &World, head: &str) {
     let out = Command::new(&w.leopold)
         .args(["persona", "replay"])
-        .arg(w.sb.run_dir())
+        .arg(w.base.sb.run_dir())
         .args(["--json", "--expect", head])
         .output()
         .unwrap();
@@ -333,7 +310,7 @@ fn scenario_checkout_json(h: Harness) {
     let Some(w) = World::new(h, &checkout::script()) else {
         return;
     };
-    let mut cmd = w.persona_run(&w.leopold);
+    let mut cmd = w.base.persona_run(&w.leopold);
     cmd.arg("--json");
     let run = run_bounded(cmd, TIMEOUT);
     assert_eq!(exit_code(&run), Some(0), "{run}");
@@ -454,7 +431,7 @@ fn scenario_guard_moved_away(h: Harness) {
     };
     // Every call after the move is denied on Claude: this scenario is about fail-closed, not
     // about the `stuck` stop (five denials in a row), so the flow allows more.
-    let flow = w.sb.project.join("flows/checkout.md");
+    let flow = w.base.sb.project.join("flows/checkout.md");
     let text = std::fs::read_to_string(&flow).unwrap();
     std::fs::write(
         &flow,
@@ -463,17 +440,17 @@ fn scenario_guard_moved_away(h: Harness) {
     .unwrap();
     let before = w.settings_bytes();
     // A private copy of leopold: the supervisor wires its own path as the guard command.
-    let bin_dir = w.sb.root.join("bin");
+    let bin_dir = w.base.sb.root.join("bin");
     std::fs::create_dir_all(&bin_dir).unwrap();
     let copy = bin_dir.join("leopold");
     std::fs::copy(&w.leopold, &copy).unwrap();
     // Unboxed: the box binds leopold's file into itself when the run starts, so renaming it
     // outside does not take it away from the guard; this scenario is about the harnesses' hook
     // failure semantics, which the real guard-can't-run case still has without the box.
-    let mut cmd = w.persona_run(&copy);
+    let mut cmd = w.base.persona_run(&copy);
     cmd.arg("--no-contain");
     let handle = spawn_run(cmd);
-    wait_for_calls(&w.browser, 1);
+    wait_for_calls(&w.base.browser, 1);
     std::fs::rename(&copy, bin_dir.join("leopold.moved-away")).unwrap();
     let run = handle.join().unwrap();
     note_timing(
@@ -482,7 +459,7 @@ fn scenario_guard_moved_away(h: Harness) {
         run.elapsed,
     );
 
-    let seen: Vec<Value> = w.browser.seen().into_iter().map(|(_, a)| a).collect();
+    let seen: Vec<Value> = w.base.browser.seen().into_iter().map(|(_, a)| a).collect();
     let (actions, run_json) = w.journal();
     match h {
         Harness::Claude => {
@@ -506,7 +483,7 @@ fn scenario_guard_moved_away(h: Harness) {
             // browser, and the worker read the guard's reason in the tool error. The journal
             // records them as denials with the gateway's reasons, not violations.
             assert_eq!(
-                w.browser.seen(),
+                w.base.browser.seen(),
                 checkout::allowed_calls(),
                 "a call got past the gateway\n{run}"
             );
@@ -524,10 +501,10 @@ fn scenario_guard_moved_away(h: Harness) {
                 "{denied:#?}"
             );
             assert!(
-                w.model.received("(reason: outside_allowlist)"),
+                w.base.model.received("(reason: outside_allowlist)"),
                 "the model never read the gateway's reason"
             );
-            let gateway = read_jsonl(&w.sb.run_dir().join("gateway.jsonl"));
+            let gateway = read_jsonl(&w.base.sb.run_dir().join("gateway.jsonl"));
             let refused = gateway
                 .iter()
                 .filter(|l| l["event"] == "call" && l["verdict"] == "denied")
@@ -563,7 +540,7 @@ fn s3_claude_invalid_project_settings_guard_still_fires_and_doctor_reports_the_f
         run.elapsed,
     );
     assert_eq!(
-        w.browser.seen(),
+        w.base.browser.seen(),
         checkout::allowed_calls(),
         "the guard did not fire\n{run}"
     );
@@ -572,8 +549,8 @@ fn s3_claude_invalid_project_settings_guard_still_fires_and_doctor_reports_the_f
     let mut doctor = Command::new(&w.leopold);
     doctor
         .args(["doctor", "--json", "--project"])
-        .arg(&w.sb.project);
-    w.sb.hermetic(&mut doctor, &w.model);
+        .arg(&w.base.sb.project);
+    w.base.sb.hermetic(&mut doctor, &w.base.model);
     let out = run_bounded(doctor, Duration::from_secs(30));
     note_timing("s3 leopold doctor", Harness::Claude, out.elapsed);
     assert_eq!(
@@ -607,13 +584,13 @@ fn scenario_crash(h: Harness) {
         return;
     };
     let before = w.settings_bytes();
-    let mut cmd = w.persona_run(&w.leopold);
+    let mut cmd = w.base.persona_run(&w.leopold);
     let mut sup = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("start persona run");
-    wait_for_calls(&w.browser, 1);
+    wait_for_calls(&w.base.browser, 1);
     let active: Value =
         serde_json::from_slice(&std::fs::read(w.active_json()).expect("ACTIVE.json mid-run"))
             .unwrap();
@@ -664,12 +641,12 @@ fn scenario_crash(h: Harness) {
         std::thread::sleep(Duration::from_millis(20));
     }
 
-    let out = w.sb.persona_recover(&w.leopold, &w.model);
+    let out = w.base.sb.persona_recover(&w.leopold, &w.base.model);
     assert_eq!(exit_code(&out), Some(0), "{out}");
     note_timing("s4 persona recover after SIGKILL", h, out.elapsed);
     w.assert_cleaned_up(&before);
     // Only the first call ever reached the browser.
-    assert_eq!(w.browser.calls().len(), 1);
+    assert_eq!(w.base.browser.calls().len(), 1);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -682,8 +659,8 @@ fn scenario_busy(h: Harness) {
     let Some(w) = World::new(h, &script) else {
         return;
     };
-    let first = spawn_run(w.persona_run(&w.leopold));
-    wait_for_calls(&w.browser, 1);
+    let first = spawn_run(w.base.persona_run(&w.leopold));
+    wait_for_calls(&w.base.browser, 1);
     // ...and until run 1 journaled that call: from then on run 1 waits on its model.
     let deadline = Instant::now() + Duration::from_secs(10);
     while !w.journal_has_actions() {
@@ -693,10 +670,10 @@ fn scenario_busy(h: Harness) {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    let project_before = tree(&w.sb.project);
+    let project_before = tree(&w.base.sb.project);
     let settings_before = w.settings_bytes();
 
-    let mut alone = w.persona_run(&w.leopold);
+    let mut alone = w.base.persona_run(&w.leopold);
     alone.arg("--no-contain");
     let second = run_bounded(alone, Duration::from_secs(20));
     assert_eq!(exit_code(&second), Some(4), "{second}");
@@ -708,10 +685,10 @@ fn scenario_busy(h: Harness) {
                 .contains("runs alone because it wires the project's settings file"),
         "the message names the active run's flow and says why\n{second}"
     );
-    assert_same_tree(&project_before, &tree(&w.sb.project));
+    assert_same_tree(&project_before, &tree(&w.base.sb.project));
     assert_eq!(w.settings_bytes(), settings_before);
     assert_eq!(
-        w.browser.calls().len(),
+        w.base.browser.calls().len(),
         1,
         "the second run reached the browser"
     );
@@ -750,7 +727,7 @@ fn scenario_max_turns(h: Harness) {
     let Some(w) = World::new(h, &checkout::script()) else {
         return;
     };
-    let mut cmd = w.persona_run(&w.leopold);
+    let mut cmd = w.base.persona_run(&w.leopold);
     cmd.args(["--max-turns", "2"]);
     let run = run_bounded(cmd, TIMEOUT);
     assert_eq!(exit_code(&run), Some(5), "{run}");
@@ -766,12 +743,8 @@ fn scenario_max_turns(h: Harness) {
     assert_eq!(by_harness, h == Harness::Claude, "{reason}\n{run}");
 }
 
-#[test]
-fn claude_stops_at_max_turns_and_the_run_is_over_budget() {
-    scenario_max_turns(Harness::Claude);
-}
-
-#[test]
-fn codex_turns_past_max_turns_stop_the_run_as_over_budget() {
-    scenario_max_turns(Harness::Codex);
+per_harness! {
+    scenario_max_turns =>
+        claude_stops_at_max_turns_and_the_run_is_over_budget,
+        codex_turns_past_max_turns_stop_the_run_as_over_budget;
 }

@@ -20,9 +20,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use leopold_tests::script::Turn;
-use leopold_tests::staging::{call, require_browser, ShopRun, StagingApp};
-use leopold_tests::{leopold_bin, read_jsonl, Harness, ModelServer, Run, Sandbox};
-use serde_json::{json, Value};
+use leopold_tests::staging::{call, require_browser, ShopDone, ShopRun, StagingApp};
+use leopold_tests::{leopold_bin, Harness, Sandbox};
+use serde_json::json;
 
 const TIMEOUT: Duration = Duration::from_secs(100);
 
@@ -45,71 +45,19 @@ fn nav_to(scheme: &str, path: &str) -> Turn {
     )
 }
 
-struct Done {
-    sb: Sandbox,
-    app: StagingApp,
-    run: Run,
-    model: ModelServer,
-}
-
-impl Done {
-    /// `(method, path)` of every request the app received.
-    fn seen(&self) -> Vec<(String, String)> {
-        self.app
-            .seen()
-            .into_iter()
-            .map(|(m, p, _)| (m, p))
-            .collect()
-    }
-
-    fn orders(&self) -> usize {
-        self.seen()
-            .iter()
-            .filter(|(_, p)| p.starts_with("/checkout/confirm"))
-            .count()
-    }
-
-    /// The proxy's refusals of requests to the app in the gateway record (Chromium's own
-    /// background requests to its update service are refused too, and not the test's concern).
-    fn refusals(&self) -> Vec<Value> {
-        read_jsonl(&self.sb.run_dir().join("gateway.jsonl"))
-            .into_iter()
-            .filter(|l| l["event"] == "request" && l["host"] == "staging.example.com")
-            .collect()
-    }
-
-    /// Calls the guard or the gateway refused, from the journal.
-    fn denied_calls(&self) -> Vec<String> {
-        read_jsonl(&self.sb.run_dir().join("journal.jsonl"))
-            .into_iter()
-            .filter(|a| a["outcome"] == "denied")
-            .map(|a| a["tool"].as_str().unwrap_or_default().to_owned())
-            .collect()
-    }
-}
-
 /// One boxed run of `turns` against a fresh app (https with `tls`) under `rules`.
-fn run(harness: Harness, tls: bool, rules: &str, turns: Vec<Turn>) -> Option<Done> {
-    let ShopRun {
-        sb,
-        app,
-        model,
-        cmd,
-    } = ShopRun::prepare(
-        harness,
-        &leopold_bin(),
-        tls,
-        |port| flow(port, rules),
-        |_, _| turns,
-        "Done.",
-    )?;
-    let run = sb.run(cmd, TIMEOUT);
-    Some(Done {
-        sb,
-        app,
-        run,
-        model,
-    })
+fn run(harness: Harness, tls: bool, rules: &str, turns: Vec<Turn>) -> Option<ShopDone> {
+    Some(
+        ShopRun::prepare(
+            harness,
+            &leopold_bin(),
+            tls,
+            |port| flow(port, rules),
+            |_, _| turns,
+            "Done.",
+        )?
+        .run_to_end(TIMEOUT),
+    )
 }
 
 /// The gestures, each from a fresh page: refs are the page's first snapshot's.
