@@ -93,11 +93,14 @@ fn record(path: &Path, argv: &[String]) {
         // can tell when the worker really started, inside the box or not.
         "mono_ns": mono_ns(),
     });
-    // Workers of a suite run side by side and share this path: each writes its own temporary
-    // file, so one's rename cannot take away the file another is about to rename.
-    let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
-    std::fs::write(&tmp, v.to_string()).expect("write record");
-    std::fs::rename(&tmp, path).expect("rename record");
+    // Workers of a suite run side by side and share this path: each writes a temporary file of
+    // its own, named at random (a boxed worker's pid is its PID namespace's, the same in every
+    // box), so one's rename cannot take away the file another is about to rename.
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).expect("create record");
+    tmp.write_all(v.to_string().as_bytes())
+        .expect("write record");
+    tmp.persist(path).expect("rename record");
 }
 
 fn mono_ns() -> u128 {
