@@ -10,8 +10,9 @@ pub fn temp_path(rel: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
-/// The checkout flow on `staging.example.com` the tests walk, as read from `flows/checkout.md`,
-/// with the front-matter lines `extra` (`""` for none) after its name and allowlist.
+/// A flow named `checkout` allowing `staging.example.com` only, its path `flows/checkout.md`
+/// (nothing is read from there), with the front-matter lines `extra` (`""` for none) after its
+/// name and allowlist.
 pub fn checkout_flow(extra: &str) -> leopold_flows::Flow {
     leopold_flows::Flow::parse(
         &format!(

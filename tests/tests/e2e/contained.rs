@@ -143,8 +143,7 @@ fn scenario_network(h: Harness) {
             .contains(leopold_tests::witness::FORBIDDEN_REPLY),
         "a tool result carried the forbidden host's answer\n{run}"
     );
-    assert_nothing_ran(&w, &before, watch, &run, "urls-tried");
-    assert_shell_calls_journaled(&w, shell_calls);
+    assert_got_nowhere(&w, &before, watch, &run, "urls-tried", shell_calls);
 }
 
 // ---------------------------------------------------------------------------------------------
