@@ -165,10 +165,14 @@ fn time_rounds(
     evidence: bool,
     rounds: usize,
 ) -> anyhow::Result<Timings> {
+    // This build removes a run's browser files as it ends; the peer is started from the MCP
+    // config the run wrote there. (The baseline, from before that, keeps them without the flag,
+    // which it does not know.)
+    const KEEP: &str = "--keep-scratch";
     let mut t = Timings::default();
     for _ in 0..rounds {
         if evidence {
-            let (r, b) = round(h, cli, leopold, pw, &["--evidence", "none"])
+            let (r, b) = round(h, cli, leopold, pw, &[KEEP, "--evidence", "none"])
                 .with_context(|| format!("{} (--evidence none)", h.as_str()))?;
             t.none.push(r);
             t.bare.push(b);
@@ -178,7 +182,7 @@ fn time_rounds(
                 round(h, cli, b, pw, &[]).with_context(|| format!("{} (baseline)", h.as_str()))?;
             t.base.push(r);
         }
-        let (r, b) = round(h, cli, leopold, pw, &[]).context(h.as_str())?;
+        let (r, b) = round(h, cli, leopold, pw, &[KEEP]).context(h.as_str())?;
         t.run.push(r);
         t.bare.push(b);
     }
@@ -239,7 +243,9 @@ fn round(
         .path();
     let mcp = run_dir.join("browser/mcp.json");
     unproxied(&run_dir.join("browser/playwright.json"), app.port)?;
-    let cfg: Value = serde_json::from_slice(&std::fs::read(&mcp)?)?;
+    let cfg: Value = serde_json::from_slice(
+        &std::fs::read(&mcp).with_context(|| format!("the run's {}", mcp.display()))?,
+    )?;
     let server = &cfg["mcpServers"]["browser"];
     let mut bare = Command::new(cli);
     match h {
@@ -290,7 +296,9 @@ fn round(
 /// The run's Playwright config for the bare peer: Chromium reaches the shop by its own resolver
 /// (the run's proxy is gone with the run).
 fn unproxied(config: &Path, port: u16) -> anyhow::Result<()> {
-    let mut cfg: Value = serde_json::from_slice(&std::fs::read(config)?)?;
+    let mut cfg: Value = serde_json::from_slice(
+        &std::fs::read(config).with_context(|| format!("the run's {}", config.display()))?,
+    )?;
     let args = cfg["browser"]["launchOptions"]["args"]
         .as_array_mut()
         .context("no launch args")?;
